@@ -1,0 +1,39 @@
+/* Element types of tensors and values. The numeric values are ONNX's
+ * TensorProto.DataType codes, so converting from and to ONNX is the identity for the
+ * types qhost supports. */
+#ifndef QH_CORE_DTYPE_H
+#define QH_CORE_DTYPE_H
+
+#include <glib.h>
+#include <stddef.h>
+
+G_BEGIN_DECLS
+
+typedef enum {
+  QH_DTYPE_UNDEFINED = 0,
+  QH_DTYPE_F32 = 1,
+  QH_DTYPE_U8 = 2,
+  QH_DTYPE_S8 = 3,
+  QH_DTYPE_S32 = 6,
+  QH_DTYPE_S64 = 7,
+  QH_DTYPE_BOOL = 9,
+  QH_DTYPE_F16 = 10,
+} QhDType;
+
+/* Size of one element in bytes; 0 for QH_DTYPE_UNDEFINED or an unknown code. */
+size_t qh_dtype_size(QhDType dtype);
+
+/* Lower-case name ("float32", "uint8", "int8", "int32", "int64", "bool", "float16");
+ * "undefined" for anything else. The returned string is static. */
+const char *qh_dtype_name(QhDType dtype);
+
+/* TRUE when code is one of the supported QhDType values. */
+gboolean qh_dtype_is_supported(int code);
+
+/* Convert between IEEE half and single precision (round to nearest even). */
+float qh_f16_to_f32(guint16 h);
+guint16 qh_f32_to_f16(float f);
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,77 @@
+/* The contract between the executor and the host's reference kernels: one QhOpDef
+ * per ONNX operator, with shape inference, a fast run function, and (for ops whose
+ * fast path is not obviously correct) a naive twin that tests compare it with.
+ *
+ * Conventions for every function here:
+ * - `inputs` has n_inputs entries, NULL for an omitted optional input. During
+ *   inference an input's `data` is non-NULL only when its value is a constant
+ *   (initializer or folded at plan time); ops whose output shape depends on an
+ *   input's contents (Reshape's shape, Slice's starts, ...) fail with
+ *   QH_ERROR_UNSUPPORTED when that input is not constant.
+ * - infer fills dtype and shape of each of the n_outputs entries of `outputs`
+ *   (whose data stays NULL) and validates attributes and input dtypes/shapes.
+ * - run reads inputs and writes the outputs, which the executor has allocated with
+ *   the inferred dtype and shape (contents undefined). run never allocates outputs
+ *   and never keeps pointers past the call.
+ * - Errors name the node: "node 'NAME' (OP): cause".
+ * Threading: infer and run may be called from any thread, but never concurrently on
+ * one node; run may use ctx's thread pool. */
+#ifndef QH_EXEC_OP_H
+#define QH_EXEC_OP_H
+
+#include <glib.h>
+
+#include "core/graph.h"
+#include "core/tensor.h"
+#include "exec/threadpool.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+  QhThreadPool *pool; /* never NULL; may have a single thread */
+} QhExecContext;
+
+typedef gboolean (*QhOpInferFn)(const QhNode *node, const QhTensor *const *inputs, int n_inputs,
+                                QhTensor *outputs, int n_outputs, GError **error);
+typedef gboolean (*QhOpRunFn)(QhExecContext *ctx, const QhNode *node,
+                              const QhTensor *const *inputs, int n_inputs,
+                              QhTensor *const *outputs, int n_outputs, GError **error);
+/* Multiply-accumulate count of one run, from inferred shapes (data may be NULL). */
+typedef int64_t (*QhOpMacsFn)(const QhNode *node, const QhTensor *const *inputs, int n_inputs,
+                              const QhTensor *outputs, int n_outputs);
+
+typedef struct {
+  const char *op_type;  /* default ONNX domain */
+  int min_inputs;
+  int max_inputs;
+  int min_outputs;
+  int max_outputs;
+  QhOpInferFn infer;
+  QhOpRunFn run;        /* the fast path */
+  QhOpRunFn run_naive;  /* obviously-correct twin; NULL when run is itself the naive loop */
+  QhOpMacsFn macs;      /* NULL: the op does no multiply-accumulates worth counting */
+} QhOpDef;
+
+/* The definition for (domain, op_type), or NULL when qhost has no kernel for it.
+ * domain "" and "ai.onnx" are the default domain. */
+const QhOpDef *qh_op_find(const char *domain, const char *op_type);
+
+/* All definitions, for listings and tests: a NULL-terminated array (static). */
+const QhOpDef *const *qh_op_all(void);
+
+/* Op families: each kernels/<family>.c defines one table ending in {NULL}. */
+extern const QhOpDef qh_ops_conv[];        /* Conv, ConvTranspose */
+extern const QhOpDef qh_ops_gemm[];        /* Gemm, MatMul */
+extern const QhOpDef qh_ops_pool[];        /* MaxPool, AveragePool, GlobalAveragePool */
+extern const QhOpDef qh_ops_elementwise[]; /* Add, Sub, Mul, Div */
+extern const QhOpDef qh_ops_activation[];  /* Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish, Softmax */
+extern const QhOpDef qh_ops_norm[];        /* BatchNormalization */
+extern const QhOpDef qh_ops_reduce[];      /* ReduceMean */
+extern const QhOpDef qh_ops_qdq[];         /* QuantizeLinear, DequantizeLinear */
+extern const QhOpDef qh_ops_shape[];       /* Shape, Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Identity, Dropout, Constant, Concat */
+extern const QhOpDef qh_ops_index[];       /* Gather, Slice, Pad */
+extern const QhOpDef qh_ops_resize[];      /* Resize */
+
+G_END_DECLS
+
+#endif

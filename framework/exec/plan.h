@@ -1,0 +1,56 @@
+/* Execution plans: a graph bound to concrete input shapes, with every value's dtype
+ * and shape inferred, constant subgraphs folded, a kernel chosen for every node,
+ * and buffers released after their last use.
+ *
+ * Ownership: a plan borrows its graph, which must outlive it and stay unchanged.
+ * Outputs returned by qh_plan_run belong to the caller. Threading: a plan runs one
+ * inference at a time. Errors: GErrors naming the node ("node 'x' (Conv): ...");
+ * an op without a host kernel is QH_ERROR_UNSUPPORTED naming node and op. */
+#ifndef QH_EXEC_PLAN_H
+#define QH_EXEC_PLAN_H
+
+#include <glib.h>
+
+#include "core/graph.h"
+#include "exec/op.h"
+
+G_BEGIN_DECLS
+
+typedef struct QhPlan QhPlan;
+
+/* Plan graph for inputs of the given shapes: input_shapes has one entry per graph
+ * input (graph->inputs order); NULL uses the declared shapes, with symbolic
+ * dimensions bound to 1. A given shape must agree with every numeric dimension the
+ * model declares (QH_ERROR_MISMATCH naming the input otherwise). When
+ * shapes_only is TRUE, kernels are not required (inspect uses this on models with
+ * ops qhost cannot run); run then fails. */
+QhPlan *qh_plan_new(const QhGraph *graph, const QhShape *input_shapes, gboolean shapes_only,
+                    GError **error);
+void qh_plan_free(QhPlan *plan);
+
+/* The inferred description of a value (dtype, shape, and data when the value is
+ * constant), or NULL for an id the plan never reached. Borrowed from the plan. */
+const QhTensor *qh_plan_value_info(const QhPlan *plan, int value_id);
+
+/* Live nodes in execution order (borrowed array of int node ids). */
+const GArray *qh_plan_order(const QhPlan *plan);
+
+/* Whether node_id was folded into a constant at plan time. */
+gboolean qh_plan_node_is_folded(const QhPlan *plan, int node_id);
+
+/* Multiply-accumulates of one run of node_id (0 for ops that do none). */
+int64_t qh_plan_node_macs(const QhPlan *plan, int node_id);
+
+/* Run the plan. inputs has one tensor per graph input, with the planned dtype and
+ * shape (checked). On success *outputs is a new array of one new tensor per graph
+ * output, freed with qh_tensor_free each and g_free for the array. */
+gboolean qh_plan_run(QhPlan *plan, QhExecContext *ctx, const QhTensor *const *inputs,
+                     QhTensor ***outputs, GError **error);
+
+/* Run every node whose op has a naive twin with the twin instead (for tests that
+ * compare the fast path with the obviously-correct one on whole models). */
+void qh_plan_use_naive_kernels(QhPlan *plan, gboolean use_naive);
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,35 @@
+/* A fixed-size pool of worker threads for data-parallel loops inside one kernel.
+ *
+ * The pool runs one parallel loop at a time; the calling thread takes part as
+ * worker 0, and idle workers block on a condition variable (they never spin, so a
+ * BLAS or other library running its own threads is not starved).
+ * Ownership: the caller owns the pool and frees it with qh_thread_pool_free.
+ * Threading: qh_thread_pool_parallel_for must not be called concurrently on one
+ * pool nor from inside one of its own tasks (nested calls run inline). */
+#ifndef QH_EXEC_THREADPOOL_H
+#define QH_EXEC_THREADPOOL_H
+
+#include <glib.h>
+#include <stdint.h>
+
+G_BEGIN_DECLS
+
+typedef struct QhThreadPool QhThreadPool;
+
+/* fn processes the half-open range [begin, end) of the loop. */
+typedef void (*QhParallelFn)(void *arg, int64_t begin, int64_t end);
+
+/* A pool of n_threads threads in all (the caller counts as one); n_threads < 1 means 1.
+ * Also sets the BLAS library's thread count to n_threads. Never fails. */
+QhThreadPool *qh_thread_pool_new(int n_threads);
+void qh_thread_pool_free(QhThreadPool *pool);
+int qh_thread_pool_size(const QhThreadPool *pool);
+
+/* Split [0, n) into contiguous chunks of at least min_chunk items and run fn over
+ * them on the pool; returns when all are done. */
+void qh_thread_pool_parallel_for(QhThreadPool *pool, int64_t n, int64_t min_chunk,
+                                 QhParallelFn fn, void *arg);
+
+G_END_DECLS
+
+#endif
