@@ -354,6 +354,11 @@ static gboolean apply_type(QhValue *v, const Onnx__ValueInfoProto *vi, const cha
 
 /* ---- nodes and attributes --------------------------------------------------------- */
 
+/* A NUL-terminated copy; an empty field may have no data pointer at all. */
+static char *bytes_to_str(const ProtobufCBinaryData *b) {
+  return b->len > 0 ? g_strndup((const char *)b->data, b->len) : g_strdup("");
+}
+
 static int infer_attr_type(const Onnx__AttributeProto *a) {
   int found = 0, n = 0;
 #define SEEN(cond, t) if (cond) { found = (t); n++; }
@@ -398,7 +403,7 @@ static gboolean load_attr(QhNode *node, const Onnx__AttributeProto *a, const cha
     qh_node_set_attr_int(node, name, a->i);
     break;
   case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING: {
-    char *s = g_strndup((const char *)a->s.data, a->s.len);
+    char *s = bytes_to_str(&a->s);
     qh_node_set_attr_string(node, name, s);
     g_free(s);
     break;
@@ -426,7 +431,7 @@ static gboolean load_attr(QhNode *node, const Onnx__AttributeProto *a, const cha
   case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS: {
     char **v = g_new0(char *, a->n_strings + 1);
     for (size_t i = 0; i < a->n_strings; i++)
-      v[i] = g_strndup((const char *)a->strings[i].data, a->strings[i].len);
+      v[i] = bytes_to_str(&a->strings[i]);
     qh_node_set_attr_strings(node, name, (int64_t)a->n_strings, (const char *const *)v);
     g_strfreev(v);
     break;
