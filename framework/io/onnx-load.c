@@ -444,9 +444,15 @@ static gboolean load_attr(QhNode *node, const Onnx__AttributeProto *a, const cha
     goto out;
   default:
     g_set_error(error, QH_ERROR, QH_ERROR_UNSUPPORTED,
-                "%s: attribute '%s' has type %d (tensor lists, sparse tensors and type protos are "
-                "not supported)",
-                who, name, type);
+                "%s: attribute '%s' is %s, which is not supported", who, name,
+                type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSORS ? "a list of tensors"
+                : type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__SPARSE_TENSOR ||
+                        type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__SPARSE_TENSORS
+                    ? "a sparse tensor"
+                : type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TYPE_PROTO ||
+                        type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TYPE_PROTOS
+                    ? "a type proto"
+                    : "of an unknown attribute type");
     goto out;
   }
   ok = TRUE;
@@ -513,11 +519,18 @@ static gboolean check_opsets(QhGraph *g, const Onnx__ModelProto *m, GError **err
                 "the model imports no default-domain (ai.onnx) opset");
     return FALSE;
   }
-  if (opset < QH_ONNX_MIN_OPSET || opset > QH_ONNX_NEWEST_KNOWN_OPSET) {
+  if (opset < QH_ONNX_MIN_OPSET) {
     g_set_error(error, QH_ERROR, QH_ERROR_UNSUPPORTED,
-                "opset %" G_GINT64_FORMAT " is not supported; qhost reads opsets %d to %d%s", opset,
-                QH_ONNX_MIN_OPSET, QH_ONNX_MAX_OPSET,
-                opset > QH_ONNX_MAX_OPSET ? " (and up to 23 for ops unchanged since 17)" : "");
+                "opset %" G_GINT64_FORMAT " is not supported; qhost reads opsets %d to %d", opset,
+                QH_ONNX_MIN_OPSET, QH_ONNX_MAX_OPSET);
+    return FALSE;
+  }
+  if (opset > QH_ONNX_NEWEST_KNOWN_OPSET) {
+    g_set_error(error, QH_ERROR, QH_ERROR_UNSUPPORTED,
+                "opset %" G_GINT64_FORMAT " is unknown to qhost; it reads opsets %d to %d, and up "
+                "to %d for ops unchanged since %d",
+                opset, QH_ONNX_MIN_OPSET, QH_ONNX_MAX_OPSET, QH_ONNX_NEWEST_KNOWN_OPSET,
+                QH_ONNX_MAX_OPSET);
     return FALSE;
   }
   if (opset <= QH_ONNX_MAX_OPSET || m->graph == NULL)

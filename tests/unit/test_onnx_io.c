@@ -3,6 +3,7 @@
  * protobuf writer, so the tests need no Python and no generated code) fail with
  * specific messages instead of crashing or allocating what the file claims. */
 #include <glib/gstdio.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -115,10 +116,23 @@ static Pb *one_node_graph(Pb *n) {
 
 static const char *const X[] = {"x", NULL}, *const Y[] = {"y", NULL};
 
+/* The Relu model with one more message (an initializer, input, ...) in its graph. */
+static Pb *relu_with(int field, Pb *extra) {
+  Pb *g = one_node_graph(node("n", "Relu", X, Y, NULL));
+  pb_msg(g, field, extra);
+  return model(13, g);
+}
+
 static QhGraph *load_pb(Pb *m, const char *base_dir, GError **error) {
   QhGraph *g = qh_onnx_load_from_memory(m->data, m->len, "test.onnx", base_dir, error);
   g_byte_array_unref(m);
   return g;
+}
+
+static const QhTensor *init_of(const QhGraph *g, const char *name) {
+  int id = qh_graph_find_value(g, name);
+  g_assert_cmpint(id, >=, 0);
+  return qh_graph_value(g, id)->initializer;
 }
 
 /* Loading fails with code and a message that names the file and holds fragment. */
@@ -139,6 +153,22 @@ static QhGraph *expect_load(Pb *m, const char *base_dir) {
   g_assert_no_error(error);
   g_assert_nonnull(g);
   return g;
+}
+
+/* Removes a test directory with its files and subdirectories (one level deep). */
+static void rm_tree(const char *dir) {
+  GDir *d = g_dir_open(dir, 0, NULL);
+  for (const char *e; d != NULL && (e = g_dir_read_name(d)) != NULL;) {
+    char *p = g_build_filename(dir, e, NULL);
+    if (g_file_test(p, G_FILE_TEST_IS_DIR) && !g_file_test(p, G_FILE_TEST_IS_SYMLINK))
+      rm_tree(p);
+    else
+      g_unlink(p);
+    g_free(p);
+  }
+  if (d != NULL)
+    g_dir_close(d);
+  g_rmdir(dir);
 }
 
 /* ---- round trip through the QhGraph API ---------------------------------------------- */
@@ -221,8 +251,8 @@ static void assert_tensors_equal(const QhTensor *a, const QhTensor *b) {
 }
 
 static void test_round_trip(void) {
-  char *dir = g_dir_make_tmp("qh-onnx-XXXXXX", NULL);
-  char *path = g_build_filename(dir, "model.onnx", NULL);
+  g_autofree char *dir = g_dir_make_tmp("qh-onnx-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename(dir, "model.onnx", NULL);
   QhGraph *g = rich_graph();
   GError *error = NULL;
   g_assert_true(qh_onnx_save(g, path, &error));
@@ -262,10 +292,7 @@ static void test_round_trip(void) {
 
   for (gsize i = 0; i < G_N_ELEMENTS(all_dtypes); i++) {
     char *name = g_strdup_printf("w_%s", qh_dtype_name(all_dtypes[i]));
-    const QhValue *wg = qh_graph_value(g, qh_graph_find_value(g, name));
-    int id = qh_graph_find_value(h, name);
-    g_assert_cmpint(id, >=, 0);
-    assert_tensors_equal(wg->initializer, qh_graph_value(h, id)->initializer);
+    assert_tensors_equal(init_of(g, name), init_of(h, name));
     g_free(name);
   }
 
@@ -307,7 +334,7 @@ static void test_round_trip(void) {
   g_dir_close(d);
 
   /* saving a loaded graph again gives the same bytes */
-  char *path2 = g_build_filename(dir, "again.onnx", NULL);
+  g_autofree char *path2 = g_build_filename(dir, "again.onnx", NULL);
   g_assert_true(qh_onnx_save(h, path2, &error));
   char *b1, *b2;
   gsize l1, l2;
@@ -317,12 +344,7 @@ static void test_round_trip(void) {
   g_free(b1);
   g_free(b2);
 
-  g_unlink(path2);
-  g_unlink(path);
-  g_rmdir(dir);
-  g_free(path2);
-  g_free(path);
-  g_free(dir);
+  rm_tree(dir);
   qh_graph_free(g);
   qh_graph_free(h);
 }
@@ -337,8 +359,8 @@ static void test_save_defaults_and_failure(void) {
   qh_graph_add_node(g, "", "Relu", "", 1, &x->id, 1, &y, NULL);
   qh_graph_value(g, y)->is_output = TRUE;
   g_array_append_val(g->outputs, y);
-  char *dir = g_dir_make_tmp("qh-onnx-XXXXXX", NULL);
-  char *path = g_build_filename(dir, "m.onnx", NULL);
+  g_autofree char *dir = g_dir_make_tmp("qh-onnx-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename(dir, "m.onnx", NULL);
   GError *error = NULL;
   g_assert_true(qh_onnx_save(g, path, &error));
   QhGraph *h = qh_onnx_load(path, &error);
@@ -350,7 +372,7 @@ static void test_save_defaults_and_failure(void) {
   qh_graph_free(h);
 
   /* a directory that does not exist: an error naming the path, no file */
-  char *bad = g_build_filename(dir, "missing", "m.onnx", NULL);
+  g_autofree char *bad = g_build_filename(dir, "missing", "m.onnx", NULL);
   g_assert_false(qh_onnx_save(g, bad, &error));
   g_assert_error(error, QH_ERROR, QH_ERROR_IO);
   g_assert_true(g_str_has_prefix(error->message, bad));
@@ -368,11 +390,40 @@ static void test_save_defaults_and_failure(void) {
   g_assert_true(g_str_has_prefix(error->message, bad));
   g_assert_nonnull(strstr(error->message, "cannot open"));
   g_clear_error(&error);
-  g_unlink(path);
-  g_rmdir(dir);
-  g_free(bad);
-  g_free(path);
-  g_free(dir);
+  /* the rename fails onto a directory: the temporary file is removed, the directory kept */
+  qh_graph_remove_node(g, 1);
+  g_autofree char *sub = g_build_filename(dir, "sub", NULL);
+  g_mkdir(sub, 0755);
+  g_assert_false(qh_onnx_save(g, sub, &error));
+  g_assert_error(error, QH_ERROR, QH_ERROR_IO);
+  g_assert_true(g_str_has_prefix(error->message, sub));
+  g_clear_error(&error);
+  g_assert_true(g_file_test(sub, G_FILE_TEST_IS_DIR));
+  GDir *d = g_dir_open(dir, 0, NULL);
+  int n_entries = 0;
+  while (g_dir_read_name(d) != NULL)
+    n_entries++;
+  g_dir_close(d);
+  g_assert_cmpint(n_entries, ==, 2); /* m.onnx and sub */
+  g_rmdir(sub);
+  /* empty and oversized files are refused by their size (the big one is sparse) */
+  g_autofree char *empty = g_build_filename(dir, "empty.onnx", NULL);
+  g_assert_true(g_file_set_contents(empty, "", 0, NULL));
+  g_assert_null(qh_onnx_load(empty, &error));
+  g_assert_true(g_str_has_prefix(error->message, empty));
+  g_assert_nonnull(strstr(error->message, "the file is empty"));
+  g_clear_error(&error);
+  FILE *f = fopen(empty, "w");
+  if (f != NULL && ftruncate(fileno(f), ((off_t)2 << 30) + 1) == 0) {
+    fclose(f);
+    g_assert_null(qh_onnx_load(empty, &error));
+    g_assert_error(error, QH_ERROR, QH_ERROR_LIMIT);
+    g_assert_nonnull(strstr(error->message, "limited to 2 GiB"));
+    g_clear_error(&error);
+  } else if (f != NULL) {
+    fclose(f);
+  }
+  rm_tree(dir);
   qh_graph_free(g);
 }
 
@@ -405,32 +456,30 @@ static void test_typed_fields_and_quirks(void) {
   QhGraph *q = expect_load(model(13, g), NULL);
   g_assert_cmpuint(q->inputs->len, ==, 1);
   g_assert_cmpstr(qh_graph_node(q, 0)->name, ==, "Relu_0");
-  const QhTensor *f = qh_graph_value(q, qh_graph_find_value(q, "f"))->initializer;
-  g_assert_cmpfloat(((float *)f->data)[3], ==, 3.5f);
-  const QhTensor *s8 = qh_graph_value(q, qh_graph_find_value(q, "i3"))->initializer;
-  g_assert_cmpint(((gint8 *)s8->data)[3], ==, -3);
-  const QhTensor *h = qh_graph_value(q, qh_graph_find_value(q, "i10"))->initializer;
-  g_assert_cmpint(h->dtype, ==, QH_DTYPE_F16);
-  g_assert_cmpfloat(qh_f16_to_f32(((guint16 *)h->data)[2]), ==, 1.0f);
-  const QhTensor *b = qh_graph_value(q, qh_graph_find_value(q, "i9"))->initializer;
-  g_assert_cmpint(((guint8 *)b->data)[2], ==, 1);
-  const QhTensor *l = qh_graph_value(q, qh_graph_find_value(q, "l"))->initializer;
-  g_assert_cmpint(((gint64 *)l->data)[3], ==, -((gint64)3 << 40));
+  g_assert_cmpfloat(((float *)init_of(q, "f")->data)[3], ==, 3.5f);
+  g_assert_cmpint(((gint8 *)init_of(q, "i3")->data)[3], ==, -3);
+  g_assert_cmpint(init_of(q, "i10")->dtype, ==, QH_DTYPE_F16);
+  g_assert_cmpfloat(qh_f16_to_f32(((guint16 *)init_of(q, "i10")->data)[2]), ==, 1.0f);
+  g_assert_cmpint(((guint8 *)init_of(q, "i9")->data)[2], ==, 1);
+  g_assert_cmpint(((gint64 *)init_of(q, "l")->data)[3], ==, -((gint64)3 << 40));
   qh_graph_free(q);
 
   /* attribute without a type: inferred when only one field is set, else refused */
-  Pb *a = pb_new();
-  pb_str(a, 1, "alpha");
-  pb_int(a, 3, 5);
-  q = expect_load(model(13, one_node_graph(node("n", "LeakyRelu", X, Y, a))), NULL);
-  g_assert_cmpint(qh_node_attr(qh_graph_node(q, 0), "alpha")->type, ==, QH_ATTR_INT);
-  qh_graph_free(q);
-  a = pb_new();
-  pb_str(a, 1, "alpha");
-  pb_int(a, 3, 5);
-  pb_float(a, 2, 1.0f);
-  expect_fail(model(13, one_node_graph(node("n", "LeakyRelu", X, Y, a))), NULL, QH_ERROR_INVALID,
-              "node 'n' (LeakyRelu): attribute 'alpha' has no type");
+  for (int ambiguous = 0; ambiguous < 2; ambiguous++) {
+    Pb *a = pb_new();
+    pb_str(a, 1, "alpha");
+    pb_int(a, 3, 5);
+    if (ambiguous)
+      pb_float(a, 2, 1.0f);
+    Pb *am = model(13, one_node_graph(node("n", "LeakyRelu", X, Y, a)));
+    if (ambiguous) {
+      expect_fail(am, NULL, QH_ERROR_INVALID, "node 'n' (LeakyRelu): attribute 'alpha' has no type");
+      break;
+    }
+    q = expect_load(am, NULL);
+    g_assert_cmpint(qh_node_attr(qh_graph_node(q, 0), "alpha")->type, ==, QH_ATTR_INT);
+    qh_graph_free(q);
+  }
 
   /* model-local functions are ignored; other domains' opsets are kept */
   Pb *m = model(13, one_node_graph(node(NULL, "Relu", X, Y, NULL)));
@@ -456,30 +505,30 @@ static void test_bad_graphs(void) {
   pb_msg(g, 1, node("n1", "Relu", A, B, NULL));
   pb_msg(g, 12, value_info("b", F32, -1, NULL));
   expect_fail(model(13, g), NULL, QH_ERROR_INVALID, "cycle");
-  g = one_node_graph(node("n", "Relu", X, Y, NULL));
-  pb_msg(g, 12, value_info("nowhere", F32, 1, d4));
-  expect_fail(model(13, g), NULL, QH_ERROR_INVALID,
+  expect_fail(relu_with(12, value_info("nowhere", F32, 1, d4)), NULL, QH_ERROR_INVALID,
               "graph output 'nowhere' is not produced by any node, initializer or graph input");
-  g = one_node_graph(node("n", "Relu", X, Y, NULL));
-  pb_msg(g, 11, value_info("d", DOUBLE, 1, d4));
-  expect_fail(model(13, g), NULL, QH_ERROR_UNSUPPORTED, "graph input 'd' has unsupported type double");
-  g = one_node_graph(node("n", "Relu", X, Y, NULL));
-  pb_msg(g, 11, value_info("big", F32, 9, d9));
-  expect_fail(model(13, g), NULL, QH_ERROR_UNSUPPORTED, "graph input 'big' has rank 9");
-  g = one_node_graph(node("n", "Relu", X, Y, NULL));
-  pb_msg(g, 15, pb_new());
-  expect_fail(model(13, g), NULL, QH_ERROR_UNSUPPORTED, "sparse initializers are not supported");
-  g = one_node_graph(node("n", "Relu", X, Y, NULL));
+  expect_fail(relu_with(11, value_info("d", DOUBLE, 1, d4)), NULL, QH_ERROR_UNSUPPORTED,
+              "graph input 'd' has unsupported type double");
+  expect_fail(relu_with(11, value_info("big", F32, 9, d9)), NULL, QH_ERROR_UNSUPPORTED,
+              "graph input 'big' has rank 9");
+  expect_fail(relu_with(15, pb_new()), NULL, QH_ERROR_UNSUPPORTED,
+              "sparse initializers are not supported");
   Pb *t = tensor("w", DOUBLE, 1, d4);
   pb_bytes(t, 9, "0123456789abcdef0123456789abcdef", 32);
-  pb_msg(g, 5, t);
-  expect_fail(model(13, g), NULL, QH_ERROR_UNSUPPORTED, "initializer 'w' has unsupported type double");
+  expect_fail(relu_with(5, t), NULL, QH_ERROR_UNSUPPORTED,
+              "initializer 'w' has unsupported type double");
   /* a node writing a graph input */
   g = pb_new();
   pb_msg(g, 1, node("n", "Relu", Y, X, NULL));
   pb_msg(g, 11, value_info("x", F32, 2, d14));
   pb_msg(g, 11, value_info("y", F32, 2, d14));
   expect_fail(model(13, g), NULL, QH_ERROR_INVALID, "output 'x' is already defined");
+  Pb *a = pb_new();
+  pb_str(a, 1, "ts");
+  pb_int(a, 20, 9);
+  pb_msg(a, 10, tensor("t0", F32, 1, d4));
+  expect_fail(model(13, one_node_graph(node("n", "Relu", X, Y, a))), NULL, QH_ERROR_UNSUPPORTED,
+              "node 'n' (Relu): attribute 'ts' is a list of tensors, which is not supported");
   expect_fail(pb_new(), NULL, QH_ERROR_PARSE, "not a valid ONNX model (the file is empty)");
   Pb *m = pb_new();
   pb_int(m, 1, 8);
@@ -489,31 +538,23 @@ static void test_bad_graphs(void) {
 static void test_sizes(void) {
   static const gint64 huge[] = {(gint64)1 << 40}, big[] = {(gint64)1 << 33},
                       overflow[] = {(gint64)1 << 62, (gint64)1 << 62, 4}, neg[] = {2, -3};
-  Pb *g = one_node_graph(node("n", "Relu", X, Y, NULL));
   Pb *t = tensor("w", F32, 1, huge);
   pb_bytes(t, 9, "abcd", 4);
-  pb_msg(g, 5, t);
-  expect_fail(model(13, g), NULL, QH_ERROR_LIMIT, "initializer 'w': shape's element count exceeds");
-  g = one_node_graph(node("n", "Relu", X, Y, NULL));
+  expect_fail(relu_with(5, t), NULL, QH_ERROR_LIMIT,
+              "initializer 'w': shape's element count exceeds");
   t = tensor("w", U8, 1, big); /* under the element limit: the byte count must refuse it */
   pb_bytes(t, 9, "abcd", 4);
-  pb_msg(g, 5, t);
-  expect_fail(model(13, g), NULL, QH_ERROR_INVALID,
+  expect_fail(relu_with(5, t), NULL, QH_ERROR_INVALID,
               "initializer 'w' has 4 bytes of raw data but its shape [8589934592] of uint8 needs");
-  g = one_node_graph(node("n", "Relu", X, Y, NULL));
   t = tensor("w", F32, 3, overflow);
   pb_bytes(t, 9, "abcd", 4);
-  pb_msg(g, 5, t);
-  expect_fail(model(13, g), NULL, QH_ERROR_LIMIT, "exceeds the limit");
-  g = one_node_graph(node("n", "Relu", X, Y, NULL));
+  expect_fail(relu_with(5, t), NULL, QH_ERROR_LIMIT, "exceeds the limit");
   t = tensor("w", F32, 2, neg);
-  pb_msg(g, 5, t);
-  expect_fail(model(13, g), NULL, QH_ERROR_INVALID, "initializer 'w' has negative dimension -3");
-  g = one_node_graph(node("n", "Relu", X, Y, NULL));
+  expect_fail(relu_with(5, t), NULL, QH_ERROR_INVALID,
+              "initializer 'w' has negative dimension -3");
   t = tensor("w", F32, 1, big);
   pb_float(t, 4, 1.0f);
-  pb_msg(g, 5, t);
-  expect_fail(model(13, g), NULL, QH_ERROR_INVALID,
+  expect_fail(relu_with(5, t), NULL, QH_ERROR_INVALID,
               "initializer 'w' has 1 values in float_data but its shape needs 8589934592");
   /* a tensor attribute goes through the same checks */
   Pb *a = pb_new();
@@ -529,7 +570,7 @@ static void test_opsets(void) {
   expect_fail(model(11, one_node_graph(node("n", "Relu", X, Y, NULL))), NULL, QH_ERROR_UNSUPPORTED,
               "opset 11 is not supported; qhost reads opsets 13 to 17");
   expect_fail(model(24, one_node_graph(node("n", "Relu", X, Y, NULL))), NULL, QH_ERROR_UNSUPPORTED,
-              "opset 24 is not supported");
+              "opset 24 is unknown to qhost; it reads opsets 13 to 17, and up to 23");
   expect_fail(model(18, one_node_graph(node("rm", "ReduceMean", X, Y, NULL))), NULL,
               QH_ERROR_UNSUPPORTED,
               "node 'rm' (ReduceMean): ReduceMean changed in opset 18 and the model imports opset 18");
@@ -554,13 +595,10 @@ static void test_opsets(void) {
   expect_fail(m, NULL, QH_ERROR_UNSUPPORTED, "imports no default-domain");
 
   g_assert_true(qh_onnx_op_unchanged_since_17("Relu", 23));
-  g_assert_true(qh_onnx_op_unchanged_since_17("Pad", 17));
   g_assert_false(qh_onnx_op_unchanged_since_17("Pad", 18));
-  g_assert_true(qh_onnx_op_unchanged_since_17("Resize", 17));
   g_assert_false(qh_onnx_op_unchanged_since_17("Resize", 20));
   g_assert_true(qh_onnx_op_unchanged_since_17("AveragePool", 18));
   g_assert_false(qh_onnx_op_unchanged_since_17("AveragePool", 19));
-  g_assert_true(qh_onnx_op_unchanged_since_17("Flatten", 20));
   g_assert_false(qh_onnx_op_unchanged_since_17("Flatten", 21));
   g_assert_true(qh_onnx_op_unchanged_since_17("QuantizeLinear", 18));
   g_assert_false(qh_onnx_op_unchanged_since_17("QuantizeLinear", 19));
@@ -568,18 +606,10 @@ static void test_opsets(void) {
   g_assert_false(qh_onnx_op_unchanged_since_17("NoSuchOp", 18));
 }
 
-static void test_subgraphs_and_nesting(void) {
-  /* one level of subgraph: parsed, then refused as unsupported */
-  Pb *a = pb_new();
-  pb_str(a, 1, "then_branch");
-  pb_int(a, 20, 5);
-  pb_msg(a, 6, pb_new());
-  expect_fail(model(13, one_node_graph(node("if", "If", X, Y, a))), NULL, QH_ERROR_UNSUPPORTED,
-              "node 'if' (If): attribute 'then_branch' holds a subgraph; subgraph attributes are "
-              "not supported");
-
-  /* 100,000 nested graph attributes, written back to front into one buffer */
-  const int levels = 100000;
+/* A model whose graph holds `levels` nested Loop bodies (graph attributes), written
+ * back to front into one buffer so 100,000 levels cost linear time. The innermost
+ * graph sits at message depth 2 + 3 * levels. */
+static Pb *nested_model(int levels) {
   gsize cap = (gsize)levels * 64 + 1024, start = cap;
   guint8 *buf = g_malloc(cap);
   Pb *tmp = pb_new();
@@ -606,7 +636,10 @@ static void test_subgraphs_and_nesting(void) {
     pb_varint(tmp, cap - start);
     PREPEND(tmp);
   }
+  Pb *os = pb_new();
+  pb_int(os, 2, 13);
   pb_int(tmp, 1, 8);
+  pb_msg(tmp, 8, os);
   pb_tag(tmp, 7, 2);
   pb_varint(tmp, cap - start);
   PREPEND(tmp);
@@ -615,7 +648,23 @@ static void test_subgraphs_and_nesting(void) {
   Pb *m = pb_new();
   g_byte_array_append(m, buf + start, (guint)(cap - start));
   g_free(buf);
-  expect_fail(m, NULL, QH_ERROR_LIMIT, "message nesting deeper than 32 levels (");
+  return m;
+}
+
+static void test_subgraphs_and_nesting(void) {
+  /* one level of subgraph: parsed, then refused as unsupported */
+  Pb *a = pb_new();
+  pb_str(a, 1, "then_branch");
+  pb_int(a, 20, 5);
+  pb_msg(a, 6, pb_new());
+  expect_fail(model(13, one_node_graph(node("if", "If", X, Y, a))), NULL, QH_ERROR_UNSUPPORTED,
+              "node 'if' (If): attribute 'then_branch' holds a subgraph; subgraph attributes are "
+              "not supported");
+
+  /* the innermost graph at depth 2 + 3 * 10 = 32 passes the pre-scan; one more does not */
+  expect_fail(nested_model(10), NULL, QH_ERROR_UNSUPPORTED, "subgraph attributes are not supported");
+  expect_fail(nested_model(11), NULL, QH_ERROR_LIMIT, "message nesting deeper than 32 levels (");
+  expect_fail(nested_model(100000), NULL, QH_ERROR_LIMIT, "message nesting deeper than 32 levels (");
 }
 
 static Pb *valid_model_bytes(void) {
@@ -689,23 +738,22 @@ static Pb *external_model(const char *location, const char *offset, const char *
 }
 
 static void test_external_data(void) {
-  char *dir = g_dir_make_tmp("qh-onnx-XXXXXX", NULL);
-  char *sub = g_build_filename(dir, "sub", NULL);
+  g_autofree char *dir = g_dir_make_tmp("qh-onnx-XXXXXX", NULL);
+  g_autofree char *sub = g_build_filename(dir, "sub", NULL);
   g_mkdir(sub, 0755);
   float w[6] = {-1.0f, 1.0f, 2.0f, 3.0f, 4.0f, -2.0f};
-  char *bin = g_build_filename(sub, "weights.bin", NULL);
+  g_autofree char *bin = g_build_filename(sub, "weights.bin", NULL);
   g_assert_true(g_file_set_contents(bin, (const char *)w, sizeof w, NULL));
 
   /* a legitimate file beside the model, through qh_onnx_load and a path */
   Pb *m = external_model("sub/weights.bin", "4", "16");
-  char *path = g_build_filename(dir, "model.onnx", NULL);
+  g_autofree char *path = g_build_filename(dir, "model.onnx", NULL);
   g_assert_true(g_file_set_contents(path, (const char *)m->data, m->len, NULL));
   g_byte_array_unref(m);
   GError *error = NULL;
   QhGraph *g = qh_onnx_load(path, &error);
   g_assert_no_error(error);
-  const QhTensor *t = qh_graph_value(g, qh_graph_find_value(g, "w"))->initializer;
-  g_assert_cmpmem(t->data, t->nbytes, w + 1, 16);
+  g_assert_cmpmem(init_of(g, "w")->data, init_of(g, "w")->nbytes, w + 1, 16);
   qh_graph_free(g);
   qh_graph_free(expect_load(external_model("./sub/weights.bin", "8", NULL), dir));
 
@@ -713,8 +761,6 @@ static void test_external_data(void) {
               "initializer 'w': external data location '/etc/passwd' is an absolute path");
   expect_fail(external_model("../../x", NULL, NULL), dir, QH_ERROR_INVALID,
               "initializer 'w': external data location '../../x' contains '..'");
-  expect_fail(external_model("sub/../sub/weights.bin", NULL, "16"), dir, QH_ERROR_INVALID,
-              "contains '..'");
   expect_fail(external_model("sub/weights.bin", "0", "16"), NULL, QH_ERROR_UNSUPPORTED,
               "initializer 'w': external data 'sub/weights.bin' needs the model's directory");
   expect_fail(external_model("sub/weights.bin", "0", "20"), dir, QH_ERROR_INVALID,
@@ -727,7 +773,7 @@ static void test_external_data(void) {
               "initializer 'w': external data 'nothere.bin': No such file or directory");
   expect_fail(external_model("sub", NULL, "16"), dir, QH_ERROR_INVALID, "is not a regular file");
   /* a symlink inside the directory may not lead out of it */
-  char *link = g_build_filename(dir, "escape.bin", NULL);
+  g_autofree char *link = g_build_filename(dir, "escape.bin", NULL);
   g_assert_cmpint(symlink("/etc/passwd", link), ==, 0);
   expect_fail(external_model("escape.bin", NULL, "16"), dir, QH_ERROR_INVALID,
               "initializer 'w': external data location 'escape.bin' resolves outside the model's "
@@ -735,16 +781,7 @@ static void test_external_data(void) {
   /* loading from the sub directory: the model directory is sub, so dir is outside */
   expect_fail(external_model("../escape.bin", NULL, "16"), sub, QH_ERROR_INVALID, "contains '..'");
 
-  g_unlink(link);
-  g_unlink(path);
-  g_unlink(bin);
-  g_rmdir(sub);
-  g_rmdir(dir);
-  g_free(link);
-  g_free(path);
-  g_free(bin);
-  g_free(sub);
-  g_free(dir);
+  rm_tree(dir);
 }
 
 int main(int argc, char **argv) {
