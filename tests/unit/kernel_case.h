@@ -13,7 +13,8 @@
 
 #define DIMS(...) ((const int64_t[]){__VA_ARGS__})
 #define NARGS(T, ...) ((int)(sizeof((T[]){__VA_ARGS__}) / sizeof(T)))
-#define I64(...) mk(QH_DTYPE_S64, 1, DIMS(NARGS(int64_t, __VA_ARGS__)), (const int64_t[]){__VA_ARGS__})
+#define I64(...) \
+  mk(QH_DTYPE_S64, 1, DIMS(NARGS(int64_t, __VA_ARGS__)), (const int64_t[]){__VA_ARGS__})
 #define F32V(...) ((const float[]){__VA_ARGS__})
 
 typedef struct {
@@ -147,7 +148,8 @@ static inline void check_f32(const QhTensor *t, int rank, const int64_t *dims, c
               (double)want[i]);
 }
 
-static inline void check_i64(const QhTensor *t, int rank, const int64_t *dims, const int64_t *want) {
+static inline void check_i64(const QhTensor *t, int rank, const int64_t *dims,
+                             const int64_t *want) {
   g_assert_cmpint(t->dtype, ==, QH_DTYPE_S64);
   check_shape(t, rank, dims);
   for (int64_t i = 0; i < qh_tensor_numel(t); i++)
@@ -155,7 +157,8 @@ static inline void check_i64(const QhTensor *t, int rank, const int64_t *dims, c
 }
 
 /* Run fast (2 threads) and naive, check both against the same expectation. */
-static inline void check_both_f32(Case *c, int rank, const int64_t *dims, const float *want, float tol) {
+static inline void check_both_f32(Case *c, int rank, const int64_t *dims, const float *want,
+                                  float tol) {
   for (int naive = 0; naive < 2; naive++) {
     run_ok(c, naive);
     check_f32(c->out[0], rank, dims, want, tol);

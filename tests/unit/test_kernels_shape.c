@@ -382,7 +382,8 @@ static void test_slice(void) {
       sp[k] = g_rand_int_range(rng, 1, 4) * (g_rand_boolean(rng) ? 1 : -1);
     }
     c = slice_case(mk(QH_DTYPE_F16, 3, DIMS(4, 5, 6), NULL), mk(QH_DTYPE_S64, 1, DIMS(3), st),
-                   mk(QH_DTYPE_S64, 1, DIMS(3), en), I64(2, 0, 1), mk(QH_DTYPE_S64, 1, DIMS(3), sp));
+                   mk(QH_DTYPE_S64, 1, DIMS(3), en), I64(2, 0, 1),
+                   mk(QH_DTYPE_S64, 1, DIMS(3), sp));
     random_fill(c->in[0], rng);
     compare_fast_naive(c);
     case_free(c);

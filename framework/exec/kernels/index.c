@@ -381,7 +381,8 @@ static gboolean pad_value(const QhNode *node, const QhTensor *const *inputs, int
   case QH_DTYPE_S32: *(gint32 *)value = (gint32)CLAMP(r, G_MININT32, G_MAXINT32); break;
   case QH_DTYPE_S64: *(gint64 *)value = (gint64)CLAMP(r, -0x1p63, 0x1p63 - 1024); break;
   default:
-    return qh_kernel_fail(error, node, QH_ERROR_UNSUPPORTED, "constant_value of type %s for %s data",
+    return qh_kernel_fail(error, node, QH_ERROR_UNSUPPORTED,
+                          "constant_value of type %s for %s data",
                           qh_dtype_name(c->dtype), qh_dtype_name(dtype));
   }
   return TRUE;

@@ -12,7 +12,13 @@
 #include "exec/kernels/common.h"
 
 typedef enum { MODE_NEAREST, MODE_LINEAR } Mode;
-typedef enum { CT_HALF_PIXEL, CT_PYTORCH_HALF_PIXEL, CT_ALIGN_CORNERS, CT_ASYMMETRIC, CT_TF_NEAREST } Coord;
+typedef enum {
+  CT_HALF_PIXEL,
+  CT_PYTORCH_HALF_PIXEL,
+  CT_ALIGN_CORNERS,
+  CT_ASYMMETRIC,
+  CT_TF_NEAREST
+} Coord;
 typedef enum { NR_PREFER_FLOOR, NR_PREFER_CEIL, NR_FLOOR, NR_CEIL } Nearest;
 
 typedef struct {
@@ -53,7 +59,8 @@ static gboolean read_modes(const QhNode *node, Params *p, GError **error) {
     return FALSE;
   if (antialias != 0 || qh_node_attr(node, "axes") != NULL || strcmp(policy, "stretch") != 0)
     return qh_kernel_fail(error, node, QH_ERROR_UNSUPPORTED,
-                          "opset 18's antialias, axes and keep_aspect_ratio_policy are not supported");
+                          "opset 18's antialias, axes and keep_aspect_ratio_policy are not "
+                          "supported");
   p->mode = (Mode)m;
   p->coord = (Coord)c;
   p->nearest = (Nearest)n;
@@ -76,7 +83,8 @@ static gboolean read_params(const QhNode *node, const QhTensor *const *inputs, i
   if (!read_modes(node, p, error))
     return FALSE;
   const QhTensor *x = inputs[0];
-  const QhTensor *scales = n_inputs > 2 ? inputs[2] : NULL, *sizes = n_inputs > 3 ? inputs[3] : NULL;
+  const QhTensor *scales = n_inputs > 2 ? inputs[2] : NULL;
+  const QhTensor *sizes = n_inputs > 3 ? inputs[3] : NULL;
   int rank = x->shape.rank;
   if (p->mode == MODE_LINEAR && x->dtype != QH_DTYPE_F32)
     return qh_kernel_fail(error, node, QH_ERROR_UNSUPPORTED,
@@ -117,7 +125,8 @@ static gboolean read_params(const QhNode *node, const QhTensor *const *inputs, i
       int64_t in = x->shape.dims[a];
       if (v[a] < 0 || v[a] > QH_MAX_ELEMENTS || (in == 0 && v[a] > 0))
         ok = qh_kernel_fail(error, node, QH_ERROR_INVALID,
-                            "size %" G_GINT64_FORMAT " on axis %d is invalid for input size %" G_GINT64_FORMAT,
+                            "size %" G_GINT64_FORMAT " on axis %d is invalid for input size "
+                            "%" G_GINT64_FORMAT,
                             v[a], a, in);
       else {
         p->out.dims[a] = v[a];

@@ -17,7 +17,8 @@ static gboolean need_input(const QhNode *node, const QhTensor *const *inputs, in
 }
 
 /* Element count of an inferred shape, with the error naming the node. */
-static gboolean shape_numel(const QhNode *node, const QhShape *shape, int64_t *out, GError **error) {
+static gboolean shape_numel(const QhNode *node, const QhShape *shape, int64_t *out,
+                            GError **error) {
   GError *e = NULL;
   if (qh_shape_numel(shape, out, &e))
     return TRUE;
