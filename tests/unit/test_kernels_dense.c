@@ -411,6 +411,19 @@ static void test_conv_errors(void) {
   c->in[1] = rand_tensor(4, (int64_t[]){3, 1, 3, 3});
   expect_error(c, QH_ERROR_INVALID, "weight has 3 input channels; the input has 4");
   case_free(c);
+
+  /* hostile sizes: inference needs shapes only, so no data is allocated */
+  c = case_new("ConvTranspose", 2, 1);
+  QhTensor x = {.dtype = QH_DTYPE_F32, .shape = qh_shape_make(3, (int64_t[]){1, 1, 1 << 20})};
+  QhTensor w = {.dtype = QH_DTYPE_F32, .shape = qh_shape_make(3, (int64_t[]){1, 1, 3})};
+  c->in[0] = &x;
+  c->in[1] = &w;
+  qh_node_set_attr_ints(c->node, "strides", 1, (int64_t[]){INT64_C(1) << 30});
+  expect_error(c, QH_ERROR_LIMIT, "exceed the element limit");
+  qh_node_set_attr_ints(c->node, "strides", 1, (int64_t[]){INT64_C(1) << 40});
+  expect_error(c, QH_ERROR_INVALID, "strides[0] = 1099511627776 is out of range");
+  c->in[0] = c->in[1] = NULL;
+  case_free(c);
 }
 
 /* ---- Gemm and MatMul ---- */

@@ -122,6 +122,11 @@ static gboolean tgeom(const QhNode *node, const QhTensor *const *inputs, int n_i
     if (k > INT64_C(0x7fffffff))
       return qh_kernel_fail(error, node, QH_ERROR_INVALID,
                             "kernel size %" G_GINT64_FORMAT " is out of range", k);
+    /* every factor is < 2^35, but the products could overflow int64 */
+    if ((double)strides[i] * (double)in + (double)(k - 1) * (double)dil[i] + (double)opad[i] >
+        (double)QH_MAX_ELEMENTS)
+      return qh_kernel_fail(error, node, QH_ERROR_LIMIT,
+                            "output spatial dimension %d would exceed the element limit", i);
     int64_t full = strides[i] * (in - 1) + opad[i] + (k - 1) * dil[i] + 1;
     int64_t out, pb = 0, pe = 0;
     if (has_oshape || same_upper || same_lower) {

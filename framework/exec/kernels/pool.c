@@ -72,17 +72,18 @@ typedef struct {
   float *y;
 } PoolArgs;
 
+static int64_t floor_div(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
 /* Taps of kernel axis j at output o that fall in [lo_bound, hi_bound): [*a, *b). */
 static void tap_range(const QhWindow *w, int j, int64_t o, int64_t lo_bound, int64_t hi_bound,
                       int64_t *a, int64_t *b) {
-  int64_t start = o * w->s[j] - w->pb[j];
-  int64_t ka = 0, kb = w->k[j];
-  while (ka < kb && start + ka * w->d[j] < lo_bound)
-    ka++;
-  while (kb > ka && start + (kb - 1) * w->d[j] >= hi_bound)
-    kb--;
-  *a = ka;
-  *b = kb;
+  int64_t start = o * w->s[j] - w->pb[j], d = w->d[j];
+  int64_t ka = -floor_div(start - lo_bound, d), kb = floor_div(hi_bound - 1 - start, d) + 1;
+  *a = CLAMP(ka, 0, w->k[j]);
+  *b = CLAMP(kb, *a, w->k[j]);
 }
 
 static void pool_task(void *arg, int64_t begin, int64_t end) {
@@ -119,17 +120,17 @@ static void pool_task(void *arg, int64_t begin, int64_t end) {
           if (p->is_max) {
             out = mx;
           } else {
-            int64_t count;
+            double count; /* a product of three kernel sizes may exceed int64 */
             if (p->include_pad) {
               int64_t a[3], b[3];
               tap_range(w, 0, od, -w->pb[0], w->in[0] + w->pe[0], &a[0], &b[0]);
               tap_range(w, 1, oh, -w->pb[1], w->in[1] + w->pe[1], &a[1], &b[1]);
               tap_range(w, 2, ow, -w->pb[2], w->in[2] + w->pe[2], &a[2], &b[2]);
-              count = (b[0] - a[0]) * (b[1] - a[1]) * (b[2] - a[2]);
+              count = (double)(b[0] - a[0]) * (double)(b[1] - a[1]) * (double)(b[2] - a[2]);
             } else {
-              count = (d1 - d0) * (h1 - h0) * (w1 - w0);
+              count = (double)(d1 - d0) * (double)(h1 - h0) * (double)(w1 - w0);
             }
-            out = count > 0 ? (float)(sum / (double)count) : 0.0f;
+            out = count > 0 ? (float)(sum / count) : 0.0f;
           }
           y[(od * w->out[1] + oh) * w->out[2] + ow] = out;
         }
