@@ -99,8 +99,9 @@ static gboolean clip_bound(const QhNode *node, const QhTensor *const *inputs, in
   if (t == NULL)
     return qh_node_attr_get_float(node, name, dflt, out, error);
   if (t->dtype != QH_DTYPE_F32)
-    return qh_kernel_fail(error, node, QH_ERROR_UNSUPPORTED, "input '%s' has type %s; supported: float32",
-                          name, qh_dtype_name(t->dtype));
+    return qh_kernel_fail(error, node, QH_ERROR_UNSUPPORTED,
+                          "input '%s' has type %s; supported: float32", name,
+                          qh_dtype_name(t->dtype));
   int64_t n = 1;
   for (int d = 0; d < t->shape.rank; d++)
     n *= t->shape.dims[d];
