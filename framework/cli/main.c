@@ -1,12 +1,58 @@
-/* The qhost runner: parses the global options and dispatches to one subcommand. */
+/* The qhost runner's entry point: global --help and --version, and dispatch to one
+ * subcommand, each in its own file. */
 #include <stdio.h>
 #include <string.h>
 
+#include "cli/cli.h"
+
+typedef struct {
+  const char *name;
+  QhCliCommandFn fn;
+  const char *summary;
+} Command;
+
+static const Command commands[] = {
+    {"inspect", qh_cli_inspect, "show a model's inputs, outputs, nodes, parameters, MACs and qparams"},
+    {"run", qh_cli_run, "run a model on .npy/.npz inputs and write its outputs"},
+    {"bench", qh_cli_bench, "time a model: warm-up, repeated runs, median/min/max latency"},
+};
+
+static void print_help(FILE *out) {
+  fprintf(out,
+          "Usage: qhost COMMAND [OPTIONS] ...\n"
+          "\n"
+          "qhost quantizes float ONNX models with loadable backends and runs them.\n"
+          "\n"
+          "Commands:\n");
+  for (size_t i = 0; i < G_N_ELEMENTS(commands); i++)
+    fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+  fprintf(out,
+          "\n"
+          "Options:\n"
+          "  -h, --help     show this help\n"
+          "  --version      show the version\n"
+          "\n"
+          "'qhost COMMAND --help' describes a command. Exit status: 0 success, 1 the work\n"
+          "failed (one line on stderr names the file and the cause), 2 bad command line.\n");
+}
+
 int main(int argc, char **argv) {
-  if (argc > 1 && strcmp(argv[1], "--version") == 0) {
-    printf("qhost %s\n", QHOST_VERSION);
-    return 0;
+  if (argc < 2) {
+    print_help(stderr);
+    return QH_EXIT_USAGE;
   }
-  fprintf(stderr, "usage: qhost [--version]\n");
-  return 2;
+  const char *cmd = argv[1];
+  if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+    print_help(stdout);
+    return QH_EXIT_OK;
+  }
+  if (strcmp(cmd, "--version") == 0) {
+    printf("qhost %s\n", QHOST_VERSION);
+    return QH_EXIT_OK;
+  }
+  for (size_t i = 0; i < G_N_ELEMENTS(commands); i++)
+    if (strcmp(cmd, commands[i].name) == 0)
+      return commands[i].fn(argc - 1, argv + 1);
+  fprintf(stderr, "qhost: unknown command '%s'; 'qhost --help' lists the commands\n", cmd);
+  return QH_EXIT_USAGE;
 }

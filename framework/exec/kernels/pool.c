@@ -1,6 +1,210 @@
-/* Reference kernels of the pool family (placeholder table until the kernels land). */
-#include "exec/op.h"
+/* MaxPool, AveragePool and GlobalAveragePool over NC + 1 to 3 spatial dims. The
+ * window geometry (pads, strides, dilations, auto_pad, ceil_mode) is conv-window.c's;
+ * the loops are direct and parallel over the N*C planes, simple enough to serve as
+ * their own reference (run_naive is NULL). AveragePool's count_include_pad counts
+ * the taps inside the explicitly padded input, not those a ceil_mode window hangs
+ * past it (PyTorch's rule). */
+#include <float.h>
+#include <string.h>
+
+#include "exec/kernels/common.h"
+#include "exec/kernels/conv-private.h"
+
+static gboolean check_input(const QhNode *node, const QhTensor *const *inputs, int n_inputs,
+                            int min_rank, int max_rank, GError **error) {
+  if (!qh_kernel_check_dtype(node, inputs, n_inputs, 0, error, QH_DTYPE_F32, 0))
+    return FALSE;
+  const QhShape *xs = &inputs[0]->shape;
+  if (xs->rank < min_rank || xs->rank > max_rank)
+    return qh_kernel_fail(error, node, QH_ERROR_UNSUPPORTED,
+                          "input has rank %d; supported: %d to %d", xs->rank, min_rank, max_rank);
+  for (int i = 0; i < xs->rank; i++)
+    if (xs->dims[i] < 0)
+      return qh_kernel_fail(error, node, QH_ERROR_UNSUPPORTED, "input shape is not known");
+  return TRUE;
+}
+
+static gboolean pool_geom(const QhNode *node, const QhTensor *const *inputs, int n_inputs,
+                          QhWindow *w, GError **error) {
+  if (!check_input(node, inputs, n_inputs, 3, 2 + QH_WINDOW_DIMS, error))
+    return FALSE;
+  const QhShape *xs = &inputs[0]->shape;
+  int nsp = xs->rank - 2;
+  int64_t k[QH_WINDOW_DIMS], n_k;
+  if (!qh_window_kernel_shape(node, nsp, NULL, k, &n_k, error))
+    return FALSE;
+  if (n_k < 0)
+    return qh_kernel_fail(error, node, QH_ERROR_INVALID, "attribute kernel_shape is required");
+  if (strcmp(node->op_type, "MaxPool") == 0) {
+    int64_t storage_order;
+    if (!qh_node_attr_get_int(node, "storage_order", 0, &storage_order, error))
+      return FALSE;
+    if (storage_order != 0)
+      return qh_kernel_fail(error, node, QH_ERROR_UNSUPPORTED,
+                            "storage_order %" G_GINT64_FORMAT " is not supported (only 0)",
+                            storage_order);
+    if (qh_node_output(node, 1) >= 0)
+      return qh_kernel_fail(error, node, QH_ERROR_UNSUPPORTED,
+                            "the Indices output is not supported");
+  }
+  return qh_window_resolve(node, nsp, xs->dims + 2, k, TRUE, w, error);
+}
+
+static gboolean pool_infer(const QhNode *node, const QhTensor *const *inputs, int n_inputs,
+                           QhTensor *outputs, int n_outputs, GError **error) {
+  (void)n_outputs;
+  QhWindow w;
+  if (!pool_geom(node, inputs, n_inputs, &w, error))
+    return FALSE;
+  const QhShape *xs = &inputs[0]->shape;
+  outputs[0].dtype = QH_DTYPE_F32;
+  outputs[0].shape = *xs;
+  for (int i = 0; i < w.nsp; i++)
+    outputs[0].shape.dims[2 + i] = w.out[QH_WINDOW_DIMS - w.nsp + i];
+  return TRUE;
+}
+
+typedef struct {
+  const QhWindow *w;
+  gboolean is_max;
+  gboolean include_pad;
+  const float *x;
+  float *y;
+} PoolArgs;
+
+static int64_t floor_div(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+/* Taps of kernel axis j at output o that fall in [lo_bound, hi_bound): [*a, *b). */
+static void tap_range(const QhWindow *w, int j, int64_t o, int64_t lo_bound, int64_t hi_bound,
+                      int64_t *a, int64_t *b) {
+  int64_t start = o * w->s[j] - w->pb[j], d = w->d[j];
+  int64_t ka = -floor_div(start - lo_bound, d), kb = floor_div(hi_bound - 1 - start, d) + 1;
+  *a = CLAMP(ka, 0, w->k[j]);
+  *b = CLAMP(kb, *a, w->k[j]);
+}
+
+static void pool_task(void *arg, int64_t begin, int64_t end) {
+  const PoolArgs *p = arg;
+  const QhWindow *w = p->w;
+  const int64_t isz = qh_window_in_size(w), osz = qh_window_out_size(w);
+  for (int64_t plane = begin; plane < end; plane++) {
+    const float *x = p->x + plane * isz;
+    float *y = p->y + plane * osz;
+    for (int64_t od = 0; od < w->out[0]; od++) {
+      int64_t d0, d1;
+      tap_range(w, 0, od, 0, w->in[0], &d0, &d1);
+      for (int64_t oh = 0; oh < w->out[1]; oh++) {
+        int64_t h0, h1;
+        tap_range(w, 1, oh, 0, w->in[1], &h0, &h1);
+        for (int64_t ow = 0; ow < w->out[2]; ow++) {
+          int64_t w0, w1;
+          tap_range(w, 2, ow, 0, w->in[2], &w0, &w1);
+          const int64_t sd = od * w->s[0] - w->pb[0], sh = oh * w->s[1] - w->pb[1];
+          const int64_t sw = ow * w->s[2] - w->pb[2];
+          float mx = -FLT_MAX;
+          double sum = 0.0;
+          for (int64_t kd = d0; kd < d1; kd++)
+            for (int64_t kh = h0; kh < h1; kh++) {
+              const float *row = x + ((sd + kd * w->d[0]) * w->in[1] + sh + kh * w->d[1]) * w->in[2];
+              for (int64_t kw = w0; kw < w1; kw++) {
+                float v = row[sw + kw * w->d[2]];
+                if (v > mx)
+                  mx = v;
+                sum += v;
+              }
+            }
+          float out;
+          if (p->is_max) {
+            out = mx;
+          } else {
+            double count; /* a product of three kernel sizes may exceed int64 */
+            if (p->include_pad) {
+              int64_t a[3], b[3];
+              tap_range(w, 0, od, -w->pb[0], w->in[0] + w->pe[0], &a[0], &b[0]);
+              tap_range(w, 1, oh, -w->pb[1], w->in[1] + w->pe[1], &a[1], &b[1]);
+              tap_range(w, 2, ow, -w->pb[2], w->in[2] + w->pe[2], &a[2], &b[2]);
+              count = (double)(b[0] - a[0]) * (double)(b[1] - a[1]) * (double)(b[2] - a[2]);
+            } else {
+              count = (double)(d1 - d0) * (double)(h1 - h0) * (double)(w1 - w0);
+            }
+            out = count > 0 ? (float)(sum / count) : 0.0f;
+          }
+          y[(od * w->out[1] + oh) * w->out[2] + ow] = out;
+        }
+      }
+    }
+  }
+}
+
+static gboolean pool_run(QhExecContext *ctx, const QhNode *node, const QhTensor *const *inputs,
+                         int n_inputs, QhTensor *const *outputs, int n_outputs, GError **error) {
+  (void)n_outputs;
+  QhWindow w;
+  if (!pool_geom(node, inputs, n_inputs, &w, error))
+    return FALSE;
+  PoolArgs a = {.w = &w, .is_max = strcmp(node->op_type, "MaxPool") == 0,
+                .x = qh_f32(inputs[0]), .y = qh_f32(outputs[0])};
+  if (!a.is_max) {
+    int64_t include_pad;
+    if (!qh_node_attr_get_int(node, "count_include_pad", 0, &include_pad, error))
+      return FALSE;
+    a.include_pad = include_pad != 0;
+  }
+  const QhShape *xs = &inputs[0]->shape;
+  qh_thread_pool_parallel_for(ctx->pool, xs->dims[0] * xs->dims[1], 1, pool_task, &a);
+  return TRUE;
+}
+
+/* ---- GlobalAveragePool ---- */
+
+static gboolean gap_infer(const QhNode *node, const QhTensor *const *inputs, int n_inputs,
+                          QhTensor *outputs, int n_outputs, GError **error) {
+  (void)n_outputs;
+  if (!check_input(node, inputs, n_inputs, 3, QH_MAX_RANK, error))
+    return FALSE;
+  outputs[0].dtype = QH_DTYPE_F32;
+  outputs[0].shape = inputs[0]->shape;
+  for (int i = 2; i < outputs[0].shape.rank; i++)
+    outputs[0].shape.dims[i] = 1;
+  return TRUE;
+}
+
+typedef struct {
+  const float *x;
+  float *y;
+  int64_t size;
+} GapArgs;
+
+static void gap_task(void *arg, int64_t begin, int64_t end) {
+  const GapArgs *a = arg;
+  for (int64_t p = begin; p < end; p++) {
+    const float *x = a->x + p * a->size;
+    double sum = 0.0;
+    for (int64_t i = 0; i < a->size; i++)
+      sum += x[i];
+    a->y[p] = a->size > 0 ? (float)(sum / (double)a->size) : 0.0f;
+  }
+}
+
+static gboolean gap_run(QhExecContext *ctx, const QhNode *node, const QhTensor *const *inputs,
+                        int n_inputs, QhTensor *const *outputs, int n_outputs, GError **error) {
+  (void)n_outputs;
+  if (!check_input(node, inputs, n_inputs, 3, QH_MAX_RANK, error))
+    return FALSE;
+  const QhShape *xs = &inputs[0]->shape;
+  GapArgs a = {.x = qh_f32(inputs[0]), .y = qh_f32(outputs[0]), .size = 1};
+  for (int i = 2; i < xs->rank; i++)
+    a.size *= xs->dims[i];
+  qh_thread_pool_parallel_for(ctx->pool, xs->dims[0] * xs->dims[1], 4, gap_task, &a);
+  return TRUE;
+}
 
 const QhOpDef qh_ops_pool[] = {
+    {"MaxPool", 1, 1, 1, 2, pool_infer, pool_run, NULL, NULL},
+    {"AveragePool", 1, 1, 1, 1, pool_infer, pool_run, NULL, NULL},
+    {"GlobalAveragePool", 1, 1, 1, 1, gap_infer, gap_run, NULL, NULL},
     {NULL},
 };

@@ -1,6 +1,238 @@
-/* Reference kernels of the qdq family (placeholder table until the kernels land). */
-#include "exec/op.h"
+/* Reference kernels of QuantizeLinear and DequantizeLinear (opset 10-19 forms,
+ * without blocked quantization): per-tensor or per-axis scales and zero points.
+ * Quantize follows ONNX's definition literally, saturate(round_half_even(x / scale)
+ * + zero_point), with exact division and nearbyintf under the default rounding mode;
+ * Dequantize computes (x - zero_point) * scale. Both see the input as
+ * [outer, channels, inner] around the quantization axis (channels = 1 per tensor). */
+#include <math.h>
+
+#include "exec/kernels/common.h"
+
+typedef struct {
+  const QhTensor *scale, *zp; /* zp may be NULL */
+  int64_t channels, inner;    /* per tensor: 1 and the element count */
+} QParams;
+
+static gboolean elems(const QhShape *s, int64_t *n) {
+  *n = 1;
+  for (int d = 0; d < s->rank; d++)
+    *n *= s->dims[d];
+  return s->rank <= 1;
+}
+
+/* Validate scale and zero point against the input shape and fill p. */
+static gboolean qparams(const QhNode *node, const QhTensor *const *inputs, int n_inputs,
+                        const char *scale_name, const char *zp_name, QParams *p, GError **error) {
+  const QhTensor *x = inputs[0], *scale = inputs[1];
+  const QhTensor *zp = n_inputs > 2 ? inputs[2] : NULL;
+  int64_t block = 0, axis_attr;
+  if (!qh_node_attr_get_int(node, "block_size", 0, &block, error) ||
+      !qh_node_attr_get_int(node, "axis", 1, &axis_attr, error))
+    return FALSE;
+  if (block != 0)
+    return qh_kernel_fail(error, node, QH_ERROR_UNSUPPORTED,
+                          "blocked quantization (block_size=%" G_GINT64_FORMAT ") is not supported",
+                          block);
+  int64_t ns, nz;
+  if (!elems(&scale->shape, &ns))
+    return qh_kernel_fail(error, node, QH_ERROR_UNSUPPORTED,
+                          "%s must be a scalar or 1-D, not rank %d", scale_name,
+                          scale->shape.rank);
+  if (zp != NULL) {
+    if (!elems(&zp->shape, &nz) || nz != ns)
+      return qh_kernel_fail(error, node, QH_ERROR_INVALID,
+                            "%s has %" G_GINT64_FORMAT " elements (rank %d) but %s has %"
+                            G_GINT64_FORMAT, zp_name, nz, zp->shape.rank, scale_name, ns);
+  }
+  p->scale = scale;
+  p->zp = zp;
+  int64_t n = 1;
+  for (int d = 0; d < x->shape.rank; d++)
+    n *= x->shape.dims[d];
+  if (scale->shape.rank == 0 || ns == 1) {
+    p->channels = 1;
+    p->inner = n;
+    return TRUE;
+  }
+  int axis;
+  if (x->shape.rank == 0)
+    return qh_kernel_fail(error, node, QH_ERROR_INVALID,
+                          "%s has %" G_GINT64_FORMAT " elements but the input is a scalar",
+                          scale_name, ns);
+  if (!qh_kernel_axis(node, axis_attr, x->shape.rank, &axis, error))
+    return FALSE;
+  if (x->shape.dims[axis] != ns) {
+    char *s = qh_shape_to_string(&x->shape);
+    qh_kernel_fail(error, node, QH_ERROR_INVALID,
+                   "%s has %" G_GINT64_FORMAT " elements but axis %d of input %s has %"
+                   G_GINT64_FORMAT, scale_name, ns, axis, s, x->shape.dims[axis]);
+    g_free(s);
+    return FALSE;
+  }
+  p->channels = ns;
+  p->inner = 1;
+  for (int d = axis + 1; d < x->shape.rank; d++)
+    p->inner *= x->shape.dims[d];
+  return TRUE;
+}
+
+static int32_t zp_at(const QhTensor *zp, int64_t c) {
+  if (zp == NULL)
+    return 0;
+  switch (zp->dtype) {
+  case QH_DTYPE_U8: return ((const uint8_t *)zp->data)[c];
+  case QH_DTYPE_S8: return ((const int8_t *)zp->data)[c];
+  default: return ((const int32_t *)zp->data)[c];
+  }
+}
+
+typedef struct {
+  QParams p;
+  const void *x;
+  void *y;
+  QhDType qdt; /* the quantized type: Quantize's output, Dequantize's input */
+} Job;
+
+/* Calls BODY(c, i0, i1) over the maximal runs [i0, i1) of [begin, end) sharing channel c. */
+#define FOR_CHANNEL_RUNS(j, begin, end, BODY)                                    \
+  for (int64_t i0 = (begin); i0 < (end);) {                                     \
+    int64_t plane = i0 / (j)->p.inner;                                          \
+    int64_t c = plane % (j)->p.channels;                                        \
+    int64_t i1 = MIN((end), (plane + 1) * (j)->p.inner);                        \
+    BODY(c, i0, i1);                                                            \
+    i0 = i1;                                                                    \
+  }
+
+/* NaN has no integer to round to: it quantizes like 0.0, to the zero point. */
+static inline int32_t quantize_one(float x, float scale, float zp, float lo, float hi) {
+  float q = nearbyintf(x / scale) + zp;
+  if (isnan(q))
+    return (int32_t)zp;
+  return (int32_t)(q < lo ? lo : q > hi ? hi : q);
+}
+
+static void quantize_task(void *arg, int64_t begin, int64_t end) {
+  const Job *j = arg;
+  const float *x = j->x;
+  const float lo = j->qdt == QH_DTYPE_U8 ? 0.0f : -128.0f;
+  const float hi = j->qdt == QH_DTYPE_U8 ? 255.0f : 127.0f;
+#define QUANTIZE_RUN(c, i0, i1)                                                  \
+  do {                                                                          \
+    const float s = qh_f32(j->p.scale)[c], z = (float)zp_at(j->p.zp, c);        \
+    if (j->qdt == QH_DTYPE_U8)                                                  \
+      for (int64_t i = i0; i < i1; i++)                                         \
+        ((uint8_t *)j->y)[i] = (uint8_t)quantize_one(x[i], s, z, lo, hi);       \
+    else                                                                        \
+      for (int64_t i = i0; i < i1; i++)                                         \
+        ((int8_t *)j->y)[i] = (int8_t)quantize_one(x[i], s, z, lo, hi);         \
+  } while (0)
+  FOR_CHANNEL_RUNS(j, begin, end, QUANTIZE_RUN)
+#undef QUANTIZE_RUN
+}
+
+static void dequantize_task(void *arg, int64_t begin, int64_t end) {
+  const Job *j = arg;
+  float *y = j->y;
+  /* Widened to int64 so that int32 inputs minus a zero point cannot overflow. */
+#define DEQUANTIZE_RUN(c, i0, i1)                                                \
+  do {                                                                          \
+    const float s = qh_f32(j->p.scale)[c];                                      \
+    const int64_t z = zp_at(j->p.zp, c);                                        \
+    if (j->qdt == QH_DTYPE_U8)                                                  \
+      for (int64_t i = i0; i < i1; i++)                                         \
+        y[i] = (float)(((const uint8_t *)j->x)[i] - z) * s;                     \
+    else if (j->qdt == QH_DTYPE_S8)                                             \
+      for (int64_t i = i0; i < i1; i++)                                         \
+        y[i] = (float)(((const int8_t *)j->x)[i] - z) * s;                      \
+    else                                                                        \
+      for (int64_t i = i0; i < i1; i++)                                         \
+        y[i] = (float)(((const int32_t *)j->x)[i] - z) * s;                     \
+  } while (0)
+  FOR_CHANNEL_RUNS(j, begin, end, DEQUANTIZE_RUN)
+#undef DEQUANTIZE_RUN
+}
+
+#define PAR_GRAIN 16384
+
+static gboolean infer_quantize(const QhNode *node, const QhTensor *const *inputs, int n_inputs,
+                               QhTensor *outputs, int n_outputs, GError **error) {
+  (void)n_outputs;
+  QParams p;
+  if (!qh_kernel_check_dtype(node, inputs, n_inputs, 0, error, QH_DTYPE_F32, 0) ||
+      !qh_kernel_check_dtype(node, inputs, n_inputs, 1, error, QH_DTYPE_F32, 0))
+    return FALSE;
+  if (n_inputs > 2 && inputs[2] != NULL &&
+      !qh_kernel_check_dtype(node, inputs, n_inputs, 2, error, QH_DTYPE_U8, QH_DTYPE_S8, 0))
+    return FALSE;
+  if (!qparams(node, inputs, n_inputs, "y_scale", "y_zero_point", &p, error))
+    return FALSE;
+  outputs[0].dtype = p.zp != NULL ? p.zp->dtype : QH_DTYPE_U8;
+  outputs[0].shape = inputs[0]->shape;
+  outputs[0].data = NULL;
+  return TRUE;
+}
+
+static gboolean run_quantize(QhExecContext *ctx, const QhNode *node, const QhTensor *const *inputs,
+                             int n_inputs, QhTensor *const *outputs, int n_outputs,
+                             GError **error) {
+  (void)n_outputs;
+  Job j = {.x = inputs[0]->data, .y = outputs[0]->data, .qdt = outputs[0]->dtype};
+  if (!qparams(node, inputs, n_inputs, "y_scale", "y_zero_point", &j.p, error))
+    return FALSE;
+  qh_thread_pool_parallel_for(ctx->pool, qh_tensor_numel(inputs[0]), PAR_GRAIN, quantize_task, &j);
+  return TRUE;
+}
+
+/* ONNX allows int32 inputs only with a zero point of 0 (biases quantized with
+ * scale = input scale * weight scale). */
+static gboolean check_int32_zp(const QhNode *node, const QParams *p, GError **error) {
+  if (p->zp == NULL || p->zp->data == NULL || p->zp->dtype != QH_DTYPE_S32)
+    return TRUE;
+  int64_t n = qh_tensor_numel(p->zp);
+  for (int64_t i = 0; i < n; i++)
+    if (((const int32_t *)p->zp->data)[i] != 0)
+      return qh_kernel_fail(error, node, QH_ERROR_INVALID,
+                            "x_zero_point must be 0 for int32 input, element %" G_GINT64_FORMAT
+                            " is %d", i, ((const int32_t *)p->zp->data)[i]);
+  return TRUE;
+}
+
+static gboolean infer_dequantize(const QhNode *node, const QhTensor *const *inputs, int n_inputs,
+                                 QhTensor *outputs, int n_outputs, GError **error) {
+  (void)n_outputs;
+  QParams p;
+  if (!qh_kernel_check_dtype(node, inputs, n_inputs, 0, error, QH_DTYPE_U8, QH_DTYPE_S8,
+                             QH_DTYPE_S32, 0) ||
+      !qh_kernel_check_dtype(node, inputs, n_inputs, 1, error, QH_DTYPE_F32, 0))
+    return FALSE;
+  if (n_inputs > 2 && inputs[2] != NULL && inputs[2]->dtype != inputs[0]->dtype)
+    return qh_kernel_fail(error, node, QH_ERROR_INVALID,
+                          "x_zero_point has type %s but x has type %s; they must match",
+                          qh_dtype_name(inputs[2]->dtype), qh_dtype_name(inputs[0]->dtype));
+  if (!qparams(node, inputs, n_inputs, "x_scale", "x_zero_point", &p, error) ||
+      !check_int32_zp(node, &p, error))
+    return FALSE;
+  outputs[0].dtype = QH_DTYPE_F32;
+  outputs[0].shape = inputs[0]->shape;
+  outputs[0].data = NULL;
+  return TRUE;
+}
+
+static gboolean run_dequantize(QhExecContext *ctx, const QhNode *node,
+                               const QhTensor *const *inputs, int n_inputs,
+                               QhTensor *const *outputs, int n_outputs, GError **error) {
+  (void)n_outputs;
+  Job j = {.x = inputs[0]->data, .y = outputs[0]->data, .qdt = inputs[0]->dtype};
+  if (!qparams(node, inputs, n_inputs, "x_scale", "x_zero_point", &j.p, error) ||
+      !check_int32_zp(node, &j.p, error))
+    return FALSE;
+  qh_thread_pool_parallel_for(ctx->pool, qh_tensor_numel(inputs[0]), PAR_GRAIN, dequantize_task,
+                              &j);
+  return TRUE;
+}
 
 const QhOpDef qh_ops_qdq[] = {
+    {"QuantizeLinear", 2, 3, 1, 1, infer_quantize, run_quantize, NULL, NULL},
+    {"DequantizeLinear", 2, 3, 1, 1, infer_dequantize, run_dequantize, NULL, NULL},
     {NULL},
 };

@@ -1,0 +1,74 @@
+/* What the qhost runner's subcommands share: the common options, the exit-status
+ * contract (0 ok, 1 the work failed, 2 the command line did not parse), reading a
+ * model and its input files, and the one-line error report. */
+#ifndef QH_CLI_H
+#define QH_CLI_H
+
+#include <glib.h>
+
+#include "core/graph.h"
+#include "core/tensor.h"
+#include "exec/plan.h"
+
+G_BEGIN_DECLS
+
+enum { QH_EXIT_OK = 0, QH_EXIT_FAILURE = 1, QH_EXIT_USAGE = 2 };
+
+/* Options every subcommand takes. */
+typedef struct {
+  int threads;
+  gboolean verbose;
+  gboolean quiet;
+} QhCliCommon;
+
+/* A subcommand: argv[0] is the subcommand's name. Returns the exit status. */
+typedef int (*QhCliCommandFn)(int argc, char **argv);
+
+int qh_cli_inspect(int argc, char **argv);
+int qh_cli_run(int argc, char **argv);
+int qh_cli_bench(int argc, char **argv);
+
+/* Parse argv with `entries` plus the common options; on a parse error print
+ * "qhost NAME: cause" and a hint to stderr and return FALSE (exit 2). Applies the
+ * log level. `summary` and `description` go into --help. */
+gboolean qh_cli_parse(const char *name, const char *params, const char *description,
+                      const GOptionEntry *entries, QhCliCommon *common, int *argc, char ***argv);
+
+/* Print a usage error ("qhost NAME: message") and return QH_EXIT_USAGE. */
+int qh_cli_usage_error(const char *name, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+
+/* Print error's message as the one line "qhost: message", free it, return 1. */
+int qh_cli_report(GError *error);
+
+/* Load an ONNX model; errors name the file. */
+QhGraph *qh_cli_load_model(const char *path, GError **error);
+
+/* Input tensors for the model's graph inputs, in graph->inputs order, from an .npy
+ * (single-input models) or an .npz keyed by input name. Returns a new NULL-terminated
+ * array (free with qh_cli_free_tensors). */
+QhTensor **qh_cli_read_inputs(const QhGraph *graph, const char *path, GError **error);
+void qh_cli_free_tensors(QhTensor **tensors, int n);
+
+/* Write the graph outputs to path: .npz keyed by output name when path ends in
+ * .npz, else .npy (which requires a single output). */
+gboolean qh_cli_write_outputs(const QhGraph *graph, QhTensor *const *outputs, const char *path,
+                              GError **error);
+
+/* A runner for a model on data that may hold several samples along the first axis
+ * of a model whose inputs are fixed at batch 1 (or have no batch axis): it then
+ * runs once per sample and stacks the outputs. */
+typedef struct QhCliRunner QhCliRunner;
+QhCliRunner *qh_cli_runner_new(const QhGraph *graph, QhTensor *const *inputs, int threads,
+                               GError **error);
+gboolean qh_cli_runner_run(QhCliRunner *runner, QhTensor ***outputs, GError **error);
+void qh_cli_runner_free(QhCliRunner *runner);
+
+/* TRUE when stderr is a terminal (progress display). */
+gboolean qh_cli_is_tty(void);
+
+/* The element type names in messages: "float32 [1, 3, 224, 224]". g_free() it. */
+char *qh_cli_describe(QhDType dtype, const QhShape *shape);
+
+G_END_DECLS
+
+#endif

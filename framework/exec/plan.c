@@ -1,0 +1,394 @@
+/* The planner and executor of the host's reference path. Planning binds input
+ * shapes, infers every value's dtype and shape node by node, folds nodes whose
+ * inputs are all constant (and Shape, whose output depends only on shapes), picks a
+ * kernel per node and records each value's last use; running walks that order,
+ * allocating each output just before its node and freeing each buffer right after
+ * its last consumer. */
+#include "exec/plan.h"
+
+#include <string.h>
+
+#include "core/error.h"
+#include "core/log.h"
+
+struct QhPlan {
+  const QhGraph *graph;
+  int n_values;
+  QhTensor *infos;          /* per value: dtype, shape, data when constant */
+  gboolean *owns_data;      /* per value: infos[v].data was folded here */
+  gboolean *is_known;       /* per value: infos[v] has been inferred */
+  GArray *order;            /* all live nodes, topological */
+  GArray *run_order;        /* live nodes not folded */
+  const QhOpDef **defs;     /* per node id */
+  gboolean *is_folded;      /* per node id */
+  int64_t *macs;            /* per node id */
+  int *last_use;            /* per value: index in run_order of its last consumer, or -1 */
+  gboolean shapes_only;
+  gboolean use_naive;
+};
+
+static gboolean node_fail(GError **error, const QhNode *node, QhErrorCode code, const char *fmt,
+                          ...) G_GNUC_PRINTF(4, 5);
+
+static gboolean node_fail(GError **error, const QhNode *node, QhErrorCode code, const char *fmt,
+                          ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char *cause = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  g_set_error(error, QH_ERROR, code, "node '%s' (%s): %s", node->name, node->op_type, cause);
+  g_free(cause);
+  return FALSE;
+}
+
+void qh_plan_free(QhPlan *plan) {
+  if (plan == NULL)
+    return;
+  for (int v = 0; v < plan->n_values; v++)
+    if (plan->owns_data[v])
+      qh_aligned_free(plan->infos[v].data);
+  g_free(plan->infos);
+  g_free(plan->owns_data);
+  g_free(plan->is_known);
+  if (plan->order)
+    g_array_unref(plan->order);
+  if (plan->run_order)
+    g_array_unref(plan->run_order);
+  g_free(plan->defs);
+  g_free(plan->is_folded);
+  g_free(plan->macs);
+  g_free(plan->last_use);
+  g_free(plan);
+}
+
+static gboolean bind_input(QhPlan *plan, const QhValue *v, const QhShape *given, GError **error) {
+  QhTensor *info = &plan->infos[v->id];
+  if (!qh_dtype_is_supported(v->dtype)) {
+    g_set_error(error, QH_ERROR, QH_ERROR_UNSUPPORTED, "input '%s' has no supported element type",
+                v->name);
+    return FALSE;
+  }
+  info->dtype = v->dtype;
+  if (given != NULL) {
+    if (v->shape.rank >= 0) {
+      gboolean fits = given->rank == v->shape.rank;
+      for (int i = 0; fits && i < given->rank; i++)
+        fits = v->shape.dims[i] < 0 || v->shape.dims[i] == given->dims[i];
+      if (!fits) {
+        char *want = qh_shape_to_string(&v->shape), *got = qh_shape_to_string(given);
+        g_set_error(error, QH_ERROR, QH_ERROR_MISMATCH,
+                    "input '%s' has shape %s but the model expects %s", v->name, got, want);
+        g_free(want);
+        g_free(got);
+        return FALSE;
+      }
+    }
+    info->shape = *given;
+  } else {
+    if (v->shape.rank < 0) {
+      g_set_error(error, QH_ERROR, QH_ERROR_UNSUPPORTED,
+                  "input '%s' declares no shape; give data to bind one", v->name);
+      return FALSE;
+    }
+    info->shape = v->shape;
+    for (int i = 0; i < info->shape.rank; i++)
+      if (info->shape.dims[i] < 0)
+        info->shape.dims[i] = 1;
+  }
+  int64_t n;
+  if (!qh_shape_numel(&info->shape, &n, error)) {
+    g_prefix_error(error, "input '%s': ", v->name);
+    return FALSE;
+  }
+  plan->is_known[v->id] = TRUE;
+  return TRUE;
+}
+
+/* Run a node on constant inputs at plan time; its outputs become constants. */
+static gboolean fold_node(QhPlan *plan, const QhNode *node, const QhTensor *const *inputs,
+                          GError **error) {
+  QhTensor **outs = g_new0(QhTensor *, (gsize)node->n_outputs + 1);
+  gboolean ok = TRUE;
+  for (int o = 0; o < node->n_outputs && ok; o++) {
+    int vid = node->outputs[o];
+    if (vid < 0)
+      continue;
+    outs[o] = qh_tensor_new(plan->infos[vid].dtype, &plan->infos[vid].shape, error);
+    ok = outs[o] != NULL;
+  }
+  if (ok) {
+    QhThreadPool *pool = qh_thread_pool_new(1);
+    QhExecContext ctx = {.pool = pool};
+    ok = plan->defs[node->id]->run(&ctx, node, inputs, node->n_inputs, outs, node->n_outputs, error);
+    qh_thread_pool_free(pool);
+  }
+  for (int o = 0; o < node->n_outputs; o++) {
+    int vid = node->outputs[o];
+    if (outs[o] == NULL)
+      continue;
+    if (ok && vid >= 0) {
+      plan->infos[vid].data = outs[o]->data;
+      plan->infos[vid].nbytes = outs[o]->nbytes;
+      plan->owns_data[vid] = TRUE;
+      g_free(outs[o]);
+    } else {
+      qh_tensor_free(outs[o]);
+    }
+  }
+  g_free(outs);
+  return ok;
+}
+
+static gboolean plan_node(QhPlan *plan, const QhNode *node, GError **error) {
+  const QhOpDef *def = qh_op_find(node->domain, node->op_type);
+  if (def == NULL) {
+    if (plan->shapes_only)
+      return TRUE; /* outputs stay unknown; consumers are skipped too */
+    return node_fail(error, node, QH_ERROR_UNSUPPORTED,
+                     "operator %s%s%s is not supported by qhost's reference kernels",
+                     *node->domain ? node->domain : "", *node->domain ? "." : "", node->op_type);
+  }
+  plan->defs[node->id] = def;
+  if (node->n_inputs < def->min_inputs || node->n_inputs > def->max_inputs)
+    return node_fail(error, node, QH_ERROR_INVALID, "has %d inputs; %s takes %d to %d",
+                     node->n_inputs, node->op_type, def->min_inputs, def->max_inputs);
+  if (node->n_outputs < def->min_outputs || node->n_outputs > def->max_outputs)
+    return node_fail(error, node, QH_ERROR_INVALID, "has %d outputs; %s produces %d to %d",
+                     node->n_outputs, node->op_type, def->min_outputs, def->max_outputs);
+
+  const QhTensor **inputs = g_new0(const QhTensor *, (gsize)node->n_inputs + 1);
+  gboolean all_const = TRUE;
+  for (int i = 0; i < node->n_inputs; i++) {
+    int vid = node->inputs[i];
+    if (vid < 0)
+      continue;
+    if (!plan->is_known[vid]) {
+      g_free(inputs);
+      if (plan->shapes_only)
+        return TRUE;
+      return node_fail(error, node, QH_ERROR_INVALID, "input '%s' has no known shape",
+                       qh_graph_value(plan->graph, vid)->name);
+    }
+    inputs[i] = &plan->infos[vid];
+    all_const = all_const && plan->infos[vid].data != NULL;
+  }
+  QhTensor *outs = g_new0(QhTensor, (gsize)node->n_outputs + 1);
+  for (int o = 0; o < node->n_outputs; o++)
+    outs[o].shape.rank = -1;
+  gboolean ok = def->infer(node, inputs, node->n_inputs, outs, node->n_outputs, error);
+  for (int o = 0; ok && o < node->n_outputs; o++) {
+    int vid = node->outputs[o];
+    if (vid < 0)
+      continue;
+    int64_t n;
+    if (!qh_dtype_is_supported(outs[o].dtype) || outs[o].shape.rank < 0) {
+      ok = node_fail(error, node, QH_ERROR_FAILED, "shape inference left output %d unknown", o);
+    } else if (!qh_shape_numel(&outs[o].shape, &n, error)) {
+      g_prefix_error(error, "node '%s' (%s): output '%s': ", node->name, node->op_type,
+                     qh_graph_value(plan->graph, vid)->name);
+      ok = FALSE;
+    } else {
+      plan->infos[vid].dtype = outs[o].dtype;
+      plan->infos[vid].shape = outs[o].shape;
+      plan->infos[vid].nbytes = (size_t)n * qh_dtype_size(outs[o].dtype);
+      plan->is_known[vid] = TRUE;
+    }
+  }
+  if (ok && def->macs)
+    plan->macs[node->id] = def->macs(node, inputs, node->n_inputs, outs, node->n_outputs);
+  gboolean foldable = all_const || strcmp(node->op_type, "Shape") == 0;
+  if (ok && foldable) {
+    ok = fold_node(plan, node, inputs, error);
+    plan->is_folded[node->id] = ok;
+  }
+  g_free(outs);
+  g_free(inputs);
+  return ok;
+}
+
+QhPlan *qh_plan_new(const QhGraph *graph, const QhShape *input_shapes, gboolean shapes_only,
+                    GError **error) {
+  QhPlan *plan = g_new0(QhPlan, 1);
+  plan->graph = graph;
+  plan->shapes_only = shapes_only;
+  plan->n_values = qh_graph_n_values(graph);
+  int n_nodes = qh_graph_n_nodes(graph);
+  plan->infos = g_new0(QhTensor, plan->n_values + 1);
+  plan->owns_data = g_new0(gboolean, plan->n_values + 1);
+  plan->is_known = g_new0(gboolean, plan->n_values + 1);
+  plan->defs = g_new0(const QhOpDef *, n_nodes + 1);
+  plan->is_folded = g_new0(gboolean, n_nodes + 1);
+  plan->macs = g_new0(int64_t, n_nodes + 1);
+  plan->last_use = g_new(int, plan->n_values + 1);
+  for (int v = 0; v < plan->n_values; v++) {
+    plan->infos[v].shape.rank = -1;
+    plan->last_use[v] = -1;
+  }
+
+  if (!qh_graph_topo_order(graph, &plan->order, error))
+    goto fail;
+  for (int v = 0; v < plan->n_values; v++) {
+    const QhValue *val = qh_graph_value(graph, v);
+    if (val->initializer != NULL) {
+      plan->infos[v] = *val->initializer; /* data borrowed from the graph */
+      plan->is_known[v] = TRUE;
+    }
+  }
+  for (guint i = 0; i < graph->inputs->len; i++) {
+    const QhValue *v = qh_graph_value(graph, g_array_index(graph->inputs, int, i));
+    if (!bind_input(plan, v, input_shapes ? &input_shapes[i] : NULL, error))
+      goto fail;
+  }
+  plan->run_order = g_array_new(FALSE, FALSE, sizeof(int));
+  for (guint i = 0; i < plan->order->len; i++) {
+    const QhNode *node = qh_graph_node(graph, g_array_index(plan->order, int, i));
+    if (!plan_node(plan, node, error))
+      goto fail;
+    if (!plan->is_folded[node->id])
+      g_array_append_val(plan->run_order, node->id);
+  }
+  for (guint i = 0; i < plan->run_order->len; i++) {
+    const QhNode *node = qh_graph_node(graph, g_array_index(plan->run_order, int, i));
+    for (int k = 0; k < node->n_inputs; k++)
+      if (node->inputs[k] >= 0)
+        plan->last_use[node->inputs[k]] = (int)i;
+  }
+  if (!shapes_only) {
+    for (guint i = 0; i < graph->outputs->len; i++) {
+      const QhValue *v = qh_graph_value(graph, g_array_index(graph->outputs, int, i));
+      if (!plan->is_known[v->id]) {
+        g_set_error(error, QH_ERROR, QH_ERROR_INVALID, "output '%s' is never computed", v->name);
+        goto fail;
+      }
+    }
+  }
+  return plan;
+
+fail:
+  qh_plan_free(plan);
+  return NULL;
+}
+
+const QhTensor *qh_plan_value_info(const QhPlan *plan, int value_id) {
+  if (value_id < 0 || value_id >= plan->n_values || !plan->is_known[value_id])
+    return NULL;
+  return &plan->infos[value_id];
+}
+
+const GArray *qh_plan_order(const QhPlan *plan) { return plan->order; }
+
+gboolean qh_plan_node_is_folded(const QhPlan *plan, int node_id) {
+  return plan->is_folded[node_id];
+}
+
+int64_t qh_plan_node_macs(const QhPlan *plan, int node_id) { return plan->macs[node_id]; }
+
+void qh_plan_use_naive_kernels(QhPlan *plan, gboolean use_naive) { plan->use_naive = use_naive; }
+
+gboolean qh_plan_run(QhPlan *plan, QhExecContext *ctx, const QhTensor *const *inputs,
+                     QhTensor ***outputs, GError **error) {
+  const QhGraph *g = plan->graph;
+  if (plan->shapes_only) {
+    g_set_error(error, QH_ERROR, QH_ERROR_FAILED, "this plan was made for shapes only");
+    return FALSE;
+  }
+  /* live[v]: the tensor holding v's data during this run (owned when computed). */
+  const QhTensor **live = g_new0(const QhTensor *, plan->n_values + 1);
+  QhTensor **owned = g_new0(QhTensor *, plan->n_values + 1);
+  gboolean ok = TRUE;
+  for (int v = 0; v < plan->n_values; v++)
+    if (plan->infos[v].data != NULL)
+      live[v] = &plan->infos[v];
+  for (guint i = 0; i < g->inputs->len && ok; i++) {
+    const QhValue *v = qh_graph_value(g, g_array_index(g->inputs, int, i));
+    const QhTensor *want = &plan->infos[v->id];
+    if (inputs[i] == NULL || inputs[i]->dtype != want->dtype ||
+        !qh_shape_equal(&inputs[i]->shape, &want->shape)) {
+      char *ws = qh_shape_to_string(&want->shape);
+      char *gs = inputs[i] ? qh_shape_to_string(&inputs[i]->shape) : g_strdup("nothing");
+      g_set_error(error, QH_ERROR, QH_ERROR_MISMATCH, "input '%s': expected %s %s, got %s %s",
+                  v->name, qh_dtype_name(want->dtype), ws,
+                  inputs[i] ? qh_dtype_name(inputs[i]->dtype) : "", gs);
+      g_free(ws);
+      g_free(gs);
+      ok = FALSE;
+      break;
+    }
+    live[v->id] = inputs[i];
+  }
+
+  const QhTensor **ins = NULL;
+  QhTensor **outs = NULL;
+  for (guint step = 0; step < plan->run_order->len && ok; step++) {
+    const QhNode *node = qh_graph_node(g, g_array_index(plan->run_order, int, step));
+    const QhOpDef *def = plan->defs[node->id];
+    ins = g_renew(const QhTensor *, ins, (gsize)node->n_inputs + 1);
+    outs = g_renew(QhTensor *, outs, (gsize)node->n_outputs + 1);
+    for (int k = 0; k < node->n_inputs; k++)
+      ins[k] = node->inputs[k] >= 0 ? live[node->inputs[k]] : NULL;
+    for (int o = 0; o < node->n_outputs && ok; o++) {
+      int vid = node->outputs[o];
+      outs[o] = NULL;
+      if (vid < 0)
+        continue;
+      outs[o] = qh_tensor_new(plan->infos[vid].dtype, &plan->infos[vid].shape, error);
+      if (outs[o] == NULL) {
+        g_prefix_error(error, "node '%s' (%s): output '%s': ", node->name, node->op_type,
+                       qh_graph_value(g, vid)->name);
+        ok = FALSE;
+      }
+      owned[vid] = outs[o];
+      live[vid] = outs[o];
+    }
+    if (!ok)
+      break;
+    QhOpRunFn run = (plan->use_naive && def->run_naive) ? def->run_naive : def->run;
+    ok = run(ctx, node, ins, node->n_inputs, outs, node->n_outputs, error);
+    /* Release what no later node reads: consumed inputs and unused outputs. */
+    for (int k = 0; k < node->n_inputs; k++) {
+      int vid = node->inputs[k];
+      if (vid >= 0 && plan->last_use[vid] == (int)step && owned[vid] &&
+          !qh_graph_value(g, vid)->is_output) {
+        qh_tensor_free(owned[vid]);
+        owned[vid] = NULL;
+        live[vid] = NULL;
+      }
+    }
+    for (int o = 0; o < node->n_outputs; o++) {
+      int vid = node->outputs[o];
+      if (vid >= 0 && plan->last_use[vid] < 0 && !qh_graph_value(g, vid)->is_output) {
+        qh_tensor_free(owned[vid]);
+        owned[vid] = NULL;
+        live[vid] = NULL;
+      }
+    }
+  }
+  g_free(ins);
+  g_free(outs);
+
+  if (ok) {
+    *outputs = g_new0(QhTensor *, g->outputs->len + 1);
+    for (guint i = 0; i < g->outputs->len && ok; i++) {
+      int vid = g_array_index(g->outputs, int, i);
+      if (owned[vid] != NULL) {
+        (*outputs)[i] = owned[vid];
+        owned[vid] = NULL; /* a value listed twice as output is copied below */
+      } else {
+        (*outputs)[i] = live[vid] ? qh_tensor_copy(live[vid], error) : NULL;
+        ok = (*outputs)[i] != NULL;
+      }
+      if (ok)
+        live[vid] = (*outputs)[i];
+    }
+    if (!ok) {
+      for (guint i = 0; i < g->outputs->len; i++)
+        qh_tensor_free((*outputs)[i]);
+      g_clear_pointer(outputs, g_free);
+    }
+  }
+  for (int v = 0; v < plan->n_values; v++)
+    qh_tensor_free(owned[v]);
+  g_free(owned);
+  g_free(live);
+  return ok;
+}

@@ -1,0 +1,80 @@
+/* Which ops qhost may read from a model that imports a default-domain opset newer
+ * than 17: an op qualifies when ONNX did not publish a new version of it in any
+ * opset from 18 up to the model's, so its opset-17 semantics still hold.
+ *
+ * Source: the per-opset schema lists of onnx/onnx, onnx/defs/operator_sets.h
+ * (commit 9633c87772a7d7ee0ed1fe5887ce87797fe47696, which registers opsets up to
+ * 23), cross-read with docs/Changelog.md. A new schema version counts as a change
+ * even when only the accepted types grew (e.g. Conv-22 added bfloat16), because
+ * the table cannot tell which changes are harmless. Ops that are not in the table
+ * are refused above opset 17. */
+#include "io/onnx.h"
+
+#include <string.h>
+
+#include "io/onnx-private.h"
+
+typedef struct {
+  const char *op;
+  int changed[4]; /* opset versions > 17 with a new schema, ascending, 0-terminated */
+} OpChanges;
+
+static const OpChanges changes[] = {
+    {"Add", {0}},
+    {"AveragePool", {19, 22, 0}},
+    {"BatchNormalization", {0}},
+    {"Clip", {0}},
+    {"Concat", {0}},
+    {"Constant", {19, 21, 23, 0}},
+    {"Conv", {22, 0}},
+    {"ConvTranspose", {22, 0}},
+    {"DequantizeLinear", {19, 21, 23, 0}},
+    {"Div", {0}},
+    {"Dropout", {22, 0}},
+    {"Flatten", {21, 23, 0}},
+    {"Gather", {0}},
+    {"Gemm", {0}},
+    {"GlobalAveragePool", {22, 0}},
+    {"HardSigmoid", {22, 0}},
+    {"HardSwish", {22, 0}},
+    {"Identity", {19, 21, 23, 0}},
+    {"LeakyRelu", {0}},
+    {"MatMul", {0}},
+    {"MaxPool", {22, 0}},
+    {"Mul", {0}},
+    {"Pad", {18, 19, 21, 23}},
+    {"QuantizeLinear", {19, 21, 23, 0}},
+    {"ReduceMean", {18, 0}},
+    {"Relu", {0}},
+    {"Reshape", {19, 21, 23, 0}},
+    {"Resize", {18, 19, 0}},
+    {"Shape", {19, 21, 23, 0}},
+    {"Sigmoid", {0}},
+    {"Slice", {0}},
+    {"Softmax", {0}},
+    {"Squeeze", {21, 23, 0}},
+    {"Sub", {0}},
+    {"Tanh", {0}},
+    {"Transpose", {21, 23, 0}},
+    {"Unsqueeze", {21, 23, 0}},
+};
+
+int qh_onnx_op_first_change_after_17(const char *op_type, int64_t opset) {
+  if (op_type == NULL || opset > QH_ONNX_NEWEST_KNOWN_OPSET)
+    return -1;
+  for (gsize i = 0; i < G_N_ELEMENTS(changes); i++) {
+    if (strcmp(changes[i].op, op_type) != 0)
+      continue;
+    for (gsize k = 0; k < G_N_ELEMENTS(changes[i].changed) && changes[i].changed[k] != 0; k++)
+      if (changes[i].changed[k] <= opset)
+        return changes[i].changed[k];
+    return 0;
+  }
+  return -1;
+}
+
+gboolean qh_onnx_op_unchanged_since_17(const char *op_type, int64_t opset) {
+  if (opset <= QH_ONNX_MAX_OPSET)
+    return opset >= QH_ONNX_MIN_OPSET && op_type != NULL;
+  return qh_onnx_op_first_change_after_17(op_type, opset) == 0;
+}
