@@ -129,10 +129,44 @@ def case_initializer_overflow(runner, tmp):
 
 
 def case_input_dims_overflow(runner, tmp):
+    # No data can fit this input, so `run` fails on the fit; `inspect` describes such
+    # a model (exit 0) and reports that shape inference failed.
     dims = [1 << 32, 1 << 32, 16]
     model = save_model(relu_model(dims), os.path.join(tmp, "model.onnx"))
-    expect_failure(runner, [model], [model], r"overflow|element|limit|too large|size",
-                   command="inspect")
+    out = os.path.join(tmp, "y.npy")
+    expect_failure(runner, [model, "--input", x_npy(tmp), "-o", out], [model],
+                   r"does not fit|overflow|element|limit", out)
+    rc, text, err = runner.run("inspect", model)
+    check_no_crash(rc, err)
+    assert rc == 0 and re.search(r"unknown|fail|limit", text), (rc, text, err)
+
+
+def computed_shape_case(runner, tmp, op, consts, cause=r"overflow|element|limit|too large"):
+    """x -> op(x, constants...): the planner computes an absurd output shape."""
+    _, _, helper, _ = onnx_modules()
+    names = [n for n, _ in consts]
+    m = make_model([helper.make_node(op, ["x"] + names, ["y"], name="grow")],
+                   [("x", [2, 3])], [("y", [1])], consts)
+    run_bad_model(runner, tmp, m.SerializeToString(), cause)
+
+
+def case_reshape_overflow(runner, tmp):
+    # 2^32 * 2^32 * 16 wraps to 0 in 64 bits, and -1 would then be 6 / 0
+    computed_shape_case(runner, tmp, "Reshape",
+                        [("target", np.array([1 << 32, 1 << 32, 16, -1], np.int64))],
+                        r"element|overflow|limit|divide")
+
+
+def case_pad_huge(runner, tmp):
+    computed_shape_case(runner, tmp, "Pad",
+                        [("pads", np.array([0, 0, 1 << 40, 1 << 40], np.int64))],
+                        r"overflow|element|limit|too large|pads")
+
+
+def case_resize_huge(runner, tmp):
+    computed_shape_case(runner, tmp, "Resize",
+                        [("roi", np.array([], np.float32)),
+                         ("scales", np.array([1e6, 1e6], np.float32))])
 
 
 def external_model(tmp, location, offset=None, length=None):
@@ -324,6 +358,30 @@ def case_npz_not_zip(runner, tmp):
     with open(p, "wb") as f:
         f.write(b"this is not a zip archive, just some text pretending to be one\n" * 4)
     run_bad_input(runner, tmp, p, r"zip|archive|npz", model=two_input_model(tmp))
+
+
+def case_input_dtype_mismatch(runner, tmp):
+    p = os.path.join(tmp, "x.npy")
+    np.save(p, np.ones((2, 3), np.int32))
+    model = save_model(relu_model((2, 3)), os.path.join(tmp, "model.onnx"))
+    run_bad_input(runner, tmp, p, r"int32|dtype|float32", names=[p, model], model=model)
+
+
+def case_labels_mismatch(runner, tmp):
+    model = save_model(relu_model(("N", 3)), os.path.join(tmp, "model.onnx"))
+    labels = os.path.join(tmp, "labels.npy")
+    np.save(labels, np.zeros(5, np.int64))  # 2 rows of data, 5 labels
+    out = os.path.join(tmp, "y.npy")
+    expect_failure(runner, [model, "--input", x_npy(tmp), "-o", out, "--labels", labels],
+                   [labels], r"label|rows|samples|count|shape", out)
+
+
+def case_model_is_directory(runner, tmp):
+    model = os.path.join(tmp, "model.onnx")
+    os.mkdir(model)
+    out = os.path.join(tmp, "y.npy")
+    expect_failure(runner, [model, "--input", x_npy(tmp), "-o", out], [model],
+                   r"regular file|directory|cannot", out)
 
 
 def case_output_dir_missing(runner, tmp):
