@@ -2,13 +2,30 @@
  * directories (and any files named directly) to the fuzz target it is linked with,
  * so an ordinary gcc build, plain or sanitized, keeps every seed and every input
  * the fuzzers ever found passing. An empty corpus is an error, so a wrong path
- * cannot pass silently. */
+ * cannot pass silently. Memory is bounded as under libFuzzer: by RLIMIT_AS in a plain
+ * build, by ASAN_OPTIONS (set by ctest) in a sanitized one, where ASan's shadow
+ * mappings rule out an address-space limit. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/resource.h>
+
 #include <glib.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+
+/* Address space a replay may use in a plain build: what -rss_limit_mb gives the
+ * fuzzers, so an input that asks for tens of gigabytes fails cleanly instead of
+ * being granted them. */
+#define REPLAY_MEMORY_LIMIT (2048ULL << 20)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -41,6 +58,13 @@ static gboolean replay_file(const char *path) {
 }
 
 int main(int argc, char **argv) {
+#ifndef SANITIZED
+  struct rlimit limit = {REPLAY_MEMORY_LIMIT, REPLAY_MEMORY_LIMIT};
+  if (setrlimit(RLIMIT_AS, &limit) != 0) {
+    perror("replay: setrlimit");
+    return 1;
+  }
+#endif
   int n = 0;
   for (int i = 1; i < argc; i++) {
     if (!g_file_test(argv[i], G_FILE_TEST_IS_DIR)) {

@@ -245,6 +245,56 @@ def case_custom_domain_op(runner, tmp):
     run_bad_model(runner, tmp, m.SerializeToString(), r"fancy.*FancyOp|FancyOp.*fancy")
 
 
+def case_omitted_output(runner, tmp):
+    # found by fuzz_onnx: a node whose required output is omitted ("") reached its
+    # kernel with a NULL output tensor (a constant one even in `inspect`)
+    _, _, helper, _ = onnx_modules()
+    m = make_model([helper.make_node("Constant", [], [""], name="lost", value_ints=[3, 2]),
+                    helper.make_node("Relu", ["x"], ["y"], name="relu")],
+                   [("x", [2, 3])], [("y", [2, 3])])
+    run_bad_model(runner, tmp, m.SerializeToString(), r"lost.*output|output.*lost")
+    rc, _, err = runner.run("inspect", os.path.join(tmp, "model.onnx"))
+    check_no_crash(rc, err)
+
+
+def case_zero_size_huge_dims(runner, tmp):
+    # found by fuzz_onnx: a tensor of shape [2^34, 0] has no elements, so every
+    # bound passes, yet a kernel looping over its outer dimensions spins 2^34 times
+    # per node; a file of a few hundred bytes must not keep qhost busy for minutes
+    _, _, helper, _ = onnx_modules()
+    nodes = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
+    prev = "c"
+    for i in range(4):
+        nodes.append(helper.make_node("Concat", [prev, "c"], [f"z{i}"], name=f"cat{i}", axis=1))
+        prev = f"z{i}"
+    m = make_model(nodes, [("x", [2, 3])], [("y", [2, 3]), (prev, [1 << 34, 0])],
+                   [raw_tensor("c", [1 << 34, 0], b"")])
+    model = save_model(m, os.path.join(tmp, "model.onnx"))
+    out = os.path.join(tmp, "y.npz")
+    rc, _, err = runner.run("run", model, "--input", x_npy(tmp), "-o", out, timeout=15)
+    check_no_crash(rc, err)
+    if rc == 0:
+        with np.load(out) as z:
+            assert z[prev].shape == (1 << 34, 0), z[prev].shape
+    else:
+        assert rc == 1 and len(err.splitlines()) == 1, (rc, err)
+
+
+def case_fold_amplification(runner, tmp):
+    # found by fuzz_onnx: gathering from an empty axis of a [2^31, 0] constant asks
+    # for a [2^31, 1] result (8 GiB) at plan time, from a file of ~150 bytes; under the
+    # memory bound that must be a clean error (the index is out of range anyway)
+    _, _, helper, _ = onnx_modules()
+    m = make_model([helper.make_node("Gather", ["c", "idx"], ["g"], name="gather", axis=1),
+                    helper.make_node("Relu", ["x"], ["y"], name="relu")],
+                   [("x", [2, 3])], [("y", [2, 3]), ("g", [1 << 31, 1])],
+                   [raw_tensor("c", [1 << 31, 0], b""), ("idx", np.array([-1], np.int64))])
+    out = os.path.join(tmp, "y.npz")
+    model = save_model(m, os.path.join(tmp, "model.onnx"))
+    expect_failure(runner, [model, "--input", x_npy(tmp), "-o", out], [model],
+                   r"memory|range|index|limit", out)
+
+
 def case_opset_11(runner, tmp):
     m = relu_model()
     m.opset_import[0].version = 11
