@@ -126,6 +126,7 @@ static gboolean fold_node(QhPlan *plan, const QhNode *node, const QhTensor *cons
     QhThreadPool *pool = qh_thread_pool_new(1);
     QhExecContext ctx = {.pool = pool};
     ok = plan->defs[node->id]->run(&ctx, node, inputs, node->n_inputs, outs, node->n_outputs, error);
+    qh_exec_context_clear(&ctx);
     qh_thread_pool_free(pool);
   }
   for (int o = 0; o < node->n_outputs; o++) {
