@@ -110,6 +110,15 @@ static gboolean bind_input(QhPlan *plan, const QhValue *v, const QhShape *given,
   return TRUE;
 }
 
+/* TRUE when no present output has an element: running the kernel could only spin
+ * over dimensions of a shape like [2^34, 0] without writing anything. */
+static gboolean outputs_empty(const QhNode *node, QhTensor *const *outs) {
+  for (int o = 0; o < node->n_outputs; o++)
+    if (outs[o] != NULL && outs[o]->nbytes > 0)
+      return FALSE;
+  return TRUE;
+}
+
 /* Run a node on constant inputs at plan time; its outputs become constants. */
 static gboolean fold_node(QhPlan *plan, const QhNode *node, const QhTensor *const *inputs,
                           GError **error) {
@@ -122,7 +131,7 @@ static gboolean fold_node(QhPlan *plan, const QhNode *node, const QhTensor *cons
     outs[o] = qh_tensor_new(plan->infos[vid].dtype, &plan->infos[vid].shape, error);
     ok = outs[o] != NULL;
   }
-  if (ok) {
+  if (ok && !outputs_empty(node, outs)) {
     QhThreadPool *pool = qh_thread_pool_new(1);
     QhExecContext ctx = {.pool = pool};
     ok = plan->defs[node->id]->run(&ctx, node, inputs, node->n_inputs, outs, node->n_outputs, error);
@@ -162,6 +171,9 @@ static gboolean plan_node(QhPlan *plan, const QhNode *node, GError **error) {
   if (node->n_outputs < def->min_outputs || node->n_outputs > def->max_outputs)
     return node_fail(error, node, QH_ERROR_INVALID, "has %d outputs; %s produces %d to %d",
                      node->n_outputs, node->op_type, def->min_outputs, def->max_outputs);
+  for (int o = 0; o < def->min_outputs; o++)
+    if (node->outputs[o] < 0)
+      return node_fail(error, node, QH_ERROR_INVALID, "required output %d has no name", o);
 
   const QhTensor **inputs = g_new0(const QhTensor *, (gsize)node->n_inputs + 1);
   gboolean all_const = TRUE;
@@ -439,7 +451,8 @@ gboolean qh_plan_run(QhPlan *plan, QhExecContext *ctx, const QhTensor *const *in
     if (!ok)
       break;
     QhOpRunFn run = (plan->use_naive && def->run_naive) ? def->run_naive : def->run;
-    ok = run(ctx, node, ins, node->n_inputs, outs, node->n_outputs, error);
+    if (!outputs_empty(node, outs))
+      ok = run(ctx, node, ins, node->n_inputs, outs, node->n_outputs, error);
   }
   g_free(ins);
   g_free(outs);
