@@ -12,6 +12,9 @@
 #include "core/error.h"
 #include "core/log.h"
 
+/* Largest constant the planner computes at load time (64 MiB). */
+#define QH_PLAN_MAX_FOLD_BYTES ((size_t)64 << 20)
+
 struct QhPlan {
   const QhGraph *graph;
   int n_values;
@@ -215,7 +218,15 @@ static gboolean plan_node(QhPlan *plan, const QhNode *node, GError **error) {
   }
   if (ok && def->macs)
     plan->macs[node->id] = def->macs(node, inputs, node->n_inputs, outs, node->n_outputs);
-  gboolean foldable = all_const || strcmp(node->op_type, "Shape") == 0;
+  /* Folding runs at load time, also for `qhost inspect`: cap what it may allocate so
+   * a few hundred bytes of model cannot make it build gigabytes of constants;
+   * larger results are computed at run time like any other value. */
+  size_t fold_bytes = 0;
+  for (int o = 0; ok && o < node->n_outputs; o++)
+    if (node->outputs[o] >= 0)
+      fold_bytes += plan->infos[node->outputs[o]].nbytes;
+  gboolean foldable = (all_const || strcmp(node->op_type, "Shape") == 0) &&
+                      fold_bytes <= QH_PLAN_MAX_FOLD_BYTES;
   if (ok && foldable) {
     ok = fold_node(plan, node, inputs, error);
     plan->is_folded[node->id] = ok;
