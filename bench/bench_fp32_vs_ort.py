@@ -151,6 +151,8 @@ def main():
             ratio = f"{r['ratio']:.2f}" if r["ratio"] is not None else "n/a"
             print(f"{r['model']:<14}{r['threads']:>8}  {fmt(r['qhost']):<26}{fmt(r['ort']):<26}"
                   f"{ratio:>9}")
+        blas = {r["qhost"].get("blas") for r in results if r["qhost"]}
+        print("qhost fp32 GEMM: " + ", ".join(sorted(b for b in blas if b)))
     if tmp is not None:
         tmp.cleanup()
     return 1 if failed else 0

@@ -7,6 +7,7 @@
 
 #include "cli/cli.h"
 #include "core/error.h"
+#include "exec/blas.h"
 #include "io/npy.h"
 
 static int compare_doubles(const void *a, const void *b) {
@@ -63,6 +64,8 @@ static void print_json(const char *model, const QhCliCommon *c, int warmup, int 
   json_builder_add_string_value(b, model);
   json_builder_set_member_name(b, "path");
   json_builder_add_string_value(b, "host:reference");
+  json_builder_set_member_name(b, "blas");
+  json_builder_add_string_value(b, qh_blas_describe());
   json_builder_set_member_name(b, "threads");
   json_builder_add_int_value(b, c->threads);
   json_builder_set_member_name(b, "warmup");
@@ -156,9 +159,9 @@ int qh_cli_bench(int argc, char **argv) {
     print_json(model, &common, warmup, runs, ms);
   } else {
     double median = median_of_sorted(ms, runs);
-    printf("model: %s\npath: host:reference (fp32)\nthreads: %d\nruns: %d (after %d warm-up)\n"
-           "latency: median %.3f ms [min %.3f - max %.3f]\n",
-           model, common.threads, runs, warmup, median, ms[0], ms[runs - 1]);
+    printf("model: %s\npath: host:reference (fp32, %s)\nthreads: %d\n"
+           "runs: %d (after %d warm-up)\nlatency: median %.3f ms [min %.3f - max %.3f]\n",
+           model, qh_blas_describe(), common.threads, runs, warmup, median, ms[0], ms[runs - 1]);
   }
   status = QH_EXIT_OK;
   goto out;

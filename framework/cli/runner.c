@@ -14,7 +14,7 @@ struct QhCliRunner {
   const QhGraph *graph;
   QhTensor *const *inputs;
   QhPlan *plan;
-  QhThreadPool *pool;
+  QhExecContext ctx;
   Fit mode;
   int64_t n_rows;
 };
@@ -59,7 +59,9 @@ void qh_cli_runner_free(QhCliRunner *r) {
   if (r == NULL)
     return;
   qh_plan_free(r->plan);
-  qh_thread_pool_free(r->pool);
+  qh_exec_context_clear(&r->ctx);
+  if (r->ctx.pool)
+    qh_thread_pool_free(r->ctx.pool);
   g_free(r);
 }
 
@@ -115,7 +117,7 @@ QhCliRunner *qh_cli_runner_new(const QhGraph *graph, QhTensor *const *inputs, in
     qh_cli_runner_free(r);
     return NULL;
   }
-  r->pool = qh_thread_pool_new(threads);
+  r->ctx.pool = qh_thread_pool_new(threads);
   return r;
 }
 
@@ -130,11 +132,10 @@ static QhTensor row_view(Fit mode, const QhTensor *t, int64_t i) {
 }
 
 gboolean qh_cli_runner_run(QhCliRunner *r, QhTensor ***outputs, GError **error) {
-  QhExecContext ctx = {.pool = r->pool};
   int n_in = (int)r->graph->inputs->len;
   int n_out = (int)r->graph->outputs->len;
   if (r->mode == FIT_DIRECT)
-    return qh_plan_run(r->plan, &ctx, (const QhTensor *const *)r->inputs, outputs, error);
+    return qh_plan_run(r->plan, &r->ctx, (const QhTensor *const *)r->inputs, outputs, error);
 
   QhTensor *views = g_new0(QhTensor, (gsize)n_in + 1);
   const QhTensor **view_ptrs = g_new0(const QhTensor *, (gsize)n_in + 1);
@@ -146,7 +147,7 @@ gboolean qh_cli_runner_run(QhCliRunner *r, QhTensor ***outputs, GError **error) 
       view_ptrs[i] = &views[i];
     }
     QhTensor **outs = NULL;
-    ok = qh_plan_run(r->plan, &ctx, view_ptrs, &outs, error);
+    ok = qh_plan_run(r->plan, &r->ctx, view_ptrs, &outs, error);
     for (int o = 0; ok && o < n_out; o++) {
       if (stacked[o] == NULL) {
         QhShape s = outs[o]->shape;

@@ -11,8 +11,8 @@
  * - infer fills dtype and shape of each of the n_outputs entries of `outputs`
  *   (whose data stays NULL) and validates attributes and input dtypes/shapes.
  * - run reads inputs and writes the outputs, which the executor has allocated with
- *   the inferred dtype and shape (contents undefined). run never allocates outputs
- *   and never keeps pointers past the call.
+ *   the inferred dtype and shape (contents undefined; NULL for an omitted optional
+ *   output). run never allocates outputs and never keeps pointers past the call.
  * - Errors name the node: "node 'NAME' (OP): cause".
  * Threading: infer and run may be called from any thread, but never concurrently on
  * one node; run may use ctx's thread pool. */
@@ -29,7 +29,18 @@ G_BEGIN_DECLS
 
 typedef struct {
   QhThreadPool *pool; /* never NULL; may have a single thread */
+  void *scratch;      /* owned; see qh_exec_scratch */
+  size_t scratch_size;
 } QhExecContext;
+
+/* A scratch buffer of at least size bytes (64-byte aligned, contents undefined)
+ * that stays valid until the next call on ctx; kernels use it for temporaries such
+ * as im2col columns so that repeated runs allocate nothing. NULL when memory runs
+ * out. Threading: only the thread that runs the node may call it. */
+void *qh_exec_scratch(QhExecContext *ctx, size_t size);
+
+/* Free ctx's scratch buffer (not the pool). */
+void qh_exec_context_clear(QhExecContext *ctx);
 
 typedef gboolean (*QhOpInferFn)(const QhNode *node, const QhTensor *const *inputs, int n_inputs,
                                 QhTensor *outputs, int n_outputs, GError **error);

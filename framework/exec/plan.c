@@ -1,15 +1,19 @@
 /* The planner and executor of the host's reference path. Planning binds input
  * shapes, infers every value's dtype and shape node by node, folds nodes whose
  * inputs are all constant (and Shape, whose output depends only on shapes), picks a
- * kernel per node and records each value's last use; running walks that order,
- * allocating each output just before its node and freeing each buffer right after
- * its last consumer. */
+ * kernel per node and gives every intermediate value a place in one arena, sharing
+ * space between values whose lifetimes do not overlap. The arena is allocated once
+ * per plan and reused by every run, so a run does no allocation or page faulting
+ * beyond the graph outputs it hands to the caller. */
 #include "exec/plan.h"
 
 #include <string.h>
 
 #include "core/error.h"
 #include "core/log.h"
+
+/* Largest constant the planner computes at load time (64 MiB). */
+#define QH_PLAN_MAX_FOLD_BYTES ((size_t)64 << 20)
 
 struct QhPlan {
   const QhGraph *graph;
@@ -23,6 +27,9 @@ struct QhPlan {
   gboolean *is_folded;      /* per node id */
   int64_t *macs;            /* per node id */
   int *last_use;            /* per value: index in run_order of its last consumer, or -1 */
+  size_t *arena_offset;     /* per value: byte offset in the arena, or SIZE_MAX if not there */
+  size_t arena_size;
+  void *arena;              /* allocated at the first run */
   gboolean shapes_only;
   gboolean use_naive;
 };
@@ -58,6 +65,8 @@ void qh_plan_free(QhPlan *plan) {
   g_free(plan->is_folded);
   g_free(plan->macs);
   g_free(plan->last_use);
+  g_free(plan->arena_offset);
+  qh_aligned_free(plan->arena);
   g_free(plan);
 }
 
@@ -104,6 +113,15 @@ static gboolean bind_input(QhPlan *plan, const QhValue *v, const QhShape *given,
   return TRUE;
 }
 
+/* TRUE when no present output has an element: running the kernel could only spin
+ * over dimensions of a shape like [2^34, 0] without writing anything. */
+static gboolean outputs_empty(const QhNode *node, QhTensor *const *outs) {
+  for (int o = 0; o < node->n_outputs; o++)
+    if (outs[o] != NULL && outs[o]->nbytes > 0)
+      return FALSE;
+  return TRUE;
+}
+
 /* Run a node on constant inputs at plan time; its outputs become constants. */
 static gboolean fold_node(QhPlan *plan, const QhNode *node, const QhTensor *const *inputs,
                           GError **error) {
@@ -116,10 +134,11 @@ static gboolean fold_node(QhPlan *plan, const QhNode *node, const QhTensor *cons
     outs[o] = qh_tensor_new(plan->infos[vid].dtype, &plan->infos[vid].shape, error);
     ok = outs[o] != NULL;
   }
-  if (ok) {
+  if (ok && !outputs_empty(node, outs)) {
     QhThreadPool *pool = qh_thread_pool_new(1);
     QhExecContext ctx = {.pool = pool};
     ok = plan->defs[node->id]->run(&ctx, node, inputs, node->n_inputs, outs, node->n_outputs, error);
+    qh_exec_context_clear(&ctx);
     qh_thread_pool_free(pool);
   }
   for (int o = 0; o < node->n_outputs; o++) {
@@ -155,6 +174,9 @@ static gboolean plan_node(QhPlan *plan, const QhNode *node, GError **error) {
   if (node->n_outputs < def->min_outputs || node->n_outputs > def->max_outputs)
     return node_fail(error, node, QH_ERROR_INVALID, "has %d outputs; %s produces %d to %d",
                      node->n_outputs, node->op_type, def->min_outputs, def->max_outputs);
+  for (int o = 0; o < def->min_outputs; o++)
+    if (node->outputs[o] < 0)
+      return node_fail(error, node, QH_ERROR_INVALID, "required output %d has no name", o);
 
   const QhTensor **inputs = g_new0(const QhTensor *, (gsize)node->n_inputs + 1);
   gboolean all_const = TRUE;
@@ -196,7 +218,15 @@ static gboolean plan_node(QhPlan *plan, const QhNode *node, GError **error) {
   }
   if (ok && def->macs)
     plan->macs[node->id] = def->macs(node, inputs, node->n_inputs, outs, node->n_outputs);
-  gboolean foldable = all_const || strcmp(node->op_type, "Shape") == 0;
+  /* Folding runs at load time, also for `qhost inspect`: cap what it may allocate so
+   * a few hundred bytes of model cannot make it build gigabytes of constants;
+   * larger results are computed at run time like any other value. */
+  size_t fold_bytes = 0;
+  for (int o = 0; ok && o < node->n_outputs; o++)
+    if (node->outputs[o] >= 0)
+      fold_bytes += plan->infos[node->outputs[o]].nbytes;
+  gboolean foldable = (all_const || strcmp(node->op_type, "Shape") == 0) &&
+                      fold_bytes <= QH_PLAN_MAX_FOLD_BYTES;
   if (ok && foldable) {
     ok = fold_node(plan, node, inputs, error);
     plan->is_folded[node->id] = ok;
@@ -204,6 +234,76 @@ static gboolean plan_node(QhPlan *plan, const QhNode *node, GError **error) {
   g_free(outs);
   g_free(inputs);
   return ok;
+}
+
+typedef struct {
+  int vid;
+  size_t size;
+  int first, last; /* run_order steps, inclusive */
+  size_t offset;
+} Slot;
+
+static gint compare_slots(gconstpointer a, gconstpointer b) {
+  const Slot *x = a, *y = b;
+  if (x->size != y->size)
+    return x->size > y->size ? -1 : 1;
+  return x->first - y->first;
+}
+
+static gint compare_offsets(gconstpointer a, gconstpointer b) {
+  const Slot *x = *(const Slot *const *)a, *y = *(const Slot *const *)b;
+  return (x->offset > y->offset) - (x->offset < y->offset);
+}
+
+/* Place every intermediate value in the arena: largest first, each at the lowest
+ * offset not used by a value alive at an overlapping step. Lifetimes are
+ * inclusive, so a node's output never shares bytes with its own inputs. */
+static void plan_arena(QhPlan *plan) {
+  const QhGraph *g = plan->graph;
+  plan->arena_offset = g_new(size_t, plan->n_values + 1);
+  for (int v = 0; v < plan->n_values; v++)
+    plan->arena_offset[v] = SIZE_MAX;
+  GArray *slots = g_array_new(FALSE, FALSE, sizeof(Slot));
+  for (guint step = 0; step < plan->run_order->len; step++) {
+    const QhNode *node = qh_graph_node(g, g_array_index(plan->run_order, int, step));
+    for (int o = 0; o < node->n_outputs; o++) {
+      int vid = node->outputs[o];
+      if (vid < 0 || qh_graph_value(g, vid)->is_output)
+        continue;
+      size_t size = (plan->infos[vid].nbytes + QH_TENSOR_ALIGN - 1) / QH_TENSOR_ALIGN * QH_TENSOR_ALIGN;
+      Slot s = {vid, size, (int)step, MAX((int)step, plan->last_use[vid]), 0};
+      g_array_append_val(slots, s);
+    }
+  }
+  g_array_sort(slots, compare_slots);
+  GPtrArray *placed = g_ptr_array_new();
+  GPtrArray *overlapping = g_ptr_array_new();
+  size_t end = 0;
+  for (guint i = 0; i < slots->len; i++) {
+    Slot *s = &g_array_index(slots, Slot, i);
+    g_ptr_array_set_size(overlapping, 0);
+    for (guint k = 0; k < placed->len; k++) {
+      const Slot *p = g_ptr_array_index(placed, k);
+      if (p->first <= s->last && s->first <= p->last)
+        g_ptr_array_add(overlapping, (gpointer)p);
+    }
+    g_ptr_array_sort(overlapping, compare_offsets);
+    size_t offset = 0;
+    for (guint k = 0; k < overlapping->len; k++) {
+      const Slot *p = g_ptr_array_index(overlapping, k);
+      if (p->offset >= offset + s->size)
+        break;
+      offset = MAX(offset, p->offset + p->size);
+    }
+    s->offset = offset;
+    plan->arena_offset[s->vid] = offset;
+    end = MAX(end, offset + s->size);
+    g_ptr_array_add(placed, s);
+  }
+  plan->arena_size = end;
+  g_ptr_array_free(overlapping, TRUE);
+  g_ptr_array_free(placed, TRUE);
+  g_array_free(slots, TRUE);
 }
 
 QhPlan *qh_plan_new(const QhGraph *graph, const QhShape *input_shapes, gboolean shapes_only,
@@ -253,6 +353,7 @@ QhPlan *qh_plan_new(const QhGraph *graph, const QhShape *input_shapes, gboolean 
       if (node->inputs[k] >= 0)
         plan->last_use[node->inputs[k]] = (int)i;
   }
+  plan_arena(plan);
   if (!shapes_only) {
     for (guint i = 0; i < graph->outputs->len; i++) {
       const QhValue *v = qh_graph_value(graph, g_array_index(graph->outputs, int, i));
@@ -292,13 +393,29 @@ gboolean qh_plan_run(QhPlan *plan, QhExecContext *ctx, const QhTensor *const *in
     g_set_error(error, QH_ERROR, QH_ERROR_FAILED, "this plan was made for shapes only");
     return FALSE;
   }
-  /* live[v]: the tensor holding v's data during this run (owned when computed). */
+  if (plan->arena == NULL && plan->arena_size > 0) {
+    plan->arena = qh_aligned_alloc0(plan->arena_size);
+    if (plan->arena == NULL) {
+      g_set_error(error, QH_ERROR, QH_ERROR_NOMEM, "out of memory allocating %zu bytes of activations",
+                  plan->arena_size);
+      return FALSE;
+    }
+  }
+  /* live[v]: where v's data is during this run; graph outputs get their own
+   * buffers (owned[v]) since they are handed to the caller. */
   const QhTensor **live = g_new0(const QhTensor *, plan->n_values + 1);
   QhTensor **owned = g_new0(QhTensor *, plan->n_values + 1);
+  QhTensor *views = g_new0(QhTensor, plan->n_values + 1);
   gboolean ok = TRUE;
-  for (int v = 0; v < plan->n_values; v++)
-    if (plan->infos[v].data != NULL)
+  for (int v = 0; v < plan->n_values; v++) {
+    if (plan->infos[v].data != NULL) {
       live[v] = &plan->infos[v];
+    } else if (plan->arena_offset[v] != SIZE_MAX) {
+      views[v] = plan->infos[v];
+      views[v].data = (char *)plan->arena + plan->arena_offset[v];
+      live[v] = &views[v];
+    }
+  }
   for (guint i = 0; i < g->inputs->len && ok; i++) {
     const QhValue *v = qh_graph_value(g, g_array_index(g->inputs, int, i));
     const QhTensor *want = &plan->infos[v->id];
@@ -331,37 +448,22 @@ gboolean qh_plan_run(QhPlan *plan, QhExecContext *ctx, const QhTensor *const *in
       outs[o] = NULL;
       if (vid < 0)
         continue;
-      outs[o] = qh_tensor_new(plan->infos[vid].dtype, &plan->infos[vid].shape, error);
-      if (outs[o] == NULL) {
-        g_prefix_error(error, "node '%s' (%s): output '%s': ", node->name, node->op_type,
-                       qh_graph_value(g, vid)->name);
-        ok = FALSE;
+      if (qh_graph_value(g, vid)->is_output) {
+        owned[vid] = qh_tensor_new(plan->infos[vid].dtype, &plan->infos[vid].shape, error);
+        if (owned[vid] == NULL) {
+          g_prefix_error(error, "node '%s' (%s): output '%s': ", node->name, node->op_type,
+                         qh_graph_value(g, vid)->name);
+          ok = FALSE;
+        }
+        live[vid] = owned[vid];
       }
-      owned[vid] = outs[o];
-      live[vid] = outs[o];
+      outs[o] = (QhTensor *)live[vid];
     }
     if (!ok)
       break;
     QhOpRunFn run = (plan->use_naive && def->run_naive) ? def->run_naive : def->run;
-    ok = run(ctx, node, ins, node->n_inputs, outs, node->n_outputs, error);
-    /* Release what no later node reads: consumed inputs and unused outputs. */
-    for (int k = 0; k < node->n_inputs; k++) {
-      int vid = node->inputs[k];
-      if (vid >= 0 && plan->last_use[vid] == (int)step && owned[vid] &&
-          !qh_graph_value(g, vid)->is_output) {
-        qh_tensor_free(owned[vid]);
-        owned[vid] = NULL;
-        live[vid] = NULL;
-      }
-    }
-    for (int o = 0; o < node->n_outputs; o++) {
-      int vid = node->outputs[o];
-      if (vid >= 0 && plan->last_use[vid] < 0 && !qh_graph_value(g, vid)->is_output) {
-        qh_tensor_free(owned[vid]);
-        owned[vid] = NULL;
-        live[vid] = NULL;
-      }
-    }
+    if (!outputs_empty(node, outs))
+      ok = run(ctx, node, ins, node->n_inputs, outs, node->n_outputs, error);
   }
   g_free(ins);
   g_free(outs);
@@ -374,7 +476,7 @@ gboolean qh_plan_run(QhPlan *plan, QhExecContext *ctx, const QhTensor *const *in
         (*outputs)[i] = owned[vid];
         owned[vid] = NULL; /* a value listed twice as output is copied below */
       } else {
-        (*outputs)[i] = live[vid] ? qh_tensor_copy(live[vid], error) : NULL;
+        (*outputs)[i] = qh_tensor_copy(live[vid], error);
         ok = (*outputs)[i] != NULL;
       }
       if (ok)
@@ -389,6 +491,7 @@ gboolean qh_plan_run(QhPlan *plan, QhExecContext *ctx, const QhTensor *const *in
   for (int v = 0; v < plan->n_values; v++)
     qh_tensor_free(owned[v]);
   g_free(owned);
+  g_free(views);
   g_free(live);
   return ok;
 }

@@ -1,6 +1,6 @@
 /* The table of the host's reference kernels: every op family's definitions, looked
- * up by op type. An op missing here is reported by the planner as unsupported,
- * naming the node, never skipped. */
+ * up by op type (an op missing here is reported by the planner as unsupported,
+ * naming the node, never skipped), and the execution context's scratch buffer. */
 #include <string.h>
 
 #include "exec/op.h"
@@ -37,4 +37,19 @@ const QhOpDef *qh_op_find(const char *domain, const char *op_type) {
     if (strcmp((*d)->op_type, op_type) == 0)
       return *d;
   return NULL;
+}
+
+void *qh_exec_scratch(QhExecContext *ctx, size_t size) {
+  if (size > ctx->scratch_size) {
+    qh_aligned_free(ctx->scratch);
+    ctx->scratch = qh_aligned_alloc0(size);
+    ctx->scratch_size = ctx->scratch ? size : 0;
+  }
+  return ctx->scratch;
+}
+
+void qh_exec_context_clear(QhExecContext *ctx) {
+  qh_aligned_free(ctx->scratch);
+  ctx->scratch = NULL;
+  ctx->scratch_size = 0;
 }

@@ -110,6 +110,7 @@ static inline gboolean case_run(Case *c, gboolean naive, int threads, GError **e
   QhExecContext ctx = {.pool = qh_thread_pool_new(threads)};
   QhOpRunFn fn = naive && c->def->run_naive ? c->def->run_naive : c->def->run;
   gboolean ok = fn(&ctx, c->node, (const QhTensor *const *)c->in, c->n_in, c->out, c->n_out, error);
+  qh_exec_context_clear(&ctx);
   qh_thread_pool_free(ctx.pool);
   return ok;
 }

@@ -104,6 +104,7 @@ static void run_with(const Case *c, QhOpRunFn fn, QhThreadPool *pool, QhTensor *
   GError *error = NULL;
   QhTensor *outs[1] = {out};
   gboolean ok = fn(&ctx, c->node, (const QhTensor *const *)c->in, c->n_in, outs, 1, &error);
+  qh_exec_context_clear(&ctx);
   g_assert_no_error(error);
   g_assert_true(ok);
 }

@@ -86,6 +86,7 @@ static void test_fold_and_run(void) {
 
   qh_tensor_free(bad);
   qh_tensor_free(x);
+  qh_exec_context_clear(&ctx);
   qh_thread_pool_free(pool);
   qh_plan_free(plan);
   qh_graph_free(g);

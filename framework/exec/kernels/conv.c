@@ -123,9 +123,8 @@ static gboolean conv_run(QhExecContext *ctx, const QhNode *node, const QhTensor 
     pointwise = pointwise && w->k[i] == 1 && w->s[i] == 1 && w->pb[i] == 0 && w->pe[i] == 0;
   float *col = NULL;
   if (!pointwise && kdim > 0) {
-    /* not zeroed: im2col writes every element; a plain malloc also lets the C
-     * library reuse the block between calls instead of mapping fresh pages */
-    col = g_try_malloc(sizeof(float) * (size_t)(kdim * osz));
+    /* the context's scratch: reused by every conv and every run */
+    col = qh_exec_scratch(ctx, sizeof(float) * (size_t)(kdim * osz));
     if (col == NULL)
       return qh_kernel_fail(error, node, QH_ERROR_NOMEM,
                             "cannot allocate the %" G_GINT64_FORMAT "x%" G_GINT64_FORMAT
@@ -159,7 +158,6 @@ static gboolean conv_run(QhExecContext *ctx, const QhNode *node, const QhTensor 
                   (int)osz);
     }
   }
-  g_free(col);
   return TRUE;
 }
 
