@@ -3,7 +3,6 @@
  * runs its own threads. One loop at a time; the caller works as thread 0. */
 #include "exec/threadpool.h"
 
-#include <cblas.h>
 #include <pthread.h>
 
 struct QhThreadPool {
@@ -72,7 +71,6 @@ QhThreadPool *qh_thread_pool_new(int n_threads) {
   p->workers = g_new0(GThread *, p->n_threads);
   for (int i = 1; i < p->n_threads; i++)
     p->workers[i] = g_thread_new("qh-worker", worker_main, p);
-  openblas_set_num_threads(p->n_threads);
   return p;
 }
 

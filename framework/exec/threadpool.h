@@ -20,7 +20,7 @@ typedef struct QhThreadPool QhThreadPool;
 typedef void (*QhParallelFn)(void *arg, int64_t begin, int64_t end);
 
 /* A pool of n_threads threads in all (the caller counts as one); n_threads < 1 means 1.
- * Also sets the BLAS library's thread count to n_threads. Never fails. */
+ * GEMMs are split over this pool too (exec/sgemm-private.h). Never fails. */
 QhThreadPool *qh_thread_pool_new(int n_threads);
 void qh_thread_pool_free(QhThreadPool *pool);
 int qh_thread_pool_size(const QhThreadPool *pool);

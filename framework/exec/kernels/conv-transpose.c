@@ -5,10 +5,10 @@
  * The output size and padding follow the ONNX spec: explicit pads, or (with
  * output_shape or auto_pad SAME_*) a total padding split with the extra unit at the
  * start except for SAME_UPPER, where it goes at the end. */
-#include <cblas.h>
 #include <string.h>
 
 #include "exec/kernels/common.h"
+#include "exec/sgemm-private.h"
 #include "exec/kernels/conv-private.h"
 
 /* w describes the Conv that this ConvTranspose is the adjoint of: w->in is the
@@ -221,7 +221,7 @@ gboolean qh_conv_transpose_run(QhExecContext *ctx, const QhNode *node,
     for (int64_t gi = 0; gi < g.group; gi++) {
       const float *xg = x + (n * g.c + gi * g.cg) * isz;
       const float *wg = wt + gi * g.cg * rows;
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)rows, (int)isz, (int)g.cg, 1.0f,
+      qh_sgemm(ctx->pool, CblasTrans, CblasNoTrans, (int)rows, (int)isz, (int)g.cg, 1.0f,
                   wg, (int)rows, xg, (int)isz, 0.0f, col, (int)isz);
       Col2imArgs a = {.w = w, .col = col, .y = y + (n * g.m + gi * g.mg) * osz};
       qh_thread_pool_parallel_for(ctx->pool, g.mg, 1, col2im_task, &a);

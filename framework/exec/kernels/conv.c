@@ -4,10 +4,10 @@
  * is that matrix); depthwise convs take the direct kernel of conv-depthwise.c.
  * The naive twin is the textbook seven-deep loop. ConvTranspose lives in
  * conv-transpose.c. */
-#include <cblas.h>
 #include <string.h>
 
 #include "exec/kernels/common.h"
+#include "exec/sgemm-private.h"
 #include "exec/kernels/conv-private.h"
 
 typedef struct {
@@ -153,7 +153,7 @@ static gboolean conv_run(QhExecContext *ctx, const QhNode *node, const QhTensor 
           memset(yg, 0, sizeof(float) * (size_t)(g.mg * osz));
         continue;
       }
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)g.mg, (int)osz, (int)kdim, 1.0f,
+      qh_sgemm(ctx->pool, CblasNoTrans, CblasNoTrans, (int)g.mg, (int)osz, (int)kdim, 1.0f,
                   wt + gi * g.mg * kdim, (int)kdim, bmat, (int)osz, b != NULL ? 1.0f : 0.0f, yg,
                   (int)osz);
     }
