@@ -51,6 +51,14 @@ static gboolean gather_infer(const QhNode *node, const QhTensor *const *inputs, 
   if (!gather_axis(node, inputs, n_inputs, &axis, error))
     return FALSE;
   const QhShape *d = &inputs[0]->shape, *ix = &inputs[1]->shape;
+  /* Any index into an empty axis is out of range: say so before the output (which
+   * may be large) is allocated. */
+  int64_t n_ix = 1;
+  for (int i = 0; i < ix->rank; i++)
+    n_ix *= ix->dims[i];
+  if (d->dims[axis] == 0 && n_ix > 0)
+    return qh_kernel_fail(error, node, QH_ERROR_INVALID, "indices into axis %d, which is empty",
+                          axis);
   int rank = d->rank - 1 + ix->rank;
   if (rank > QH_MAX_RANK)
     return qh_kernel_fail(error, node, QH_ERROR_UNSUPPORTED, "output rank %d exceeds %d", rank,
