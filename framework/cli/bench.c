@@ -79,16 +79,7 @@ static void print_json(const char *model, const QhCliCommon *c, int warmup, int 
   json_builder_set_member_name(b, "max_ms");
   json_builder_add_double_value(b, ms[runs - 1]);
   json_builder_end_object(b);
-  JsonGenerator *gen = json_generator_new();
-  JsonNode *root = json_builder_get_root(b);
-  json_generator_set_root(gen, root);
-  json_generator_set_pretty(gen, TRUE);
-  char *text = json_generator_to_data(gen, NULL);
-  printf("%s\n", text);
-  g_free(text);
-  json_node_unref(root);
-  g_object_unref(gen);
-  g_object_unref(b);
+  qh_cli_print_json(b);
 }
 
 int qh_cli_bench(int argc, char **argv) {

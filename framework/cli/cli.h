@@ -5,6 +5,7 @@
 #define QH_CLI_H
 
 #include <glib.h>
+#include <json-glib/json-glib.h>
 
 #include "core/graph.h"
 #include "core/tensor.h"
@@ -62,6 +63,9 @@ QhCliRunner *qh_cli_runner_new(const QhGraph *graph, QhTensor *const *inputs, in
                                GError **error);
 gboolean qh_cli_runner_run(QhCliRunner *runner, QhTensor ***outputs, GError **error);
 void qh_cli_runner_free(QhCliRunner *runner);
+
+/* Print the builder's finished document on stdout, pretty, and free the builder. */
+void qh_cli_print_json(JsonBuilder *builder);
 
 /* TRUE when stderr is a terminal (progress display). */
 gboolean qh_cli_is_tty(void);

@@ -2,6 +2,7 @@
  * contract, one-line error reports, reading models and input files, writing
  * outputs, and the per-sample runner that feeds a batch-1 model one file row at a
  * time when the shapes say so unambiguously. */
+#include <json-glib/json-glib.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -169,4 +170,17 @@ gboolean qh_cli_write_outputs(const QhGraph *graph, QhTensor *const *outputs, co
     return FALSE;
   }
   return qh_npy_write(outputs[0], path, error);
+}
+
+void qh_cli_print_json(JsonBuilder *builder) {
+  JsonGenerator *gen = json_generator_new();
+  JsonNode *root = json_builder_get_root(builder);
+  json_generator_set_root(gen, root);
+  json_generator_set_pretty(gen, TRUE);
+  char *text = json_generator_to_data(gen, NULL);
+  printf("%s\n", text);
+  g_free(text);
+  json_node_unref(root);
+  g_object_unref(gen);
+  g_object_unref(builder);
 }

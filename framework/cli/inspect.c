@@ -347,17 +347,7 @@ static void print_json(const char *path, const Summary *sm) {
     json_builder_add_string_value(b, g_ptr_array_index(sm->unsupported, k));
   json_builder_end_array(b);
   json_builder_end_object(b);
-
-  JsonGenerator *gen = json_generator_new();
-  JsonNode *root = json_builder_get_root(b);
-  json_generator_set_root(gen, root);
-  json_generator_set_pretty(gen, TRUE);
-  char *text = json_generator_to_data(gen, NULL);
-  printf("%s\n", text);
-  g_free(text);
-  json_node_unref(root);
-  g_object_unref(gen);
-  g_object_unref(b);
+  qh_cli_print_json(b);
 }
 
 int qh_cli_inspect(int argc, char **argv) {

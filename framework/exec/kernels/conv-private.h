@@ -50,6 +50,11 @@ gboolean qh_window_kernel_shape(const QhNode *node, int nsp, const int64_t *expe
                                 int64_t *out_k, int64_t *out_n, GError **error);
 
 /* Check an inferred output shape's element count, failing with the node's name. */
+/* The operand checks Conv and ConvTranspose share: float32 X, W (and B when given),
+ * equal ranks of 3 to 5, known dimensions. */
+gboolean qh_conv_check_operands(const QhNode *node, const QhTensor *const *inputs, int n_inputs,
+                                GError **error);
+
 gboolean qh_conv_check_numel(const QhNode *node, const QhShape *shape, GError **error);
 
 /* Fill rows [row_begin, row_end) of the im2col matrix [C*kD*kH*kW, oD*oH*oW] for one

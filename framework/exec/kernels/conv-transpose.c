@@ -45,23 +45,10 @@ static gboolean output_shape_attr(const QhNode *node, int nsp, int64_t *dst, gbo
 
 static gboolean tgeom(const QhNode *node, const QhTensor *const *inputs, int n_inputs, TGeom *g,
                       GError **error) {
-  if (!qh_kernel_check_dtype(node, inputs, n_inputs, 0, error, QH_DTYPE_F32, 0) ||
-      !qh_kernel_check_dtype(node, inputs, n_inputs, 1, error, QH_DTYPE_F32, 0))
+  if (!qh_conv_check_operands(node, inputs, n_inputs, error))
     return FALSE;
   gboolean has_b = n_inputs > 2 && inputs[2] != NULL;
-  if (has_b && !qh_kernel_check_dtype(node, inputs, n_inputs, 2, error, QH_DTYPE_F32, 0))
-    return FALSE;
   const QhShape *xs = &inputs[0]->shape, *ws = &inputs[1]->shape;
-  if (xs->rank < 3 || xs->rank > 2 + QH_WINDOW_DIMS)
-    return qh_kernel_fail(error, node, QH_ERROR_UNSUPPORTED,
-                          "input has rank %d; supported: 3 to 5 (N, C and 1 to 3 spatial dims)",
-                          xs->rank);
-  if (ws->rank != xs->rank)
-    return qh_kernel_fail(error, node, QH_ERROR_INVALID,
-                          "weight has rank %d but the input has rank %d", ws->rank, xs->rank);
-  for (int i = 0; i < ws->rank; i++)
-    if (ws->dims[i] < 0 || xs->dims[i] < 0)
-      return qh_kernel_fail(error, node, QH_ERROR_UNSUPPORTED, "input or weight shape is not known");
   int nsp = xs->rank - 2, off = QH_WINDOW_DIMS - nsp;
   g->n = xs->dims[0];
   g->c = xs->dims[1];

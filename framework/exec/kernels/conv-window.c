@@ -223,3 +223,25 @@ gboolean qh_conv_check_numel(const QhNode *node, const QhShape *shape, GError **
   g_error_free(local);
   return FALSE;
 }
+
+gboolean qh_conv_check_operands(const QhNode *node, const QhTensor *const *inputs, int n_inputs,
+                                GError **error) {
+  if (!qh_kernel_check_dtype(node, inputs, n_inputs, 0, error, QH_DTYPE_F32, 0) ||
+      !qh_kernel_check_dtype(node, inputs, n_inputs, 1, error, QH_DTYPE_F32, 0))
+    return FALSE;
+  if (n_inputs > 2 && inputs[2] != NULL &&
+      !qh_kernel_check_dtype(node, inputs, n_inputs, 2, error, QH_DTYPE_F32, 0))
+    return FALSE;
+  const QhShape *xs = &inputs[0]->shape, *ws = &inputs[1]->shape;
+  if (xs->rank < 3 || xs->rank > 2 + QH_WINDOW_DIMS)
+    return qh_kernel_fail(error, node, QH_ERROR_UNSUPPORTED,
+                          "input has rank %d; supported: 3 to 5 (N, C and 1 to 3 spatial dims)",
+                          xs->rank);
+  if (ws->rank != xs->rank)
+    return qh_kernel_fail(error, node, QH_ERROR_INVALID,
+                          "weight has rank %d but the input has rank %d", ws->rank, xs->rank);
+  for (int i = 0; i < ws->rank; i++)
+    if (ws->dims[i] < 0 || xs->dims[i] < 0)
+      return qh_kernel_fail(error, node, QH_ERROR_UNSUPPORTED, "input or weight shape is not known");
+  return TRUE;
+}
