@@ -50,6 +50,21 @@ gboolean qh_window_kernel_shape(const QhNode *node, int nsp, const int64_t *expe
                                 int64_t *out_k, int64_t *out_n, GError **error);
 
 /* Check an inferred output shape's element count, failing with the node's name. */
+typedef enum {
+  QH_AUTO_PAD_NOTSET,
+  QH_AUTO_PAD_SAME_UPPER,
+  QH_AUTO_PAD_SAME_LOWER,
+  QH_AUTO_PAD_VALID,
+} QhAutoPad;
+
+/* The node's auto_pad attribute ("" and absent mean NOTSET); unknown values fail. */
+gboolean qh_window_auto_pad(const QhNode *node, QhAutoPad *out, GError **error);
+
+/* Describe a float32 [n, m, spatial...] output, spatial taken from the window's
+ * right-aligned dims (w->in or w->out), and check its element count. */
+gboolean qh_conv_set_output(const QhNode *node, int64_t n, int64_t m, const QhWindow *w,
+                            const int64_t *spatial, QhTensor *output, GError **error);
+
 /* The operand checks Conv and ConvTranspose share: float32 X, W (and B when given),
  * equal ranks of 3 to 5, known dimensions. */
 gboolean qh_conv_check_operands(const QhNode *node, const QhTensor *const *inputs, int n_inputs,

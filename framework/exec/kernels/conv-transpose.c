@@ -86,14 +86,12 @@ static gboolean tgeom(const QhNode *node, const QhTensor *const *inputs, int n_i
       !qh_window_attr_ints(node, "output_padding", nsp, 0, opad, error) ||
       !output_shape_attr(node, nsp, oshape, &has_oshape, error))
     return FALSE;
-  const char *auto_pad;
-  if (!qh_node_attr_get_string(node, "auto_pad", "NOTSET", &auto_pad, error))
+  QhAutoPad auto_pad;
+  if (!qh_window_auto_pad(node, &auto_pad, error))
     return FALSE;
-  gboolean same_upper = strcmp(auto_pad, "SAME_UPPER") == 0;
-  gboolean same_lower = strcmp(auto_pad, "SAME_LOWER") == 0;
-  gboolean valid = strcmp(auto_pad, "VALID") == 0;
-  if (!same_upper && !same_lower && !valid && strcmp(auto_pad, "NOTSET") != 0 && *auto_pad != '\0')
-    return qh_kernel_fail(error, node, QH_ERROR_INVALID, "unknown auto_pad '%s'", auto_pad);
+  gboolean same_upper = auto_pad == QH_AUTO_PAD_SAME_UPPER;
+  gboolean same_lower = auto_pad == QH_AUTO_PAD_SAME_LOWER;
+  gboolean valid = auto_pad == QH_AUTO_PAD_VALID;
 
   QhWindow *w = &g->w;
   memset(w, 0, sizeof(*w));
@@ -148,14 +146,7 @@ gboolean qh_conv_transpose_infer(const QhNode *node, const QhTensor *const *inpu
   TGeom g;
   if (!tgeom(node, inputs, n_inputs, &g, error))
     return FALSE;
-  int nsp = g.w.nsp;
-  outputs[0].dtype = QH_DTYPE_F32;
-  outputs[0].shape.rank = nsp + 2;
-  outputs[0].shape.dims[0] = g.n;
-  outputs[0].shape.dims[1] = g.m;
-  for (int i = 0; i < nsp; i++)
-    outputs[0].shape.dims[2 + i] = g.w.in[QH_WINDOW_DIMS - nsp + i];
-  return qh_conv_check_numel(node, &outputs[0].shape, error);
+  return qh_conv_set_output(node, g.n, g.m, &g.w, g.w.in, &outputs[0], error);
 }
 
 /* Fill each of the planes [M, size] of y with its bias (or zero). */
@@ -209,7 +200,7 @@ gboolean qh_conv_transpose_run(QhExecContext *ctx, const QhNode *node,
       const float *xg = x + (n * g.c + gi * g.cg) * isz;
       const float *wg = wt + gi * g.cg * rows;
       qh_sgemm(ctx->pool, CblasTrans, CblasNoTrans, (int)rows, (int)isz, (int)g.cg, 1.0f,
-                  wg, (int)rows, xg, (int)isz, 0.0f, col, (int)isz);
+               wg, (int)rows, xg, (int)isz, 0.0f, col, (int)isz);
       Col2imArgs a = {.w = w, .col = col, .y = y + (n * g.m + gi * g.mg) * osz};
       qh_thread_pool_parallel_for(ctx->pool, g.mg, 1, col2im_task, &a);
     }

@@ -93,14 +93,12 @@ gboolean qh_window_resolve(const QhNode *node, int nsp, const int64_t *in, const
       !qh_window_attr_ints(node, "dilations", nsp, 1, dil, error) ||
       !qh_window_attr_ints(node, "pads", 2 * nsp, 0, pads, error))
     return FALSE;
-  const char *auto_pad;
-  if (!qh_node_attr_get_string(node, "auto_pad", "NOTSET", &auto_pad, error))
+  QhAutoPad auto_pad;
+  if (!qh_window_auto_pad(node, &auto_pad, error))
     return FALSE;
-  gboolean same_upper = strcmp(auto_pad, "SAME_UPPER") == 0;
-  gboolean same_lower = strcmp(auto_pad, "SAME_LOWER") == 0;
-  gboolean valid = strcmp(auto_pad, "VALID") == 0;
-  if (!same_upper && !same_lower && !valid && strcmp(auto_pad, "NOTSET") != 0 && *auto_pad != '\0')
-    return qh_kernel_fail(error, node, QH_ERROR_INVALID, "unknown auto_pad '%s'", auto_pad);
+  gboolean same_upper = auto_pad == QH_AUTO_PAD_SAME_UPPER;
+  gboolean same_lower = auto_pad == QH_AUTO_PAD_SAME_LOWER;
+  gboolean valid = auto_pad == QH_AUTO_PAD_VALID;
   int64_t ceil_mode = 0;
   if (with_ceil && !qh_node_attr_get_int(node, "ceil_mode", 0, &ceil_mode, error))
     return FALSE;
@@ -244,4 +242,32 @@ gboolean qh_conv_check_operands(const QhNode *node, const QhTensor *const *input
     if (ws->dims[i] < 0 || xs->dims[i] < 0)
       return qh_kernel_fail(error, node, QH_ERROR_UNSUPPORTED, "input or weight shape is not known");
   return TRUE;
+}
+
+gboolean qh_window_auto_pad(const QhNode *node, QhAutoPad *out, GError **error) {
+  const char *s;
+  if (!qh_node_attr_get_string(node, "auto_pad", "NOTSET", &s, error))
+    return FALSE;
+  if (strcmp(s, "NOTSET") == 0 || *s == '\0')
+    *out = QH_AUTO_PAD_NOTSET;
+  else if (strcmp(s, "SAME_UPPER") == 0)
+    *out = QH_AUTO_PAD_SAME_UPPER;
+  else if (strcmp(s, "SAME_LOWER") == 0)
+    *out = QH_AUTO_PAD_SAME_LOWER;
+  else if (strcmp(s, "VALID") == 0)
+    *out = QH_AUTO_PAD_VALID;
+  else
+    return qh_kernel_fail(error, node, QH_ERROR_INVALID, "unknown auto_pad '%s'", s);
+  return TRUE;
+}
+
+gboolean qh_conv_set_output(const QhNode *node, int64_t n, int64_t m, const QhWindow *w,
+                            const int64_t *spatial, QhTensor *output, GError **error) {
+  output->dtype = QH_DTYPE_F32;
+  output->shape.rank = w->nsp + 2;
+  output->shape.dims[0] = n;
+  output->shape.dims[1] = m;
+  for (int i = 0; i < w->nsp; i++)
+    output->shape.dims[2 + i] = spatial[QH_WINDOW_DIMS - w->nsp + i];
+  return qh_conv_check_numel(node, &output->shape, error);
 }

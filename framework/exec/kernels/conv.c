@@ -64,14 +64,7 @@ static gboolean conv_infer(const QhNode *node, const QhTensor *const *inputs, in
   ConvGeom g;
   if (!conv_geom(node, inputs, n_inputs, &g, error))
     return FALSE;
-  int nsp = g.w.nsp;
-  outputs[0].dtype = QH_DTYPE_F32;
-  outputs[0].shape.rank = nsp + 2;
-  outputs[0].shape.dims[0] = g.n;
-  outputs[0].shape.dims[1] = g.m;
-  for (int i = 0; i < nsp; i++)
-    outputs[0].shape.dims[2 + i] = g.w.out[QH_WINDOW_DIMS - nsp + i];
-  return qh_conv_check_numel(node, &outputs[0].shape, error);
+  return qh_conv_set_output(node, g.n, g.m, &g.w, g.w.out, &outputs[0], error);
 }
 
 typedef struct {
@@ -141,8 +134,8 @@ static gboolean conv_run(QhExecContext *ctx, const QhNode *node, const QhTensor 
         continue;
       }
       qh_sgemm(ctx->pool, CblasNoTrans, CblasNoTrans, (int)g.mg, (int)osz, (int)kdim, 1.0f,
-                  wt + gi * g.mg * kdim, (int)kdim, bmat, (int)osz, b != NULL ? 1.0f : 0.0f, yg,
-                  (int)osz);
+               wt + gi * g.mg * kdim, (int)kdim, bmat, (int)osz, b != NULL ? 1.0f : 0.0f, yg,
+               (int)osz);
     }
   }
   return TRUE;

@@ -110,9 +110,9 @@ static gboolean gemm_run(QhExecContext *ctx, const QhNode *node, const QhTensor 
     return TRUE;
   int lda = (int)(g.trans_a ? g.m : g.k), ldb = (int)(g.trans_b ? g.k : g.n);
   qh_sgemm(ctx->pool, g.trans_a ? CblasTrans : CblasNoTrans,
-              g.trans_b ? CblasTrans : CblasNoTrans, (int)g.m, (int)g.n, (int)g.k, g.alpha,
-              qh_f32(inputs[0]), lda, qh_f32(inputs[1]), ldb, g.c != NULL ? 1.0f : 0.0f, y,
-              (int)g.n);
+           g.trans_b ? CblasTrans : CblasNoTrans, (int)g.m, (int)g.n, (int)g.k, g.alpha,
+           qh_f32(inputs[0]), lda, qh_f32(inputs[1]), ldb, g.c != NULL ? 1.0f : 0.0f, y,
+           (int)g.n);
   return TRUE;
 }
 
@@ -284,7 +284,7 @@ static gboolean matmul_run(QhExecContext *ctx, const QhNode *node, const QhTenso
     int64_t oa, ob;
     batch_offsets(&g, bi, &oa, &ob);
     qh_sgemm(ctx->pool, CblasNoTrans, CblasNoTrans, (int)rows, (int)g.n, (int)g.k, 1.0f,
-                a + oa, (int)g.k, b + ob, (int)g.n, 0.0f, y + bi * g.m * g.n, (int)g.n);
+             a + oa, (int)g.k, b + ob, (int)g.n, 0.0f, y + bi * g.m * g.n, (int)g.n);
   }
   return TRUE;
 }
