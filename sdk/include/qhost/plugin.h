@@ -94,7 +94,7 @@ typedef struct QhObserverOps {
   QhStatus *(*create)(void *instance, const QhHostApi *host, const QhQuantSpec *spec,
                       int32_t rank, const int64_t *dims, void **out_state);
   /* Required. Record one float tensor (borrowed for the call), in calibration order. */
-  QhStatus *(*observe)(void *state, const QhHostApi *host, const QhTensor *tensor);
+  QhStatus *(*observe)(void *state, const QhHostApi *host, const QhTensorView *tensor);
   /* Required. Write the qparams: out has capacity and arrays set by the host (capacity
    * = channel count, 1 per-tensor); set count, scale[], zero_point[], and the
    * dtype/qscheme/quant_min/quant_max/ch_axis members. */
@@ -136,7 +136,7 @@ typedef struct QhReferenceNumericsOps {
    * QH_ROLE_ACTIVATION, WEIGHT or BIAS. The quantize report uses it to measure error
    * instead of ONNX's rounding. */
   QhStatus *(*fake_quantize)(void *instance, const QhHostApi *host, int32_t role,
-                             const QhQParams *qparams, const QhTensor *in, QhTensor *out);
+                             const QhQParams *qparams, const QhTensorView *in, QhTensorView *out);
 } QhReferenceNumericsOps;
 
 /* ---- Lowering: node units of the QDQ graph to plugin kernels ---- */
@@ -181,24 +181,24 @@ typedef struct QhKernelOps {
    * (outputs[i] has abi_version/struct_size set and data NULL) and the workspace size
    * in bytes. The host checks the shapes against the graph's and the workspace
    * against its cap. inputs: borrowed, data NULL. */
-  QhStatus *(*reshape)(void *kernel, const QhHostApi *host, const QhTensor *inputs,
-                       size_t n_inputs, QhTensor *outputs, size_t n_outputs,
+  QhStatus *(*reshape)(void *kernel, const QhHostApi *host, const QhTensorView *inputs,
+                       size_t n_inputs, QhTensorView *outputs, size_t n_outputs,
                        size_t *out_workspace_bytes);
   /* Required. Compute. Buffers are host-owned, 64-byte aligned, with 64 bytes of
    * readable slack after each; workspace has the size reshape asked for. Called only
    * after a successful reshape. May run concurrently with run() of other kernels. */
   QhStatus *(*run)(void *kernel, const QhHostApi *host, const QhRunContext *ctx,
-                   const QhTensor *inputs, size_t n_inputs, QhTensor *outputs,
+                   const QhTensorView *inputs, size_t n_inputs, QhTensorView *outputs,
                    size_t n_outputs, void *workspace, size_t workspace_bytes);
   /* Required. Free the kernel; NULL is a no-op. */
   void (*destroy)(void *kernel);
   /* Required when a layout is QH_LAYOUT_OPAQUE (NULL otherwise): convert one tensor
    * between NCHW and the kernel's layout; out is host-allocated with the size reshape
    * reported. */
-  QhStatus *(*reorder_to_nchw)(void *kernel, const QhHostApi *host, const QhTensor *in,
-                               QhTensor *out);
-  QhStatus *(*reorder_from_nchw)(void *kernel, const QhHostApi *host, const QhTensor *in,
-                                 QhTensor *out);
+  QhStatus *(*reorder_to_nchw)(void *kernel, const QhHostApi *host, const QhTensorView *in,
+                               QhTensorView *out);
+  QhStatus *(*reorder_from_nchw)(void *kernel, const QhHostApi *host, const QhTensorView *in,
+                                 QhTensorView *out);
 } QhKernelOps;
 
 /* One node-unit pattern over the QDQ graph: DequantizeLinear on the inputs, the ops

@@ -156,10 +156,10 @@ typedef struct QhQuantSpec {
   void *derive_user_data;        /* passed to derive; must outlive the plugin instance */
 } QhQuantSpec;
 
-/* ---- A tensor handed to an observer or a kernel ----
+/* ---- A tensor handed to an observer or a kernel (a view of host-owned memory) ----
  * Built by the host. `data` points to 64-byte aligned memory followed by at least
  * 64 bytes of slack the callee may read but never write. */
-typedef struct QhTensor {
+typedef struct QhTensorView {
   uint32_t abi_version;
   uint32_t struct_size;
   int32_t dtype;   /* QH_DTYPE_* */
@@ -170,7 +170,7 @@ typedef struct QhTensor {
   void *data;      /* borrowed; NULL only when the tensor has no elements */
   size_t nbytes;   /* size of data in bytes (elements * element size) */
   const QhQParams *qparams; /* borrowed; NULL for float tensors */
-} QhTensor;
+} QhTensorView;
 
 /* ---- A backend option a plugin declares (descriptor.options) ---- */
 #define QH_OPTION_BOOL 1   /* "true"/"false"/"1"/"0"/"yes"/"no" */
