@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""`qhost plugin-check` against the faulty plugin (tests/abi/plugins/faulty.c), which
+supplies every callback group and misbehaves on request through
+QHOST_TEST_FAULT=<point>[:<mode>]:
+
+- without a fault it conforms (exit 0);
+- an error status from any callback is a FAIL line that names the callback and
+  carries the plugin's message (exit 1), the other groups still run, and the sanitized
+  build reports no leak;
+- bad data from an observer (count over capacity, scale zero, negative or NaN, zero
+  point out of range, a state that does not survive save/load, a load that takes
+  truncated bytes) is a FAIL line naming the callback and the field.
+
+The checks of transform_for_annotation, annotate, refine and deploy run on built-in
+graphs; until they exist the host prints SKIP "not yet run" and those fault cases fail.
+"""
+
+import json
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from abitest import check_lines, main  # noqa: E402
+
+OBS = "observer FaultyMinMax"
+
+# Fault points in faulty.c's order: the plugin's message is "injected fault N".
+POINTS = ("entry", "instance_create", "transform_for_annotation", "annotate", "create", "observe",
+          "compute_qparams", "merge", "save", "load", "refine", "fake_quantize", "deploy")
+
+# The exact report line for each point whose check exists today (name, detail); the
+# others must produce some FAIL line naming the callback and carrying the message.
+EXACT = {
+    "instance_create": ("instance", "plugin 'faulty': instance_create: {msg}"),
+    "create": (OBS, "create: {msg}"),
+    "observe": (OBS, "observe: {msg}"),
+    "compute_qparams": (OBS, "compute_qparams: {msg}"),
+    "merge": (OBS + " merge", "{msg}"),
+    "save": (OBS + " save/load", "save: {msg}"),
+    "load": (OBS + " save/load", "load of its own 16 saved bytes: {msg}"),
+    "fake_quantize": ("reference_numerics", "fake_quantize: {msg}"),
+}
+
+SUPPLIES = ("transform_for_annotation, backend_config, annotate, observers, refine, "
+            "reference_numerics, lowering, deploy")
+
+
+def check_faulty(env, fault=None, expect_rc=1):
+    run_env = {"QHOST_TEST_FAULT": fault} if fault else None
+    return env.plugin_check(env.plugin("faulty"), env=run_env, expect_rc=expect_rc)
+
+
+def case_conforming(env):
+    rc, lines, out, _ = check_faulty(env, expect_rc=0)
+    passed = dict(check_lines(lines, "PASS"))
+    assert passed.get("descriptor") == f"faulty 1.0.0, ABI 1.0, struct_size 144; supplies {SUPPLIES}", out
+    assert passed.get("backend_config") == \
+        "faulty: 1 patterns, 1 default qconfig entries; tables validated at load", out
+    assert passed.get(OBS, "").startswith("uint8 affine spec: 3 tensors observed, scale "), out
+    assert passed.get(OBS + " save/load") == \
+        "16 bytes, same qparams after load; a truncated state is refused", out
+    assert passed.get(OBS + " merge") == "two shards merged give the one-pass qparams", out
+    assert "reference_numerics" in passed and "instance" in passed, out
+    assert not check_lines(lines, "FAIL"), out
+    assert lines[-1].startswith("conforms: yes"), out
+
+
+def fault_case(point):
+    number = POINTS.index(point) + 1
+    msg = f"injected fault {number}"
+
+    def run(env):
+        rc, lines, out, _ = check_faulty(env, point)
+        failed = check_lines(lines, "FAIL")
+        assert lines[-1].startswith("conforms: no"), out
+        if point == "entry":
+            path = env.plugin("faulty")
+            assert ("scan", f"{path}: initialisation failed: {msg}") in failed, out
+            return
+        if point in EXACT:
+            name, detail = EXACT[point]
+            assert (name, detail.format(msg=msg)) in failed, \
+                f"want 'FAIL  {name}: {detail.format(msg=msg)}'\n{out}"
+        # whatever the wording: one FAIL line names the callback and carries the message
+        hits = [f for f in failed if point in f"{f[0]}: {f[1]}"
+                and re.search(re.escape(msg) + r"(?!\d)", f[1])]
+        assert len(hits) == 1, f"want one FAIL naming {point} with '{msg}'\n{out}"
+        # one failing callback does not stop the others
+        if point not in ("instance_create", "fake_quantize"):
+            assert "reference_numerics" in dict(check_lines(lines, "PASS")), out
+    return run
+
+
+def bad_data_case(fault, name, detail):
+    def run(env):
+        rc, lines, out, _ = check_faulty(env, fault)
+        failed = check_lines(lines, "FAIL")
+        if isinstance(detail, str):
+            assert (name, detail) in failed, f"want 'FAIL  {name}: {detail}'\n{out}"
+        else:
+            assert [f for f in failed if f[0] == name and detail.match(f[1])], \
+                f"want 'FAIL  {name}: {detail.pattern}'\n{out}"
+        assert len(failed) == 1, f"one fault, one FAIL:\n{out}"
+        assert lines[-1].startswith("conforms: no"), out
+    return run
+
+
+def case_json_report(env):
+    rc, out, err = env.run("plugin-check", "--json", env.plugin("faulty"),
+                           env={"QHOST_TEST_FAULT": "observe"})
+    assert rc == 1, err
+    report = json.loads(out)
+    assert report["schema_version"] == 1 and report["conforms"] is False, out
+    assert report["plugin"]["name"] == "faulty", out
+    fails = [c for c in report["checks"] if c["verdict"] == "FAIL"]
+    assert fails == [{"name": OBS, "verdict": "FAIL", "detail": "observe: injected fault 6"}], fails
+
+
+CASES = {"conforming": case_conforming}
+CASES.update({f"fault_{p}": fault_case(p) for p in POINTS})
+CASES.update({
+    "qparams_count": bad_data_case("compute_qparams:count", OBS, "compute_qparams: count 2, capacity 1"),
+    "qparams_scale_zero": bad_data_case("compute_qparams:scale_zero", OBS,
+                                        "compute_qparams: scale[0] = 0 is not > 0 and finite"),
+    "qparams_scale_negative": bad_data_case("compute_qparams:scale_negative", OBS,
+                                            "compute_qparams: scale[0] = -0.5 is not > 0 and finite"),
+    "qparams_scale_nan": bad_data_case("compute_qparams:scale_nan", OBS,
+                                       "compute_qparams: scale[0] = nan is not > 0 and finite"),
+    "qparams_zero_point": bad_data_case("compute_qparams:zero_point", OBS,
+                                        "compute_qparams: zero_point[0] = 256 is outside [0, 255]"),
+    "save_load_roundtrip": bad_data_case(
+        "load:drift", OBS + " save/load",
+        re.compile(r"qparams after save/load differ: scale \S+ zp -?\d+, before \S+ zp -?\d+$")),
+    "load_truncated": bad_data_case("load:lenient", OBS + " save/load",
+                                    "load accepted a truncated state (8 of 16 bytes)"),
+    "json_report": case_json_report,
+})
+
+if __name__ == "__main__":
+    sys.exit(main(CASES, __doc__))
