@@ -21,7 +21,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from abitest import check_lines, main  # noqa: E402
+from abitest import Skip, check_lines, main  # noqa: E402
 
 OBS = "observer FaultyMinMax"
 
@@ -117,6 +117,14 @@ def case_json_report(env):
     assert fails == [{"name": OBS, "verdict": "FAIL", "detail": "observe: injected fault 6"}], fails
 
 
+def case_leak_is_reported(env):
+    """The leak check the fault cases rely on is awake: a lost block is reported."""
+    if not env.asan:
+        raise Skip("leaks are checked in the sanitized build only")
+    rc, out, err = env.run("plugin-check", env.plugin("faulty"), env={"QHOST_TEST_FAULT": "observe:leak"})
+    assert rc != 0 and "LeakSanitizer" in err and "faulty" in err, f"exit {rc}\n{err}"
+
+
 CASES = {"conforming": case_conforming}
 CASES.update({f"fault_{p}": fault_case(p) for p in POINTS})
 CASES.update({
@@ -135,6 +143,7 @@ CASES.update({
     "load_truncated": bad_data_case("load:lenient", OBS + " save/load",
                                     "load accepted a truncated state (8 of 16 bytes)"),
     "json_report": case_json_report,
+    "leak_is_reported": case_leak_is_reported,
 })
 
 if __name__ == "__main__":

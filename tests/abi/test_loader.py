@@ -180,6 +180,18 @@ def case_text_listing(env):
             " skipped") in err.splitlines(), err
 
 
+def case_explicit_path_name(env):
+    """A file named by path whose descriptor carries another name: `qhost plugins
+    --plugin PATH` and `qhost plugin-check PATH` must give the same verdict (DESIGN.md
+    E3 lets an explicit path bypass the file-name pattern)."""
+    path = env.plugin("name_mismatch")
+    data, warned = env.plugins_json("--plugin", path)
+    accepted = listed(data, "rightname") is not None
+    rc, lines, out, _ = env.plugin_check(path)
+    assert (rc == 0) == accepted, (f"plugins --plugin {'lists' if accepted else 'refuses'} it, "
+                                   f"plugin-check PATH exits {rc}:\n{out}")
+
+
 def case_check_by_name(env):
     """plugin-check NAME finds a broken file by name and fails its scan the same way."""
     path = env.plugin("abi_minor")
@@ -256,6 +268,7 @@ CASES = {
     "segv": case_segv,
     "hang": case_hang,
     "text_listing": case_text_listing,
+    "explicit_path_name": case_explicit_path_name,
     "check_by_name": case_check_by_name,
     "backend_options": case_backend_options,
     "snapshot_plugin": case_snapshot_plugin,

@@ -8,7 +8,8 @@
  * message is "injected fault N", N being the point's number below: the message does
  * not name the callback, so a test can tell that the host does. Other modes return bad
  * data instead of an error (compute_qparams:count|scale_zero|scale_negative|scale_nan|
- * zero_point, load:drift|lenient). */
+ * zero_point, load:drift|lenient); observe:leak loses a block of memory, to show
+ * that the sanitized build's leak check is awake. */
 #include <qhost/qhost-plugin.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,12 +182,19 @@ static QhStatus *obs_create(void *instance, const QhHostApi *host, const QhQuant
   return st;
 }
 
+/* Where observe:leak drops its block (volatile, so the allocation is not optimised out). */
+static void *volatile leak_sink;
+
 static QhStatus *obs_observe(void *state, const QhHostApi *host, const QhTensorView *t) {
   QhStatus *st = injected(host, "observe");
   if (st)
     return st;
   if (t->dtype != QH_DTYPE_FLOAT)
     return qh_status_newf(host, QH_ERR_INVALID_ARGUMENT, "observed a tensor of dtype %d", t->dtype);
+  if (fault_is("observe", "leak")) {
+    leak_sink = malloc(64);
+    leak_sink = NULL;
+  }
   MinMax *s = state;
   const float *x = t->data;
   for (size_t i = 0; i < t->nbytes / sizeof(float); i++) {
