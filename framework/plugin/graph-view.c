@@ -245,7 +245,11 @@ QhNode *qh_graph_view_add_node(QhGraphView *view, const char *op_type, const cha
   QhGraph *g = view->graph;
   if (!ids_left(g, error))
     return NULL;
-  if (op_type == NULL || !name_ok("op_type", op_type, error))
+  if (op_type == NULL) {
+    g_set_error(error, QH_ERROR, QH_ERROR_INVALID, "op_type is NULL");
+    return NULL;
+  }
+  if (!name_ok("op_type", op_type, error))
     return NULL;
   if (domain != NULL && !g_utf8_validate(domain, -1, NULL)) {
     g_set_error(error, QH_ERROR, QH_ERROR_INVALID, "domain is not valid UTF-8");
