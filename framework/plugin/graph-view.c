@@ -133,13 +133,17 @@ static char *unique_value_name(const QhGraph *g) {
   }
 }
 
-static gboolean live_node_named(const QhGraph *g, const char *name) {
-  for (int id = 0; id < qh_graph_n_nodes(g); id++) {
-    const QhNode *n = qh_graph_node(g, id);
+int qh_graph_view_find_node(const QhGraph *graph, const char *name) {
+  for (int id = 0; id < qh_graph_n_nodes(graph); id++) {
+    const QhNode *n = qh_graph_node(graph, id);
     if (!n->is_removed && strcmp(n->name, name) == 0)
-      return TRUE;
+      return id;
   }
-  return FALSE;
+  return -1;
+}
+
+static gboolean live_node_named(const QhGraph *g, const char *name) {
+  return qh_graph_view_find_node(g, name) >= 0;
 }
 
 /* A node name no live node has: "OP_qhN". */

@@ -443,7 +443,8 @@ static void test_rewrites(void) {
          "node 'dead' (Relu)");
   expect(api.value_replace_uses(g, 3, QH_INVALID_ID), QH_ERR_INVALID_ARGUMENT,
          "new_value 4294967295 is not a value id", NULL);
-  expect(api.node_set_attr_int(g, 0, NULL, 1), QH_ERR_INVALID_ARGUMENT, "name is NULL", NULL);
+  expect(api.node_set_attr_int(g, 0, NULL, 1), QH_ERR_INVALID_ARGUMENT, "name must be", NULL);
+  expect(api.node_set_attr_int(g, 0, "", 1), QH_ERR_INVALID_ARGUMENT, "name must be", NULL);
   expect(api.node_set_attr_string(g, 0, "s", NULL), QH_ERR_INVALID_ARGUMENT, "value is NULL", NULL);
   expect(api.node_set_attr_ints(g, 0, "p", NULL, 2), QH_ERR_INVALID_ARGUMENT, "values", NULL);
   g_assert_cmpuint(out, ==, 4242);
