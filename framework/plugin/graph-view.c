@@ -133,13 +133,17 @@ static char *unique_value_name(const QhGraph *g) {
   }
 }
 
-static gboolean live_node_named(const QhGraph *g, const char *name) {
-  for (int id = 0; id < qh_graph_n_nodes(g); id++) {
-    const QhNode *n = qh_graph_node(g, id);
+int qh_graph_view_find_node(const QhGraph *graph, const char *name) {
+  for (int id = 0; id < qh_graph_n_nodes(graph); id++) {
+    const QhNode *n = qh_graph_node(graph, id);
     if (!n->is_removed && strcmp(n->name, name) == 0)
-      return TRUE;
+      return id;
   }
-  return FALSE;
+  return -1;
+}
+
+static gboolean live_node_named(const QhGraph *g, const char *name) {
+  return qh_graph_view_find_node(g, name) >= 0;
 }
 
 /* A node name no live node has: "OP_qhN". */
@@ -245,7 +249,11 @@ QhNode *qh_graph_view_add_node(QhGraphView *view, const char *op_type, const cha
   QhGraph *g = view->graph;
   if (!ids_left(g, error))
     return NULL;
-  if (op_type == NULL || !name_ok("op_type", op_type, error))
+  if (op_type == NULL) {
+    g_set_error(error, QH_ERROR, QH_ERROR_INVALID, "op_type is NULL");
+    return NULL;
+  }
+  if (!name_ok("op_type", op_type, error))
     return NULL;
   if (domain != NULL && !g_utf8_validate(domain, -1, NULL)) {
     g_set_error(error, QH_ERROR, QH_ERROR_INVALID, "domain is not valid UTF-8");

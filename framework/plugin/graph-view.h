@@ -105,6 +105,9 @@ void qh_graph_view_set_qparams_hooks(QhGraphView *view, QhGraphViewQParamsGetFn 
  * removed node). For status_new_for_node. */
 const QhNode *qh_graph_view_node(const QhGraphView *view, uint32_t node);
 
+/* Id of the live node named name (the first, if several), or -1. */
+int qh_graph_view_find_node(const QhGraph *graph, const char *name);
+
 /* Drop the consumer index; called by every rewrite (and by host code that changes
  * the graph behind the view's back). */
 void qh_graph_view_invalidate(QhGraphView *view);

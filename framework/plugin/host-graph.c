@@ -90,14 +90,6 @@ static QhStatus *from_error(const QhNode *node, const char *fn, GError *error) {
   return st;
 }
 
-/* A name a plugin gives: non-empty UTF-8 (NULL is handled by the caller). */
-static QhStatus *check_name(const char *fn, const char *what, const char *name) {
-  if (*name == '\0' || !g_utf8_validate(name, -1, NULL))
-    return qh_status_new(QH_ERR_INVALID_ARGUMENT, "%s: %s must be a non-empty UTF-8 string", fn,
-                         what);
-  return NULL;
-}
-
 /* ---- Graph queries ---- */
 
 static uint32_t graph_node_count(const QhGraphView *g) {
@@ -112,10 +104,12 @@ static uint32_t graph_input_count(const QhGraphView *g) {
   return view_ok(g) ? g->graph->inputs->len : 0;
 }
 
+static uint32_t id_at(const GArray *ids, uint32_t index) {
+  return index < ids->len ? (uint32_t)g_array_index(ids, int, index) : QH_INVALID_ID;
+}
+
 static uint32_t graph_input(const QhGraphView *g, uint32_t index) {
-  if (!view_ok(g) || index >= g->graph->inputs->len)
-    return QH_INVALID_ID;
-  return (uint32_t)g_array_index(g->graph->inputs, int, index);
+  return view_ok(g) ? id_at(g->graph->inputs, index) : QH_INVALID_ID;
 }
 
 static uint32_t graph_output_count(const QhGraphView *g) {
@@ -123,9 +117,7 @@ static uint32_t graph_output_count(const QhGraphView *g) {
 }
 
 static uint32_t graph_output(const QhGraphView *g, uint32_t index) {
-  if (!view_ok(g) || index >= g->graph->outputs->len)
-    return QH_INVALID_ID;
-  return (uint32_t)g_array_index(g->graph->outputs, int, index);
+  return view_ok(g) ? id_at(g->graph->outputs, index) : QH_INVALID_ID;
 }
 
 static int64_t graph_opset(const QhGraphView *g, const char *domain) {
@@ -138,34 +130,20 @@ static int32_t node_is_live(const QhGraphView *g, uint32_t node) {
   return qh_graph_view_node(g, node) != NULL;
 }
 
-static const char *node_op_type(const QhGraphView *g, uint32_t node) {
-  const QhNode *n = qh_graph_view_node(g, node);
-  return n ? n->op_type : NULL;
-}
-
-static const char *node_domain(const QhGraphView *g, uint32_t node) {
-  const QhNode *n = qh_graph_view_node(g, node);
-  return n ? n->domain : NULL;
-}
-
-static const char *node_name(const QhGraphView *g, uint32_t node) {
-  const QhNode *n = qh_graph_view_node(g, node);
-  return n ? n->name : NULL;
-}
-
-static uint32_t find_live_node(const QhGraph *graph, const char *name) {
-  for (int id = 0; id < qh_graph_n_nodes(graph); id++) {
-    const QhNode *n = qh_graph_node(graph, id);
-    if (!n->is_removed && strcmp(n->name, name) == 0)
-      return (uint32_t)id;
+#define NODE_STRING(field)                                         \
+  static const char *node_##field(const QhGraphView *g, uint32_t node) { \
+    const QhNode *n = qh_graph_view_node(g, node);                 \
+    return n ? n->field : NULL;                                    \
   }
-  return QH_INVALID_ID;
-}
+NODE_STRING(op_type)
+NODE_STRING(domain)
+NODE_STRING(name)
 
 static uint32_t node_find(const QhGraphView *g, const char *name) {
   if (!view_ok(g) || name == NULL)
     return QH_INVALID_ID;
-  return find_live_node(g->graph, name);
+  int id = qh_graph_view_find_node(g->graph, name);
+  return id < 0 ? QH_INVALID_ID : (uint32_t)id;
 }
 
 static uint32_t node_input_count(const QhGraphView *g, uint32_t node) {
@@ -499,10 +477,8 @@ static QhStatus *set_attr_enter(QhGraphView *g, uint32_t node, const char *name,
   QhStatus *st = enter(g, QH_VIEW_REWRITE, fn);
   if (st == NULL)
     st = check_node(g, node, fn, &n);
-  if (st == NULL && name == NULL)
-    st = null_arg(fn, "name");
-  if (st == NULL)
-    st = check_name(fn, "name", name);
+  if (st == NULL && (name == NULL || *name == '\0' || !g_utf8_validate(name, -1, NULL)))
+    st = qh_status_new(QH_ERR_INVALID_ARGUMENT, "%s: name must be a non-empty UTF-8 string", fn);
   if (st == NULL)
     *out = (QhNode *)n;
   return st;

@@ -220,8 +220,8 @@ static gboolean check_qscheme(const QhGraph *g, const QhEdgeRef *edge, const QhQ
 
 static gboolean check_observer(const QhAnnotationSet *set, const QhQuantSpec *s, GError **error) {
   if (s->observer != NULL) {
-    if (!g_utf8_validate(s->observer, MAX_OBSERVER_NAME, NULL) ||
-        strnlen(s->observer, MAX_OBSERVER_NAME + 1) > MAX_OBSERVER_NAME) {
+    size_t len = strnlen(s->observer, MAX_OBSERVER_NAME + 1);
+    if (len > MAX_OBSERVER_NAME || !g_utf8_validate(s->observer, (gssize)len, NULL)) {
       g_set_error(error, QH_ERROR, QH_ERROR_INVALID,
                   "spec.observer is not a UTF-8 string of at most %d bytes", MAX_OBSERVER_NAME);
       return FALSE;
