@@ -10,6 +10,7 @@
 #include "core/graph.h"
 #include "core/tensor.h"
 #include "exec/plan.h"
+#include "plugin/plugin.h"
 
 G_BEGIN_DECLS
 
@@ -20,6 +21,9 @@ typedef struct {
   int threads;
   gboolean verbose;
   gboolean quiet;
+  char **plugin_paths; /* --plugin PATH (repeatable) */
+  char *plugin_dir;    /* --plugin-dir DIR */
+  char **backend_opts; /* --backend-opt KEY=VALUE (repeatable) */
 } QhCliCommon;
 
 /* A subcommand: argv[0] is the subcommand's name. Returns the exit status. */
@@ -28,12 +32,17 @@ typedef int (*QhCliCommandFn)(int argc, char **argv);
 int qh_cli_inspect(int argc, char **argv);
 int qh_cli_run(int argc, char **argv);
 int qh_cli_bench(int argc, char **argv);
+int qh_cli_plugins(int argc, char **argv);
+int qh_cli_plugin_check(int argc, char **argv);
 
 /* Parse argv with `entries` plus the common options; on a parse error print
  * "qhost NAME: cause" and a hint to stderr and return FALSE (exit 2). Applies the
  * log level. `summary` and `description` go into --help. */
 gboolean qh_cli_parse(const char *name, const char *params, const char *description,
                       const GOptionEntry *entries, QhCliCommon *common, int *argc, char ***argv);
+
+/* The plugin search the common options describe (borrowed strings). */
+void qh_cli_plugin_search(const QhCliCommon *common, QhPluginSearch *out);
 
 /* Print a usage error ("qhost NAME: message") and return QH_EXIT_USAGE. */
 int qh_cli_usage_error(const char *name, const char *fmt, ...) G_GNUC_PRINTF(2, 3);

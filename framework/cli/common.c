@@ -5,6 +5,7 @@
 #include <json-glib/json-glib.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -14,9 +15,31 @@
 #include "io/npy.h"
 #include "io/onnx.h"
 
+/* The strings GOption allocates for the common options live until exit (commands
+ * return through many paths; one process parses once). */
+static QhCliCommon parsed_common;
+
+static void free_common(void) {
+  g_strfreev(parsed_common.plugin_paths);
+  g_free(parsed_common.plugin_dir);
+  g_strfreev(parsed_common.backend_opts);
+}
+
+void qh_cli_plugin_search(const QhCliCommon *common, QhPluginSearch *out) {
+  memset(out, 0, sizeof *out);
+  out->paths = common->plugin_paths;
+  out->dir = common->plugin_dir;
+}
+
 gboolean qh_cli_parse(const char *name, const char *params, const char *description,
                       const GOptionEntry *entries, QhCliCommon *common, int *argc, char ***argv) {
   const GOptionEntry common_entries[] = {
+      {"plugin", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &common->plugin_paths,
+       "Load this plugin file (repeatable; searched first)", "PATH"},
+      {"plugin-dir", 0, 0, G_OPTION_ARG_FILENAME, &common->plugin_dir,
+       "Look for libqhost-NAME.so plugins in DIR (before QHOST_PLUGIN_PATH and the installed ones)", "DIR"},
+      {"backend-opt", 0, 0, G_OPTION_ARG_STRING_ARRAY, &common->backend_opts,
+       "Option for the backend plugin (repeatable; 'qhost plugins' lists each plugin's keys)", "KEY=VALUE"},
       {"threads", 0, 0, G_OPTION_ARG_INT, &common->threads, "Worker threads (default 1)", "N"},
       {"verbose", 'v', 0, G_OPTION_ARG_NONE, &common->verbose, "Print more about what happens", NULL},
       {"quiet", 0, 0, G_OPTION_ARG_NONE, &common->quiet, "Print only errors", NULL},
@@ -34,6 +57,8 @@ gboolean qh_cli_parse(const char *name, const char *params, const char *descript
   g_option_context_add_group(ctx, group);
   GError *error = NULL;
   gboolean ok = g_option_context_parse(ctx, argc, argv, &error);
+  parsed_common = *common;
+  atexit(free_common);
   if (!ok) {
     fprintf(stderr, "qhost %s: %s\nTry 'qhost %s --help'.\n", name, error->message, name);
     g_error_free(error);

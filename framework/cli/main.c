@@ -15,6 +15,8 @@ static const Command commands[] = {
     {"inspect", qh_cli_inspect, "show a model's inputs, outputs, nodes, parameters, MACs and qparams"},
     {"run", qh_cli_run, "run a model on .npy/.npz inputs and write its outputs"},
     {"bench", qh_cli_bench, "time a model: warm-up, repeated runs, median/min/max latency"},
+    {"plugins", qh_cli_plugins, "list the backend plugins found: name, version, ABI, file, what each supplies"},
+    {"plugin-check", qh_cli_plugin_check, "check that a plugin conforms to the ABI (a vendor's first command)"},
 };
 
 static void print_help(FILE *out) {
@@ -25,7 +27,7 @@ static void print_help(FILE *out) {
           "\n"
           "Commands:\n");
   for (size_t i = 0; i < G_N_ELEMENTS(commands); i++)
-    fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "  %-13s %s\n", commands[i].name, commands[i].summary);
   fprintf(out,
           "\n"
           "Options:\n"

@@ -1,0 +1,51 @@
+/* Host-side objects behind the SDK's opaque buffer, artefact and run-context handles,
+ * and the per-thread "current plugin" that tags what plugins log and report.
+ *
+ * Threading: the current-plugin and report sink are thread-local, set by the host
+ * around each call into a plugin. */
+#ifndef QH_PLUGIN_HOST_PRIVATE_H
+#define QH_PLUGIN_HOST_PRIVATE_H
+
+#include "exec/threadpool.h"
+#include "plugin/sdk-private.h"
+
+struct QhBuffer {
+  uint32_t magic;
+  GByteArray *bytes;
+  gsize limit; /* appends beyond this many bytes fail with QH_ERR_OUT_OF_MEMORY */
+};
+
+struct QhArtifact {
+  uint32_t magic;
+  char *dir;   /* the temporary directory files go to */
+  gsize limit; /* total bytes allowed */
+  gsize written;
+};
+
+struct QhRunContext {
+  uint32_t magic;
+  QhThreadPool *pool; /* borrowed; NULL runs tasks inline */
+};
+
+#define QH_BUFFER_MAGIC 0x51484246u   /* "QHBF" */
+#define QH_ARTIFACT_MAGIC 0x51484146u /* "QHAF" */
+#define QH_RUNCTX_MAGIC 0x51485243u   /* "QHRC" */
+
+void qh_buffer_init(QhBuffer *buffer, gsize limit);
+void qh_buffer_clear(QhBuffer *buffer);
+
+/* What a plugin's host->report calls produce while a sink is installed: one string
+ * per finding, "warning: ..." / "info: ..." (level words as in the log). */
+typedef struct {
+  GPtrArray *findings; /* char* */
+} QhReportSink;
+
+/* Set the plugin name that tags log lines and reports on this thread (NULL: none);
+ * returns the previous one so calls can nest. name is borrowed while set. */
+const char *qh_plugin_set_current(const char *name);
+
+/* Install a report sink on this thread (NULL: reports go to the log); returns the
+ * previous one. */
+QhReportSink *qh_plugin_set_report_sink(QhReportSink *sink);
+
+#endif
