@@ -7,11 +7,13 @@ share/qhost/template to a scratch directory and builds it:
   --mode cmake      cmake -DCMAKE_PREFIX_PATH=<prefix>, i.e. find_package(QHost)
   --mode pkgconfig  PKG_CONFIG_PATH=<prefix>/lib/pkgconfig cc $(pkg-config --cflags --libs
                     qhost-plugin) -shared -fPIC template.c -o libqhost-template.so
-then checks the plugin exports only qhost_plugin_init and that
-`<prefix>/bin/qhost plugins --plugin-dir <dir>` lists `template`. Each run works in its
+then checks the plugin exports only qhost_plugin_init, that
+`<prefix>/bin/qhost plugins --plugin-dir <dir>` lists `template` (from that file), and that
+`qhost plugin-check` finds it conforming. Each run works in its
 own temporary directory and removes it.
 """
 import argparse
+import json
 import os
 import re
 import shlex
@@ -95,11 +97,18 @@ def build_with_pkgconfig(args, prefix, src, env):
 
 
 def check_listed(args, prefix, plugin_dir, env):
+    """The installed runner lists the plugin from that directory and finds it conforming."""
     qhost = os.path.join(prefix, args.bindir, "qhost")
+    plugin = os.path.join(plugin_dir, "libqhost-template.so")
     out = run([qhost, "plugins", "--plugin-dir", plugin_dir], env=env)
     # The name as a word of its own, not inside the file name libqhost-template.so.
     if not re.search(r"(^|[\s\"'])template($|[\s\"':,])", out, re.M):
         raise Failure(f"{qhost} plugins --plugin-dir {plugin_dir} does not list template:\n{out}")
+    listing = json.loads(run([qhost, "plugins", "--json", "--plugin-dir", plugin_dir], env=env))
+    found = [p for p in listing.get("plugins", []) if p.get("name") == "template"]
+    if len(found) != 1 or os.path.realpath(found[0].get("file", "")) != os.path.realpath(plugin):
+        raise Failure(f"qhost plugins --json: expected one template from {plugin}, got {found}")
+    run([qhost, "plugin-check", plugin], env=env)
 
 
 def main():
