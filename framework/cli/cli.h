@@ -24,6 +24,7 @@ typedef struct {
   char **plugin_paths; /* --plugin PATH (repeatable) */
   char *plugin_dir;    /* --plugin-dir DIR */
   char **backend_opts; /* --backend-opt KEY=VALUE (repeatable) */
+  gboolean uses_plugins; /* set before qh_cli_parse by commands that load plugins */
 } QhCliCommon;
 
 /* A subcommand: argv[0] is the subcommand's name. Returns the exit status. */

@@ -65,6 +65,11 @@ gboolean qh_cli_parse(const char *name, const char *params, const char *descript
   } else if (common->threads < 1 || common->threads > 256) {
     fprintf(stderr, "qhost %s: --threads must be between 1 and 256\n", name);
     ok = FALSE;
+  } else if (!common->uses_plugins &&
+             (common->plugin_paths || common->plugin_dir || common->backend_opts)) {
+    fprintf(stderr, "qhost %s: --plugin, --plugin-dir and --backend-opt select a backend, which "
+                    "this command does not use yet\n", name);
+    ok = FALSE;
   } else if (common->verbose && common->quiet) {
     fprintf(stderr, "qhost %s: --verbose and --quiet exclude each other\n", name);
     ok = FALSE;

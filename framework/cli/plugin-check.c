@@ -63,7 +63,7 @@ static void print_text(const QhCheckReport *report, gboolean conforms) {
 }
 
 int qh_cli_plugin_check(int argc, char **argv) {
-  QhCliCommon common = {0};
+  QhCliCommon common = {.uses_plugins = TRUE};
   gboolean json = FALSE;
   const GOptionEntry entries[] = {
       {"json", 0, 0, G_OPTION_ARG_NONE, &json, "Print JSON (schema_version 1)", NULL},

@@ -66,7 +66,7 @@ static void print_json(const QhPluginRegistry *reg) {
 }
 
 int qh_cli_plugins(int argc, char **argv) {
-  QhCliCommon common = {0};
+  QhCliCommon common = {.uses_plugins = TRUE};
   gboolean json = FALSE;
   const GOptionEntry entries[] = {
       {"json", 0, 0, G_OPTION_ARG_NONE, &json, "Print JSON (schema_version 1)", NULL},

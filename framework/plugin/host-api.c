@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "plugin/graph-view.h"
 #include "plugin/host-api-private.h"
 #include "plugin/host-private.h"
 #include "plugin/status-private.h"
@@ -82,8 +83,13 @@ static void api_report(int32_t level, const char *message) {
   g_free(line);
 }
 
+
+/* An invalid view or node id is ignored: the status still carries the message. */
 static QhStatus *api_status_new_for_node(const QhGraphView *graph, uint32_t node, int32_t code,
-                                         const char *message);
+                                         const char *message) {
+  const QhNode *n = qh_graph_view_is_valid(graph) ? qh_graph_view_node(graph, node) : NULL;
+  return qh_status_new_for_node(n, code, "%s", message ? message : "(no message)");
+}
 
 /* ---- host facts ---- */
 
@@ -273,19 +279,10 @@ const QhHostApi *qh_host_api_get(void) {
     table.artifact_write = api_artifact_write;
     table.run_thread_count = api_run_thread_count;
     table.parallel_for = api_parallel_for;
+    table.status_new_for_node = api_status_new_for_node;
     qh_host_api_fill_graph(&table);
-    /* status_new_for_node needs the graph view, which host-graph.c owns; if it left
-     * the slot empty, fall back to a status without the node. */
-    if (table.status_new_for_node == NULL)
-      table.status_new_for_node = api_status_new_for_node;
     g_once_init_leave(&once, 1);
   }
   return &table;
 }
 
-static QhStatus *api_status_new_for_node(const QhGraphView *graph, uint32_t node, int32_t code,
-                                         const char *message) {
-  (void)graph;
-  (void)node;
-  return api_status_new(code, message);
-}
