@@ -6,7 +6,8 @@
  *
  *   #include <qhost/qhost-plugin.h>
  *   static const QhPluginDesc desc = {
- *     QH_STRUCT_HEADER(QhPluginDesc), "mybackend", "1.0.0", "My backend", 0,
+ *     QH_STRUCT_HEADER(QhPluginDesc), .name = "mybackend", .version = "1.0.0",
+ *     .description = "My backend",
  *   };
  *   QH_PLUGIN_EXPORT QhStatus *qhost_plugin_init(const QhHostApi *host,
  *                                                const QhPluginDesc **out_desc) {
@@ -16,6 +17,7 @@
  *     return NULL;
  *   }
  *
+ * Designated initialisers keep -Wextra quiet about the members a plugin leaves NULL.
  * sdk/docs/PLUGIN_GUIDE.md walks through a complete plugin.
  *
  * Since: ABI 1.0 */
