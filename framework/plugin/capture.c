@@ -1,8 +1,17 @@
 /* Redirecting fds 1 and 2 around plugin calls, so that the scanner's JSON stays clean
  * and plugin-check can tell a vendor that their plugin printed. */
+#include <stdint.h>
 #include <unistd.h>
 
 #include "plugin/capture-private.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+/* Sanitizer reports must reach the real stderr, not the capture file. */
+static void report_to(int fd) { __sanitizer_set_report_fd((void *)(intptr_t)fd); }
+#else
+static void report_to(int fd) { (void)fd; }
+#endif
 
 void qh_output_capture_begin(QhOutputCapture *c) {
   fflush(stdout);
@@ -11,6 +20,7 @@ void qh_output_capture_begin(QhOutputCapture *c) {
   c->saved_out = dup(STDOUT_FILENO);
   c->saved_err = dup(STDERR_FILENO);
   if (c->file && c->saved_out >= 0 && c->saved_err >= 0) {
+    report_to(c->saved_err);
     dup2(fileno(c->file), STDOUT_FILENO);
     dup2(fileno(c->file), STDERR_FILENO);
   }
@@ -25,6 +35,7 @@ long qh_output_capture_end(QhOutputCapture *c) {
   }
   if (c->saved_err >= 0) {
     dup2(c->saved_err, STDERR_FILENO);
+    report_to(STDERR_FILENO);
     close(c->saved_err);
   }
   long bytes = 0;

@@ -330,10 +330,9 @@ static void check_reference_numerics(QhCheckRun *run, const QhReferenceNumericsO
 static QhPluginInfo *scan_target(QhCheckRun *run, const QhPluginSearch *search, const char *name_or_path,
                                  GError **error) {
   if (strchr(name_or_path, '/')) {
-    char *expected = qh_plugin_name_from_file(name_or_path);
+    /* an explicit path is not held to the libqhost-<name>.so pattern, as with --plugin */
     GError *local = NULL;
-    QhPluginInfo *info = qh_plugin_scan(name_or_path, expected, &local);
-    g_free(expected);
+    QhPluginInfo *info = qh_plugin_scan(name_or_path, NULL, &local);
     if (info == NULL) {
       qh_check_add(run, QH_CHECK_FAIL, "scan", "%s", local->message);
       g_error_free(local);
@@ -426,7 +425,7 @@ QhCheckReport *qh_plugin_check(const QhPluginSearch *search, const char *name_or
   const char *prev_name = qh_plugin_set_current(info->name);
   QhOutputCapture capture;
   qh_output_capture_begin(&capture);
-  run.plugin = qh_plugin_load(info->path, info->name, &local);
+  run.plugin = qh_plugin_load(info->path, NULL, &local);
   if (run.plugin == NULL) {
     qh_check_add(&run, QH_CHECK_FAIL, "load", "%s", local->message);
     g_clear_error(&local);
@@ -436,9 +435,11 @@ QhCheckReport *qh_plugin_check(const QhPluginSearch *search, const char *name_or
   } else {
     run.desc = qh_plugin_desc(run.plugin);
     run.instance = qh_plugin_instance(run.plugin);
+    gboolean has_create = QH_HAS_FIELD(run.desc, QhPluginDesc, instance_destroy) &&
+                          run.desc->instance_create != NULL;
     qh_check_add(&run, QH_CHECK_PASS, "instance", "%s",
-                 run.desc->instance_create ? "instance_create accepted the options"
-                                           : "no instance_create (the instance is NULL)");
+                 has_create ? "instance_create accepted the options"
+                            : "no instance_create (the instance is NULL)");
     run_groups(&run);
   }
   qh_plugin_free(run.plugin);

@@ -74,12 +74,8 @@ static char *searched_places(const QhPluginSearch *search) {
 
 QhPlugin *qh_plugin_find_and_load(const QhPluginSearch *search, const char *name_or_path,
                                   GError **error) {
-  if (strchr(name_or_path, '/') != NULL) {
-    char *expected = qh_plugin_name_from_file(name_or_path);
-    QhPlugin *p = scan_then_load(name_or_path, expected, error);
-    g_free(expected);
-    return p;
-  }
+  if (strchr(name_or_path, '/') != NULL) /* explicit: not held to the file-name pattern */
+    return scan_then_load(name_or_path, NULL, error);
   GPtrArray *candidates = qh_plugin_candidates(search);
   QhPlugin *plugin = NULL;
   GError *first_failure = NULL;

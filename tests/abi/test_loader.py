@@ -192,6 +192,18 @@ def case_explicit_path_name(env):
                                    f"plugin-check PATH exits {rc}:\n{out}")
 
 
+def case_name_mismatch(env):
+    """In a plugin directory the file name must match the descriptor's name; plugin-check
+    by that file's name fails its scan with the same line. (An explicit path is not held
+    to the pattern: explicit_path_name.)"""
+    path = env.plugin("name_mismatch")
+    problem = "descriptor name 'rightname' does not match the file name (want libqhost-rightname.so)"
+    d = env.plugin_dir("name_mismatch")
+    expect_skipped(env, f"{path}: {problem}", "--plugin-dir", d)
+    rc, lines, out, _ = env.plugin_check("wrongname", "--plugin-dir", d, expect_rc=1)
+    assert ("scan", f"{path}: {problem}") in check_lines(lines, "FAIL"), out
+
+
 def case_check_by_name(env):
     """plugin-check NAME finds a broken file by name and fails its scan the same way."""
     path = env.plugin("abi_minor")
@@ -261,8 +273,7 @@ CASES = {
     "bad_name": descriptor_case(
         "bad_name", "descriptor: invalid name 'Bad-Name' (want [a-z][a-z0-9_], at most 32 characters)"),
     "bad_utf8": descriptor_case("bad_utf8", "descriptor: description is not valid UTF-8"),
-    "name_mismatch": descriptor_case(
-        "name_mismatch", "descriptor name 'rightname' does not match the file name (want libqhost-rightname.so)"),
+    "name_mismatch": case_name_mismatch,
     "duplicate_name": case_duplicate_name,
     "empty_path_entries": case_empty_path_entries,
     "segv": case_segv,
