@@ -56,6 +56,14 @@ def case_missing_file(env):
                    check=path)
 
 
+def case_missing_dependency(env):
+    """A plugin whose own dependency is missing: the dynamic loader's text names it."""
+    path = env.plugin("needs_dep")
+    expect_skipped(env, f"{path}: cannot load plugin: libqhabidep.so: cannot open shared object file: "
+                        "No such file or directory", "--plugin-dir", env.plugin_dir("needs_dep"),
+                   check=path)
+
+
 def dlerror_of(path):
     """What the dynamic loader says about a file, asked independently of qhost."""
     try:
@@ -258,6 +266,7 @@ CASES = {
     "missing_file": case_missing_file,
     "not_shared_object": case_not_shared_object,
     "not_a_plugin": case_not_a_plugin,
+    "missing_dependency": case_missing_dependency,
     "init_fails": descriptor_case("init_fails", "initialisation failed: broken!"),
     "abi_major": descriptor_case("abi_major", "built for qhost ABI 2.0, this host provides 1.0"),
     "abi_minor": descriptor_case("abi_minor", "built for qhost ABI 1.1, this host provides 1.0"),

@@ -7,7 +7,8 @@
  *
  * Switches: BROKEN_INIT_FAILS, BROKEN_ABI_MAJOR2, BROKEN_ABI_MINOR1, BROKEN_SHRUNK,
  * BROKEN_MINIMAL, BROKEN_SIZE_SMALL, BROKEN_SIZE_LARGE, BROKEN_NULL_CALLBACK,
- * BROKEN_BAD_NAME, BROKEN_BAD_UTF8, BROKEN_SEGV, BROKEN_HANG. */
+ * BROKEN_BAD_NAME, BROKEN_BAD_UTF8, BROKEN_SEGV, BROKEN_HANG, BROKEN_NEEDS_DEP (links a
+ * library that is not on the loader's path). */
 #include <qhost/qhost-plugin.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -151,7 +152,15 @@ static const QhPluginDesc desc = {
 #define THE_DESC (&desc)
 #endif
 
+#if defined(BROKEN_NEEDS_DEP)
+int qh_abi_dep_value(void);
+#endif
+
 QH_PLUGIN_EXPORT QhStatus *qhost_plugin_init(const QhHostApi *host, const QhPluginDesc **out_desc) {
+#if defined(BROKEN_NEEDS_DEP)
+  if (qh_abi_dep_value() != 42)
+    return host->status_new(QH_ERR_INTERNAL, "dependency answered wrongly");
+#endif
 #if defined(BROKEN_SEGV)
   /* a wild store, not a null one, so UBSan's null check does not get there first;
    * the address is read at run time so the compiler cannot see it coming */
