@@ -32,6 +32,8 @@ struct QhPlan {
   void *arena;              /* allocated at the first run */
   gboolean shapes_only;
   gboolean use_naive;
+  QhPlanValueFn value_hook;
+  gpointer value_hook_data;
 };
 
 static gboolean node_fail(GError **error, const QhNode *node, QhErrorCode code, const char *fmt,
@@ -386,6 +388,11 @@ int64_t qh_plan_node_macs(const QhPlan *plan, int node_id) { return plan->macs[n
 
 void qh_plan_use_naive_kernels(QhPlan *plan, gboolean use_naive) { plan->use_naive = use_naive; }
 
+void qh_plan_set_value_hook(QhPlan *plan, QhPlanValueFn fn, gpointer user_data) {
+  plan->value_hook = fn;
+  plan->value_hook_data = user_data;
+}
+
 gboolean qh_plan_run(QhPlan *plan, QhExecContext *ctx, const QhTensor *const *inputs,
                      QhTensor ***outputs, GError **error) {
   const QhGraph *g = plan->graph;
@@ -432,6 +439,8 @@ gboolean qh_plan_run(QhPlan *plan, QhExecContext *ctx, const QhTensor *const *in
       break;
     }
     live[v->id] = inputs[i];
+    if (plan->value_hook && !plan->value_hook(plan->value_hook_data, v->id, inputs[i], error))
+      ok = FALSE;
   }
 
   const QhTensor **ins = NULL;
@@ -464,6 +473,9 @@ gboolean qh_plan_run(QhPlan *plan, QhExecContext *ctx, const QhTensor *const *in
     QhOpRunFn run = (plan->use_naive && def->run_naive) ? def->run_naive : def->run;
     if (!outputs_empty(node, outs))
       ok = run(ctx, node, ins, node->n_inputs, outs, node->n_outputs, error);
+    for (int o = 0; o < node->n_outputs && ok && plan->value_hook; o++)
+      if (outs[o] != NULL)
+        ok = plan->value_hook(plan->value_hook_data, node->outputs[o], outs[o], error);
   }
   g_free(ins);
   g_free(outs);

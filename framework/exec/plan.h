@@ -47,6 +47,16 @@ int64_t qh_plan_node_macs(const QhPlan *plan, int node_id);
 gboolean qh_plan_run(QhPlan *plan, QhExecContext *ctx, const QhTensor *const *inputs,
                      QhTensor ***outputs, GError **error);
 
+/* Called during qh_plan_run with every graph input and every value a node computes,
+ * right after it is computed and before its buffer can be reused (calibration
+ * observes activations this way). value is borrowed for the call. Returning FALSE
+ * (with error set) stops the run with that error. Constant-folded values are not
+ * reported. */
+typedef gboolean (*QhPlanValueFn)(gpointer user_data, int value_id, const QhTensor *value,
+                                  GError **error);
+/* Install (fn non-NULL) or remove the value hook. */
+void qh_plan_set_value_hook(QhPlan *plan, QhPlanValueFn fn, gpointer user_data);
+
 /* Run every node whose op has a naive twin with the twin instead (for tests that
  * compare the fast path with the obviously-correct one on whole models). */
 void qh_plan_use_naive_kernels(QhPlan *plan, gboolean use_naive);
