@@ -539,7 +539,9 @@ static void oracle_case(JsonObject *c, JsonBuilder *out) {
     }
     if (o == NULL) {
       int axis = cf->ch_axis < 0 ? cf->ch_axis + rank : cf->ch_axis;
-      if (axis >= 0 && axis < rank)
+      gboolean pc = cf->qscheme == QH_QSCHEME_PER_CHANNEL_AFFINE ||
+                    cf->qscheme == QH_QSCHEME_PER_CHANNEL_SYMMETRIC;
+      if (pc && axis >= 0 && axis < rank)
         odims[axis] = dims[axis];
       o = qh_observer_new(cf, rank, odims, &error);
       if (o == NULL)

@@ -30,7 +30,24 @@ static void vadd(float *acc, const float *v) {
     acc[l] = acc[l] + v[l];
 }
 
+/* Fewer elements than one vector: ATen's scalar row_sum, rows of ILP scalars (at most
+ * one row here, so the level cascade never triggers), the rest into partial 0. */
+static float scalar_row_sum(const float *a, size_t n) {
+  float part[ILP] = {0};
+  size_t rows = n / ILP;
+  for (size_t i = 0; i < rows; i++)
+    for (int k = 0; k < ILP; k++)
+      part[k] = part[k] + a[i * ILP + (size_t)k];
+  for (size_t i = rows * ILP; i < n; i++)
+    part[0] = part[0] + a[i];
+  for (int k = 1; k < ILP; k++)
+    part[0] = part[0] + part[k];
+  return part[0];
+}
+
 float qh_torch_sum_f32(const float *a, size_t n) {
+  if (n < LANES)
+    return scalar_row_sum(a, n);
   size_t nvec = n / LANES;
   float part[ILP][LANES];
   memset(part, 0, sizeof part);
