@@ -44,14 +44,16 @@ typedef struct {
   size_t len, pos;
   GString *path;
   char *dup;       /* key path of the first duplicate key */
-  char *error;     /* a syntax or range error, with err_pos */
+  char *error;     /* a syntax or range error, with err_pos and err_path */
   size_t err_pos;
+  char *err_path;
 } Scan;
 
 static gboolean scan_fail(Scan *s, const char *msg) {
   if (s->error == NULL) {
     s->error = g_strdup(msg);
     s->err_pos = s->pos;
+    s->err_path = g_strdup(s->path->str);
   }
   return FALSE;
 }
@@ -103,20 +105,21 @@ static gboolean scan_string(Scan *s, GString *out) {
     if (e != 'u' || s->pos + 6 > s->len || hex4(s->text + s->pos + 2) < 0)
       return scan_fail(s, "invalid escape in a string");
     gunichar u = (gunichar)hex4(s->text + s->pos + 2);
-    s->pos += 6;
     if (u >= 0xDC00 && u <= 0xDFFF)
       return scan_fail(s, "unpaired surrogate escape in a string");
+    if (u == 0)
+      return scan_fail(s, "\\u0000 is not allowed in a string");
     if (u >= 0xD800 && u <= 0xDBFF) {
-      int lo = s->pos + 6 <= s->len && s->text[s->pos] == '\\' && s->text[s->pos + 1] == 'u'
-                   ? hex4(s->text + s->pos + 2)
+      size_t next = s->pos + 6;
+      int lo = next + 6 <= s->len && s->text[next] == '\\' && s->text[next + 1] == 'u'
+                   ? hex4(s->text + next + 2)
                    : -1;
       if (lo < 0xDC00 || lo > 0xDFFF)
         return scan_fail(s, "unpaired surrogate escape in a string");
       u = 0x10000 + ((u - 0xD800) << 10) + ((gunichar)lo - 0xDC00);
       s->pos += 6;
     }
-    if (u == 0)
-      return scan_fail(s, "\\u0000 is not allowed in a string");
+    s->pos += 6;
     if (out)
       g_string_append_unichar(out, u);
   }
@@ -258,8 +261,10 @@ static gboolean scan_array(Scan *s, int depth) {
 }
 
 static gboolean scan_value(Scan *s, int depth) {
-  if (depth > MAX_DEPTH)
+  if (depth > MAX_DEPTH) {
+    g_string_truncate(s->path, 0); /* the path would be the 32 levels */
     return scan_fail(s, "nested deeper than 32 levels");
+  }
   skip_ws(s);
   if (s->pos >= s->len)
     return scan_fail(s, "unexpected end of file: expected a value");
@@ -286,7 +291,7 @@ static gboolean scan_value(Scan *s, int depth) {
 
 /* Strict JSON or an error "PATH:LINE:COL: ..." / "PATH: KEYPATH: key given twice". */
 static gboolean scan_strict(const char *path, const char *text, size_t len, GError **error) {
-  Scan s = {text, len, 0, g_string_new(NULL), NULL, NULL, 0};
+  Scan s = {text, len, 0, g_string_new(NULL), NULL, NULL, 0, NULL};
   gboolean ok = scan_value(&s, 1);
   if (ok) {
     skip_ws(&s);
@@ -301,7 +306,8 @@ static gboolean scan_strict(const char *path, const char *text, size_t len, GErr
       else
         col++;
     }
-    g_set_error(error, QH_ERROR, QH_ERROR_PARSE, "%s:%d:%d: %s", path, line, col, s.error);
+    g_set_error(error, QH_ERROR, QH_ERROR_PARSE, "%s:%d:%d: %s%s%s", path, line, col,
+                s.err_path, *s.err_path ? ": " : "", s.error);
   } else if (s.dup != NULL) {
     ok = FALSE;
     g_set_error(error, QH_ERROR, QH_ERROR_INVALID, "%s: %s: key given twice", path, s.dup);
@@ -309,6 +315,7 @@ static gboolean scan_strict(const char *path, const char *text, size_t len, GErr
   g_string_free(s.path, TRUE);
   g_free(s.dup);
   g_free(s.error);
+  g_free(s.err_path);
   return ok;
 }
 
