@@ -165,6 +165,83 @@ static gboolean spec_args(const QhQuantSpec *s, QhObserverConfig *cfg, const cha
   return TRUE;
 }
 
+/* ---- Checks shared with --config files ---- */
+
+static gboolean is_known_plugin(const char *const *known, const char *name) {
+  for (size_t i = 0; known != NULL && known[i] != NULL; i++)
+    if (strcmp(known[i], name) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+const char *qh_qconfig_default_observer(int32_t qscheme) {
+  return qscheme == QH_QSCHEME_PER_CHANNEL_AFFINE || qscheme == QH_QSCHEME_PER_CHANNEL_SYMMETRIC ||
+                 qscheme == QH_QSCHEME_PER_CHANNEL_AFFINE_FLOAT_QPARAMS
+             ? "PerChannelMinMaxObserver"
+             : "MinMaxObserver";
+}
+
+gboolean qh_qconfig_check_observer(const QhObserverConfig *cfg, const char *const *known_observers,
+                                   const char *what, GError **error) {
+  gboolean reuse = strcmp(cfg->name, QH_QCONFIG_REUSE_INPUT) == 0;
+  gboolean host = qh_observer_is_host(cfg->name);
+  if (!host && !reuse && !is_known_plugin(known_observers, cfg->name)) {
+    g_set_error(error, QH_ERROR, QH_ERROR_INVALID,
+                "%s.observer: unknown observer '%s' (neither a host observer nor one a plugin "
+                "registers)", what, cfg->name);
+    return FALSE;
+  }
+  const char *dtype_name = NULL;
+  int64_t lo = 0, hi = 0;
+  gboolean quantized = qh_quant_dtype_range(cfg->dtype, &lo, &hi, &dtype_name);
+  if (cfg->dtype == QH_DTYPE_FLOAT ? strcmp(cfg->name, "PlaceholderObserver") != 0
+                                   : !quantized || cfg->dtype == QH_DTYPE_UINT16 ||
+                                         cfg->dtype == QH_DTYPE_INT16) {
+    if (cfg->dtype == QH_DTYPE_FLOAT)
+      g_set_error(error, QH_ERROR, QH_ERROR_INVALID,
+                  "%s.dtype: %s cannot produce float32 (only PlaceholderObserver keeps float)",
+                  what, cfg->name);
+    else
+      g_set_error(error, QH_ERROR, QH_ERROR_INVALID,
+                  "%s.dtype: %d is not quint8 (%d), qint8 (%d) or qint32 (%d)", what, cfg->dtype,
+                  QH_DTYPE_UINT8, QH_DTYPE_INT8, QH_DTYPE_INT32);
+    return FALSE;
+  }
+  if (cfg->qscheme < QH_QSCHEME_PER_TENSOR_AFFINE ||
+      cfg->qscheme > QH_QSCHEME_PER_CHANNEL_AFFINE_FLOAT_QPARAMS) {
+    g_set_error(error, QH_ERROR, QH_ERROR_INVALID, "%s.qscheme: %d is not a qscheme", what,
+                cfg->qscheme);
+    return FALSE;
+  }
+  if (cfg->has_range && quantized) {
+    const char *bad = cfg->quant_min < lo || cfg->quant_min > hi   ? "quant_min"
+                      : cfg->quant_max < lo || cfg->quant_max > hi ? "quant_max"
+                                                                   : NULL;
+    if (bad != NULL) {
+      g_set_error(error, QH_ERROR, QH_ERROR_INVALID,
+                  "%s.%s: %d is outside %s [%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT "]", what, bad,
+                  strcmp(bad, "quant_min") == 0 ? cfg->quant_min : cfg->quant_max, dtype_name, lo,
+                  hi);
+      return FALSE;
+    }
+    if (cfg->quant_min > cfg->quant_max) {
+      g_set_error(error, QH_ERROR, QH_ERROR_INVALID, "%s.quant_min: %d is above quant_max %d",
+                  what, cfg->quant_min, cfg->quant_max);
+      return FALSE;
+    }
+  }
+  if (cfg->has_eps && !(cfg->eps > 0.0f && isfinite(cfg->eps))) {
+    g_set_error(error, QH_ERROR, QH_ERROR_INVALID, "%s.eps: %g must be positive and finite", what,
+                (double)cfg->eps);
+    return FALSE;
+  }
+  if (host && !qh_observer_config_check(cfg, error)) {
+    qh_error_prefix(error, what);
+    return FALSE;
+  }
+  return TRUE;
+}
+
 /* A backend's QhQuantSpec (plugin memory, untrusted) as an observer config. */
 static QhObserverConfig *spec_to_config(const QhQuantSpec *spec, const char *const *known,
                                         const char *what, GError **error) {
