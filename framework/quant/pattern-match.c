@@ -54,10 +54,15 @@ static int32_t propagate_dtype(const QhGraphFacts *f, const QhNode *n) {
   return QH_DTYPE_UNDEFINED;
 }
 
+static void array_unref0(gpointer p) {
+  if (p)
+    g_array_unref(p);
+}
+
 void qh_graph_facts_init(QhGraphFacts *f, const QhGraph *g) {
   int n_values = qh_graph_n_values(g);
   f->graph = g;
-  f->users = g_ptr_array_new_full(n_values, (GDestroyNotify)g_array_unref);
+  f->users = g_ptr_array_new_full(n_values, array_unref0);
   g_ptr_array_set_size(f->users, n_values);
   f->is_output = g_new0(gboolean, n_values > 0 ? n_values : 1);
   f->dtype = g_new0(int32_t, n_values > 0 ? n_values : 1);
