@@ -96,8 +96,19 @@ char *qh_dtype_config_violation(const QhDTypeConfig *dc, const QhQConfig *qc, gb
   char *v = NULL;
   if (dc->input && (v = tensor_violation(qc->activation, dc->input, "input activation")))
     return v;
-  if (dc->weight && has_weight && (v = tensor_violation(qc->weight, dc->weight, "weight")))
-    return v;
+  if (dc->weight && has_weight) {
+    /* No weight part: PyTorch's default_weight_observer, as the specs use. */
+    QhObserverConfig *dflt = NULL;
+    if (qc->weight == NULL) {
+      dflt = qh_observer_config_new("MinMaxObserver");
+      dflt->dtype = QH_DTYPE_INT8;
+      dflt->qscheme = QH_QSCHEME_PER_TENSOR_SYMMETRIC;
+    }
+    v = tensor_violation(qc->weight ? qc->weight : dflt, dc->weight, "weight");
+    qh_observer_config_free(dflt);
+    if (v)
+      return v;
+  }
   /* The qconfigs of static int8 quantization always give float bias. */
   if (dc->bias && has_weight && dc->bias->dtype != QH_DTYPE_FLOAT)
     return g_strdup_printf("bias dtype is float, the dtype config wants %s", dtype_text(dc->bias->dtype));
@@ -168,11 +179,10 @@ static int weight_channel_axis(const Ctx *c, const QhNode *root, int slot) {
   return 0;
 }
 
-static const QhObserverConfig *default_weight_observer(void) {
-  static QhObserverConfig cfg = {.name = (char *)"MinMaxObserver", .dtype = QH_DTYPE_INT8,
-                                 .qscheme = QH_QSCHEME_PER_TENSOR_SYMMETRIC, .ch_axis = 0};
-  return &cfg;
-}
+/* PyTorch's default_weight_observer, for qconfigs without a weight part. */
+static const QhQuantSpec default_weight_spec = {
+    QH_STRUCT_HEADER(QhQuantSpec), .kind = QH_SPEC_QUANTIZE, .dtype = QH_DTYPE_INT8,
+    .qscheme = QH_QSCHEME_PER_TENSOR_SYMMETRIC, .ch_axis = -1, .observer = "MinMaxObserver"};
 
 typedef struct {
   int node, slot, value;
@@ -260,9 +270,10 @@ static gboolean write_specs(Ctx *c, const QhPatternMatch *m, int32_t obs, const 
     if (v < 0 || qh_pattern_input_role(p, root, s) != QH_ROLE_WEIGHT ||
         !qh_graph_facts_is_const(&c->facts, v) || !qh_graph_facts_is_float(&c->facts, v))
       continue;
-    QhQuantSpec w;
+    QhQuantSpec w = default_weight_spec;
     QhOption *w_storage = NULL;
-    qh_qconfig_to_spec(qc->weight ? qc->weight : default_weight_observer(), &w, &w_storage);
+    if (qc->weight)
+      qh_qconfig_to_spec(qc->weight, &w, &w_storage);
     if (w.qscheme == QH_QSCHEME_PER_CHANNEL_AFFINE || w.qscheme == QH_QSCHEME_PER_CHANNEL_SYMMETRIC ||
         w.qscheme == QH_QSCHEME_PER_CHANNEL_AFFINE_FLOAT_QPARAMS)
       w.ch_axis = weight_channel_axis(c, root, s);
