@@ -4,7 +4,9 @@
  * per-channel weights, pool and reshape sharing their input's qparams, sigmoid fixed.
  * qnnpack: the default quint8 qconfig takes the second dtype config, a symmetric qint8
  * one (PyTorch's default_symmetric_qnnpack_qconfig) the first, and a qint8 one whose
- * weight eps is too small neither, with the reason naming both configs. */
+ * weight eps is too small neither, with the reason naming both configs. fbgemm runs
+ * twice: with hand-made qconfigs, and with the plugin's default mapping through the
+ * public qh_backend_annotate. */
 #include "plugin/plugin.h"
 #include "qh-test-graph.h"
 
@@ -75,6 +77,8 @@ static QhQConfig *histogram_qconfig(gboolean reduce_range, int32_t wscheme, cons
   return tg_qconfig(act, tg_observer(wname, QH_DTYPE_INT8, wscheme), "global");
 }
 
+static void check_fbgemm(Result r, QhGraph *g);
+
 static void test_fbgemm(void) {
   QhPlugin *p;
   const QhBackendConfig *bc = load("fbgemm", &p);
@@ -85,6 +89,35 @@ static void test_fbgemm(void) {
                                             QH_QSCHEME_PER_TENSOR_AFFINE), NULL, "object_type 'Reshape'");
   TgLookup l = {.op = {"Sigmoid", "Reshape"}, .qc = {sigmoid, reuse}, .global = global};
   Result r = run(bc, g, &l);
+  check_fbgemm(r, g);
+  result_free(r);
+  tg_qconfig_free(global), tg_qconfig_free(sigmoid), tg_qconfig_free(reuse);
+  qh_graph_free(g);
+  qh_plugin_free(p);
+}
+
+/* The same through the public entry and the plugin's own default mapping. */
+static void test_fbgemm_default_mapping(void) {
+  QhPlugin *p;
+  const QhBackendConfig *bc = load("fbgemm", &p);
+  GError *error = NULL;
+  QhQConfigMapping *m = qh_qconfig_mapping_new(bc, NULL, &error);
+  g_assert_no_error(error);
+  QhGraph *g = cnn();
+  Result r = {qh_annotation_set_new(), qh_quant_report_new()};
+  g_assert_true(qh_backend_fold_batchnorm(bc, g, &error));
+  g_assert_true(qh_backend_annotate(bc, g, m, r.set, r.report, &error));
+  g_assert_no_error(error);
+  g_assert_true(qh_annotation_set_validate(r.set, g, &error));
+  g_assert_no_error(error);
+  check_fbgemm(r, g);
+  result_free(r);
+  qh_qconfig_mapping_free(m);
+  qh_graph_free(g);
+  qh_plugin_free(p);
+}
+
+static void check_fbgemm(Result r, QhGraph *g) {
   g_assert_true(qh_graph_node(g, tg_node_id(g, "bn"))->is_removed);
   tg_expect_report(r.report, g, "conv", TRUE, "Conv -> Relu", NULL);
   tg_expect_report(r.report, g, "relu", TRUE, "Conv -> Relu", NULL);
@@ -118,10 +151,6 @@ static void test_fbgemm(void) {
   const QhQuantSpec *rs = NULL;
   g_assert_true(qh_annotation_set_resolve(r.set, g, &e, &root, &rs));
   g_assert_cmpint(root.node, ==, tg_node_id(g, "relu"));
-  result_free(r);
-  tg_qconfig_free(global), tg_qconfig_free(sigmoid), tg_qconfig_free(reuse);
-  qh_graph_free(g);
-  qh_plugin_free(p);
 }
 
 static QhQConfig *qint8_qconfig(gboolean weight_eps) {
@@ -174,6 +203,7 @@ static void test_qnnpack(void) {
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/pytorch-tables/fbgemm", test_fbgemm);
+  g_test_add_func("/pytorch-tables/fbgemm-default-mapping", test_fbgemm_default_mapping);
   g_test_add_func("/pytorch-tables/qnnpack", test_qnnpack);
   return g_test_run();
 }

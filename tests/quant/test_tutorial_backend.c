@@ -8,7 +8,13 @@
  *   2. conv-bn-relu, which the backend does not declare: only linear quantized, and no
  *      BatchNorm folding either;
  *   3. PyTorch's default qconfig (HistogramObserver, eps 2^-23 < 2^-12): nothing
- *      quantized, each linear/conv node's reason naming scale_min_lower_bound. */
+ *      quantized, each linear/conv node's reason naming scale_min_lower_bound.
+ * Qconfigs come from the real mappings: the tutorial's QConfigMapping as a --config
+ * file over an empty base, and get_default_qconfig_mapping() as the fbgemm plugin's
+ * default mapping; the tests go through the public qh_backend_annotate. */
+#include <glib/gstdio.h>
+#include <unistd.h>
+
 #include "plugin/plugin.h"
 #include "qh-test-graph.h"
 
@@ -47,26 +53,28 @@ static QhGraph *my_model(gboolean use_bn) {
 
 /* activation_observer = MinMaxObserver.with_args(quant_min=0, quant_max=127, eps=2**-12);
  * QConfig(activation=activation_observer, weight=default_weight_observer), set for
- * Linear, Conv2d, BatchNorm2d and ReLU only. */
-static QhQConfig *tutorial_qconfig(void) {
-  QhObserverConfig *act = tg_observer("MinMaxObserver", QH_DTYPE_UINT8, QH_QSCHEME_PER_TENSOR_AFFINE);
-  act->has_range = TRUE;
-  act->quant_min = 0;
-  act->quant_max = 127;
-  act->has_eps = TRUE;
-  act->eps = 0x1p-12f;
-  QhObserverConfig *w = tg_observer("MinMaxObserver", QH_DTYPE_INT8, QH_QSCHEME_PER_TENSOR_SYMMETRIC);
-  return tg_qconfig(act, w, "object_type");
-}
-
-/* get_default_qconfig_mapping() = fbgemm's: HistogramObserver(reduce_range=True) and
- * per-channel symmetric weights globally, FixedQParamsObserver for sigmoid. */
-static QhQConfig *fbgemm_global(void) {
-  QhObserverConfig *act = tg_observer("HistogramObserver", QH_DTYPE_UINT8, QH_QSCHEME_PER_TENSOR_AFFINE);
-  act->reduce_range = TRUE;
-  QhObserverConfig *w = tg_observer("PerChannelMinMaxObserver", QH_DTYPE_INT8,
-                                    QH_QSCHEME_PER_CHANNEL_SYMMETRIC);
-  return tg_qconfig(act, w, "global");
+ * Linear, Conv2d, BatchNorm2d and ReLU only (QConfigMapping() with set_object_type). */
+static QhQConfigMapping *tutorial_mapping(void) {
+  const char *qconfig =
+      "{\"activation\": {\"observer\": \"MinMaxObserver\", \"dtype\": \"quint8\", \"quant_min\": 0, "
+      "\"quant_max\": 127, \"eps\": 0.000244140625}, \"weight\": {\"observer\": \"MinMaxObserver\", "
+      "\"dtype\": \"qint8\", \"qscheme\": \"per_tensor_symmetric\"}}";
+  char *text = g_strdup_printf("{\"base\": \"none\", \"object_type\": {\"Linear\": %s, \"Conv2d\": %s, "
+                               "\"BatchNorm2d\": %s, \"ReLU\": %s}}", qconfig, qconfig, qconfig, qconfig);
+  char *path = NULL;
+  GError *error = NULL;
+  int fd = g_file_open_tmp("tutorial-qconfig-XXXXXX.json", &path, &error);
+  g_assert_no_error(error);
+  close(fd);
+  g_assert_true(g_file_set_contents(path, text, -1, &error));
+  QhQConfigMapping *m = qh_qconfig_mapping_new(NULL, NULL, &error);
+  g_assert_no_error(error);
+  if (!qh_qconfig_mapping_load_file(m, path, &error))
+    g_error("%s", error->message);
+  g_unlink(path);
+  g_free(path);
+  g_free(text);
+  return m;
 }
 
 typedef struct {
@@ -74,12 +82,12 @@ typedef struct {
   QhQuantReport *report;
 } Result;
 
-static Result run(const QhBackendConfig *bc, QhGraph *g, const TgLookup *l) {
+static Result run(const QhBackendConfig *bc, QhGraph *g, const QhQConfigMapping *m) {
   Result r = {qh_annotation_set_new(), qh_quant_report_new()};
   GError *error = NULL;
   g_assert_true(qh_backend_fold_batchnorm(bc, g, &error));
   g_assert_no_error(error);
-  g_assert_true(qh_backend_annotate_with(bc, g, tg_lookup, (gpointer)l, r.set, r.report, &error));
+  g_assert_true(qh_backend_annotate(bc, g, m, r.set, r.report, &error));
   g_assert_no_error(error);
   g_assert_true(qh_annotation_set_validate(r.set, g, &error));
   g_assert_no_error(error);
@@ -118,10 +126,8 @@ static void test_satisfied(void) {
   QhPlugin *p;
   const QhBackendConfig *bc = load(&p);
   QhGraph *g = my_model(FALSE);
-  QhQConfig *qc = tutorial_qconfig();
-  TgLookup l = {.op = {"MatMul", "Gemm", "Conv", "BatchNormalization", "Relu"},
-                .qc = {qc, qc, qc, qc, qc}};
-  Result r = run(bc, g, &l);
+  QhQConfigMapping *m = tutorial_mapping();
+  Result r = run(bc, g, m);
   tg_expect_report(r.report, g, "linear_matmul", TRUE, "MatMul -> Add", NULL);
   tg_expect_report(r.report, g, "linear_add", TRUE, "MatMul -> Add", NULL);
   tg_expect_report(r.report, g, "conv", TRUE, "Conv -> Relu", NULL);
@@ -138,7 +144,7 @@ static void test_satisfied(void) {
   expect_activation(tg_spec(r.set, g, "relu", 0, OUT));
   g_assert_cmpuint(qh_annotation_set_n_specs(r.set), ==, 5);
   result_free(r);
-  tg_qconfig_free(qc);
+  qh_qconfig_mapping_free(m);
   qh_graph_free(g);
   qh_plugin_free(p);
 }
@@ -147,10 +153,8 @@ static void test_conv_bn_relu_not_declared(void) {
   QhPlugin *p;
   const QhBackendConfig *bc = load(&p);
   QhGraph *g = my_model(TRUE);
-  QhQConfig *qc = tutorial_qconfig();
-  TgLookup l = {.op = {"MatMul", "Gemm", "Conv", "BatchNormalization", "Relu"},
-                .qc = {qc, qc, qc, qc, qc}};
-  Result r = run(bc, g, &l);
+  QhQConfigMapping *m = tutorial_mapping();
+  Result r = run(bc, g, m);
   g_assert_false(qh_graph_node(g, tg_node_id(g, "bn"))->is_removed); /* neither fused nor folded */
   tg_expect_report(r.report, g, "linear_matmul", TRUE, "MatMul -> Add", NULL);
   tg_expect_report(r.report, g, "conv", FALSE, NULL, NO_PATTERN("Conv"));
@@ -159,20 +163,23 @@ static void test_conv_bn_relu_not_declared(void) {
   tg_expect_report(r.report, g, "sigmoid", FALSE, NULL, NO_PATTERN("Sigmoid"));
   g_assert_cmpuint(qh_annotation_set_n_specs(r.set), ==, 3);
   result_free(r);
-  tg_qconfig_free(qc);
+  qh_qconfig_mapping_free(m);
   qh_graph_free(g);
   qh_plugin_free(p);
 }
 
 static void test_default_qconfig_violates(void) {
-  QhPlugin *p;
+  QhPlugin *p, *fbgemm;
   const QhBackendConfig *bc = load(&p);
-  QhQConfig *global = fbgemm_global();
-  QhQConfig *sigmoid = tg_qconfig(tg_fixed(1.0f / 256.0f, 0), NULL, "object_type 'Sigmoid'");
-  TgLookup l = {.op = {"Sigmoid"}, .qc = {sigmoid}, .global = global};
+  GError *error = NULL;
+  fbgemm = qh_plugin_load(QH_BUILD_PLUGIN_DIR "/libqhost-fbgemm.so", "fbgemm", &error);
+  g_assert_no_error(error);
+  QhQConfigMapping *m = qh_qconfig_mapping_new(
+      ((const QhPluginDesc *)qh_plugin_desc(fbgemm))->backend_config, NULL, &error);
+  g_assert_no_error(error);
   for (int use_bn = 0; use_bn <= 1; use_bn++) {
     QhGraph *g = my_model(use_bn);
-    Result r = run(bc, g, &l);
+    Result r = run(bc, g, m);
     const char *const *eps = TG_NEEDLES("violates every dtype config",
                                         "'weighted_int8_dtype_config': input activation eps "
                                         "1.1920929e-07 is below scale_min_lower_bound 0.000244140625");
@@ -185,8 +192,8 @@ static void test_default_qconfig_violates(void) {
     result_free(r);
     qh_graph_free(g);
   }
-  tg_qconfig_free(global);
-  tg_qconfig_free(sigmoid);
+  qh_qconfig_mapping_free(m);
+  qh_plugin_free(fbgemm);
   qh_plugin_free(p);
 }
 
