@@ -41,6 +41,33 @@ typedef struct {
   QhQuantPoints *pts;
 } Collect;
 
+static gboolean same_observation(const QhQuantSpec *a, const QhQuantSpec *b) {
+  return a->kind == QH_SPEC_QUANTIZE && b->kind == QH_SPEC_QUANTIZE && a->dtype == b->dtype &&
+         a->qscheme == b->qscheme && a->flags == b->flags && a->ch_axis == b->ch_axis &&
+         (!(a->flags & QH_SPEC_HAS_RANGE) || (a->quant_min == b->quant_min && a->quant_max == b->quant_max)) &&
+         (!(a->flags & QH_SPEC_HAS_EPS) || a->eps == b->eps) && g_strcmp0(a->observer, b->observer) == 0 &&
+         a->n_observer_args == b->n_observer_args;
+}
+
+/* PT2E's implicit sharing (allow_implicit_sharing): an input edge whose own spec
+ * observes the same way as the producer's output, or as another consumer's edge of
+ * the same value, joins that group instead of observing the value a second time. */
+static QhQuantPoint *implicit_share(QhQuantPoints *pts, const QhEdgeRef *root, const QhQuantSpec *spec) {
+  if (root->kind != QH_EDGE_INPUT ||
+      (qh_annotation_node_flags(pts->set, root->node) & QH_ANNOTATION_NO_IMPLICIT_SHARING))
+    return NULL;
+  int v = edge_value(pts->graph, root);
+  for (guint i = 0; v >= 0 && i < pts->points->len; i++) {
+    QhQuantPoint *pt = pts->points->pdata[i];
+    if (!same_observation(pt->spec, spec))
+      continue;
+    for (guint k = 0; k < pt->values->len; k++)
+      if (g_array_index(pt->values, int, k) == v && pt->values->len == 1)
+        return pt;
+  }
+  return NULL;
+}
+
 static gboolean collect(gpointer data, const QhEdgeRef *edge, const QhQuantSpec *spec, GError **error) {
   QhQuantPoints *pts = ((Collect *)data)->pts;
   (void)error;
@@ -58,6 +85,11 @@ static gboolean collect(gpointer data, const QhEdgeRef *edge, const QhQuantSpec 
     return TRUE;
   guint64 key = qh_edge_key(&root);
   QhQuantPoint *pt = g_hash_table_lookup(pts->by_edge, &key);
+  if (pt == NULL && (pt = implicit_share(pts, &root, root_spec)) != NULL) {
+    guint64 *k = g_new(guint64, 1);
+    *k = key;
+    g_hash_table_insert(pts->by_edge, k, pt);
+  }
   if (pt == NULL) {
     pt = g_new0(QhQuantPoint, 1);
     pt->index = (int)pts->points->len;
@@ -153,6 +185,9 @@ QhQuantPoints *qh_quant_points_new(QhGraph *graph, const QhAnnotationSet *set, c
     QhQuantPoint *pt = pts->points->pdata[i];
     if (pt->values->len == 0)
       continue;
+    pt->is_constant = TRUE;
+    for (guint k = 0; k < pt->values->len; k++)
+      pt->is_constant = pt->is_constant && qh_graph_value(graph, g_array_index(pt->values, int, k))->initializer;
     if (pt->spec->kind == QH_SPEC_QUANTIZE)
       ok = make_observer(pts, pt, plan, factory, factory_data, error);
   }
@@ -181,7 +216,8 @@ gboolean qh_quant_points_observe(gpointer data, int value_id, const QhTensor *va
 
 static void full_range(int32_t dtype, int32_t *lo, int32_t *hi) {
   int64_t l = 0, h = 0;
-  qh_quant_dtype_range(dtype, &l, &h, NULL);
+  const char *name;
+  qh_quant_dtype_range(dtype, &l, &h, &name);
   *lo = (int32_t)l;
   *hi = (int32_t)h;
 }

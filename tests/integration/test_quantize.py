@@ -178,8 +178,8 @@ def scales(path):
     return {k: v for k, v in initializers(path).items() if k.endswith(("_scale", "_zero_point"))}
 
 
-def sharded(runner, tmp, backend, cfg, shards):
-    extra = ["--config", cfg] if cfg else []
+def sharded(runner, tmp, backend, cfg, shards, *more):
+    extra = (["--config", cfg] if cfg else []) + list(more)
     stats = []
     for i in range(shards):
         s = os.path.join(tmp, f"shard{i}.stats")
@@ -249,6 +249,46 @@ def case_ort_runs_qdq(runner, tmp):
     within = np.mean(np.abs(a - b) <= step * 1.001)
     print(f"ONNX Runtime vs qhost on the QDQ model: {within * 100:.2f}% of outputs within one step")
     assert within >= 0.999, f"only {within:.4f} within one output step"
+
+
+def imperative_dir(runner):
+    return os.path.join(os.path.dirname(runner.qhost), "tests", "quant", "plugins")
+
+
+def case_imperative_plugin(runner, tmp):
+    """A plugin that annotates itself (PT2E style), with its own observer, an int32 bias
+    derived from input and weight scales, and refine: the host runs all of it."""
+    d = imperative_dir(runner)
+    out, report, stdout, _ = quantize(runner, tmp, "imperative", "--plugin-dir", d)
+    inits = initializers(out)
+    assert inits["conv1.bias_quantized"].dtype == np.int32, "the derived bias is int32"
+    bias_scale = inits["conv1.bias_scale"]
+    w_scale, x_scale = inits["conv1.weight_scale"], inits["input_scale"]
+    assert np.array_equal(bias_scale, (x_scale * w_scale).astype(np.float32)), "bias scale = s_in * s_w"
+    acts = [t for t in report["tensors"] if t["kind"] == "activation"]
+    assert all(t["observer"] == "Pow2MinMax" for t in acts), acts
+    for t in acts:
+        m, e = np.frexp(t["scale"][0])
+        assert m == 0.5, f"{t['name']}: scale {t['scale'][0]} is not a power of two"
+    names = [t["name"] for t in report["tensors"]]
+    assert len(names) == len(set(names)), f"each value is observed once (implicit sharing): {names}"
+    assert accuracy(runner, out, tmp) >= accuracy(runner, MODEL, tmp) - 1.0
+    # the user's qconfig reaches the plugin: an exclusion, and another observer that
+    # refine then corrects, each change reported with the plugin's reason
+    cfg = write_json(tmp, "cfg.json", {"global": {"activation": {"observer": "MinMaxObserver",
+                                                                 "dtype": "quint8"}},
+                                       "node_name": {"/conv2/Conv": None}})
+    out, report, stdout, _ = quantize(runner, tmp, "imperative", "--plugin-dir", d, "--config", cfg,
+                                      name="q2.onnx")
+    conv2 = [n for n in report["nodes"] if n["name"] == "/conv2/Conv"][0]
+    assert not conv2["quantized"], conv2
+    notes = [n for n in report["notes"] if n.startswith("refine:")]
+    assert notes and all("this backend shifts by powers of two" in n for n in notes), report["notes"]
+    assert "note: refine:" in stdout
+    # its observer saves, loads and merges: sharded statistics equal one pass
+    merged, single = sharded(runner, tmp, "imperative", None, 2, "--plugin-dir", d)
+    for k in single:
+        assert merged[k].tobytes() == single[k].tobytes(), k
 
 
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
