@@ -37,9 +37,58 @@ void qh_quant_points_free(QhQuantPoints *points) {
   g_free(points);
 }
 
+/* One annotated edge and the root of its sharing chain. */
+typedef struct {
+  QhEdgeRef edge;
+  QhEdgeRef root;
+  const QhQuantSpec *root_spec;
+} Member;
+
 typedef struct {
   QhQuantPoints *pts;
+  GArray *members;     /* Member, in graph order */
+  GHashTable *parent;  /* root key -> parent root key (union-find over roots) */
 } Collect;
+
+static gboolean collect(gpointer data, const QhEdgeRef *edge, const QhQuantSpec *spec, GError **error) {
+  Collect *c = data;
+  if (spec->kind == QH_SPEC_FLOAT)
+    return TRUE;
+  Member m = {.edge = *edge};
+  if (!qh_annotation_set_resolve(c->pts->set, c->pts->graph, edge, &m.root, &m.root_spec)) {
+    char *where = qh_annotation_describe_edge(c->pts->graph, edge);
+    g_set_error(error, QH_ERROR, QH_ERROR_INVALID, "%s: its sharing group has no quantized root", where);
+    g_free(where);
+    return FALSE;
+  }
+  if (m.root_spec->kind == QH_SPEC_FLOAT)
+    return TRUE;
+  g_array_append_val(c->members, m);
+  guint64 key = qh_edge_key(&m.root);
+  if (!g_hash_table_contains(c->parent, &key)) {
+    guint64 *k = g_new(guint64, 2);
+    k[0] = k[1] = key;
+    g_hash_table_insert(c->parent, k, k + 1);
+  }
+  return TRUE;
+}
+
+static guint64 find_root(GHashTable *parent, guint64 key) {
+  for (;;) {
+    guint64 *up = g_hash_table_lookup(parent, &key);
+    if (up == NULL || *up == key)
+      return key;
+    key = *up;
+  }
+}
+
+/* The earlier root (smaller key order of appearance is kept by the caller) wins. */
+static void unite(GHashTable *parent, guint64 keep, guint64 other) {
+  keep = find_root(parent, keep);
+  other = find_root(parent, other);
+  if (keep != other)
+    *(guint64 *)g_hash_table_lookup(parent, &other) = keep;
+}
 
 static gboolean same_observation(const QhQuantSpec *a, const QhQuantSpec *b) {
   return a->kind == QH_SPEC_QUANTIZE && b->kind == QH_SPEC_QUANTIZE && a->dtype == b->dtype &&
@@ -49,64 +98,41 @@ static gboolean same_observation(const QhQuantSpec *a, const QhQuantSpec *b) {
          a->n_observer_args == b->n_observer_args;
 }
 
-/* PT2E's implicit sharing (allow_implicit_sharing): an input edge whose own spec
- * observes the same way as the producer's output, or as another consumer's edge of
- * the same value, joins that group instead of observing the value a second time. */
-static QhQuantPoint *implicit_share(QhQuantPoints *pts, const QhEdgeRef *root, const QhQuantSpec *spec) {
-  if (root->kind != QH_EDGE_INPUT ||
-      (qh_annotation_node_flags(pts->set, root->node) & QH_ANNOTATION_NO_IMPLICIT_SHARING))
-    return NULL;
-  int v = edge_value(pts->graph, root);
-  for (guint i = 0; v >= 0 && i < pts->points->len; i++) {
-    QhQuantPoint *pt = pts->points->pdata[i];
-    if (!same_observation(pt->spec, spec))
+/* PT2E's implicit sharing (allow_implicit_sharing, prepare.py): an input edge joins the
+ * group of the producer's output, and of the other consumers' edges of the same value,
+ * when their root specs observe the same way. This is how Concat's shared observer
+ * also becomes its inputs' producers' output observer, as in PyTorch 1.13. */
+static void share_implicitly(Collect *c) {
+  const QhGraph *g = c->pts->graph;
+  for (guint i = 0; i < c->members->len; i++) {
+    const Member *a = &g_array_index(c->members, Member, i);
+    if (a->edge.kind != QH_EDGE_INPUT ||
+        (qh_annotation_node_flags(c->pts->set, a->edge.node) & QH_ANNOTATION_NO_IMPLICIT_SHARING))
       continue;
-    for (guint k = 0; k < pt->values->len; k++)
-      if (g_array_index(pt->values, int, k) == v && pt->values->len == 1)
-        return pt;
+    int v = edge_value(g, &a->edge);
+    /* the producer's output first, then the other consumers (PT2E's order) */
+    for (int pass = 0; pass < 2; pass++)
+      for (guint k = 0; k < c->members->len; k++) {
+        const Member *b = &g_array_index(c->members, Member, k);
+        if (k == i || edge_value(g, &b->edge) != v || (b->edge.kind == QH_EDGE_OUTPUT) != (pass == 0))
+          continue;
+        if (!same_observation(a->root_spec, b->root_spec))
+          continue;
+        guint64 ka = qh_edge_key(&a->root), kb = qh_edge_key(&b->root);
+        if (k < i)
+          unite(c->parent, kb, ka);
+        else
+          unite(c->parent, ka, kb);
+      }
   }
-  return NULL;
 }
 
-static gboolean collect(gpointer data, const QhEdgeRef *edge, const QhQuantSpec *spec, GError **error) {
-  QhQuantPoints *pts = ((Collect *)data)->pts;
-  (void)error;
-  if (spec->kind == QH_SPEC_FLOAT)
-    return TRUE;
-  QhEdgeRef root;
-  const QhQuantSpec *root_spec;
-  if (!qh_annotation_set_resolve(pts->set, pts->graph, edge, &root, &root_spec)) {
-    char *where = qh_annotation_describe_edge(pts->graph, edge);
-    g_set_error(error, QH_ERROR, QH_ERROR_INVALID, "%s: its sharing group has no quantized root", where);
-    g_free(where);
-    return FALSE;
-  }
-  if (root_spec->kind == QH_SPEC_FLOAT)
-    return TRUE;
-  guint64 key = qh_edge_key(&root);
-  QhQuantPoint *pt = g_hash_table_lookup(pts->by_edge, &key);
-  if (pt == NULL && (pt = implicit_share(pts, &root, root_spec)) != NULL) {
-    guint64 *k = g_new(guint64, 1);
-    *k = key;
-    g_hash_table_insert(pts->by_edge, k, pt);
-  }
-  if (pt == NULL) {
-    pt = g_new0(QhQuantPoint, 1);
-    pt->index = (int)pts->points->len;
-    pt->root = root;
-    pt->spec = root_spec;
-    pt->edges = g_array_new(FALSE, FALSE, sizeof(QhEdgeRef));
-    pt->values = g_array_new(FALSE, FALSE, sizeof(int));
-    g_ptr_array_add(pts->points, pt);
-    guint64 *k = g_new(guint64, 1);
-    *k = qh_edge_key(&root);
-    g_hash_table_insert(pts->by_edge, k, pt);
-  }
-  g_array_append_val(pt->edges, *edge);
+static void add_member(QhQuantPoints *pts, QhQuantPoint *pt, const Member *m) {
+  g_array_append_val(pt->edges, m->edge);
   guint64 *k = g_new(guint64, 1);
-  *k = qh_edge_key(edge);
+  *k = qh_edge_key(&m->edge);
   g_hash_table_replace(pts->by_edge, k, pt);
-  int v = edge_value(pts->graph, edge);
+  int v = edge_value(pts->graph, &m->edge);
   gboolean seen = FALSE;
   for (guint i = 0; i < pt->values->len; i++)
     seen = seen || g_array_index(pt->values, int, i) == v;
@@ -115,7 +141,34 @@ static gboolean collect(gpointer data, const QhEdgeRef *edge, const QhQuantSpec 
     if (pt->name == NULL)
       pt->name = g_strdup(qh_graph_value(pts->graph, v)->name);
   }
-  return TRUE;
+}
+
+/* One point per union-find class, in graph order of first appearance. */
+static void build_points(Collect *c) {
+  QhQuantPoints *pts = c->pts;
+  GHashTable *by_class = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+  for (guint i = 0; i < c->members->len; i++) {
+    const Member *m = &g_array_index(c->members, Member, i);
+    guint64 cls = find_root(c->parent, qh_edge_key(&m->root));
+    QhQuantPoint *pt = g_hash_table_lookup(by_class, &cls);
+    if (pt == NULL) {
+      pt = g_new0(QhQuantPoint, 1);
+      pt->index = (int)pts->points->len;
+      pt->root = m->root;
+      pt->spec = m->root_spec;
+      pt->edges = g_array_new(FALSE, FALSE, sizeof(QhEdgeRef));
+      pt->values = g_array_new(FALSE, FALSE, sizeof(int));
+      g_ptr_array_add(pts->points, pt);
+      guint64 *k = g_new(guint64, 1);
+      *k = cls;
+      g_hash_table_insert(by_class, k, pt);
+    }
+    guint64 *rk = g_new(guint64, 1);
+    *rk = qh_edge_key(&m->root);
+    g_hash_table_replace(pts->by_edge, rk, pt);
+    add_member(pts, pt, m);
+  }
+  g_hash_table_unref(by_class);
 }
 
 static gboolean watch(QhQuantPoints *pts, QhQuantPoint *pt, int v) {
@@ -179,8 +232,15 @@ QhQuantPoints *qh_quant_points_new(QhGraph *graph, const QhAnnotationSet *set, c
   pts->by_edge = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
   pts->by_value = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
                                         (GDestroyNotify)g_ptr_array_unref);
-  Collect c = {pts};
+  Collect c = {pts, g_array_new(FALSE, FALSE, sizeof(Member)),
+               g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL)};
   gboolean ok = qh_annotation_set_foreach(set, graph, collect, &c, error);
+  if (ok) {
+    share_implicitly(&c);
+    build_points(&c);
+  }
+  g_array_unref(c.members);
+  g_hash_table_unref(c.parent);
   for (guint i = 0; ok && i < pts->points->len; i++) {
     QhQuantPoint *pt = pts->points->pdata[i];
     if (pt->values->len == 0)
