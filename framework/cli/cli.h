@@ -34,6 +34,8 @@ int qh_cli_inspect(int argc, char **argv);
 int qh_cli_run(int argc, char **argv);
 int qh_cli_bench(int argc, char **argv);
 int qh_cli_plugins(int argc, char **argv);
+int qh_cli_quantize(int argc, char **argv);
+int qh_cli_calibrate(int argc, char **argv);
 int qh_cli_plugin_check(int argc, char **argv);
 
 /* Parse argv with `entries` plus the common options; on a parse error print

@@ -13,6 +13,8 @@ typedef struct {
 
 static const Command commands[] = {
     {"inspect", qh_cli_inspect, "show a model's inputs, outputs, nodes, parameters, MACs and qparams"},
+    {"quantize", qh_cli_quantize, "quantize a float model for a backend into a QDQ ONNX model, with a report"},
+    {"calibrate", qh_cli_calibrate, "save one calibration shard's observer statistics (merged by quantize --stats)"},
     {"run", qh_cli_run, "run a model on .npy/.npz inputs and write its outputs"},
     {"bench", qh_cli_bench, "time a model: warm-up, repeated runs, median/min/max latency"},
     {"plugins", qh_cli_plugins, "list the backend plugins found: name, version, ABI, file, what each supplies"},

@@ -122,6 +122,21 @@ QhValue *qh_graph_add_value(QhGraph *g, const char *name, GError **error) {
   return v;
 }
 
+gboolean qh_graph_rename_value(QhGraph *g, int value_id, const char *name, GError **error) {
+  QhValue *v = qh_graph_value(g, value_id);
+  if (strcmp(v->name, name) == 0)
+    return TRUE;
+  if (qh_graph_find_value(g, name) >= 0) {
+    g_set_error(error, QH_ERROR, QH_ERROR_INVALID, "value '%s' is defined twice", name);
+    return FALSE;
+  }
+  g_hash_table_remove(g->value_ids, v->name);
+  g_free(v->name);
+  v->name = g_strdup(name);
+  g_hash_table_insert(g->value_ids, v->name, GINT_TO_POINTER(v->id + 1));
+  return TRUE;
+}
+
 QhValue *qh_graph_ensure_value(QhGraph *g, const char *name, GError **error) {
   int id = qh_graph_find_value(g, name);
   return id >= 0 ? qh_graph_value(g, id) : qh_graph_add_value(g, name, error);

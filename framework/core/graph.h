@@ -116,6 +116,9 @@ int qh_graph_find_value(const QhGraph *graph, const char *name);
  * start unknown. Returns the new value (borrowed). */
 QhValue *qh_graph_add_value(QhGraph *graph, const char *name, GError **error);
 
+/* Give a value a new name (unique: QH_ERROR_INVALID when taken). */
+gboolean qh_graph_rename_value(QhGraph *graph, int value_id, const char *name, GError **error);
+
 /* The value with this name, created when it does not exist yet. */
 QhValue *qh_graph_ensure_value(QhGraph *graph, const char *name, GError **error);
 

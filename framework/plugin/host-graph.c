@@ -216,7 +216,7 @@ static QhStatus *get_attr(const QhGraphView *g, uint32_t node, const char *name,
 
 static QhStatus *node_attr_int(const QhGraphView *g, uint32_t node, const char *name,
                                int64_t *out_value) {
-  const QhAttr *a;
+  const QhAttr *a = NULL;
   QhStatus *st = get_attr(g, node, name, QH_ATTR_INT, out_value, out_value, "node_attr_int", &a);
   if (st == NULL)
     *out_value = a->i;
@@ -225,7 +225,7 @@ static QhStatus *node_attr_int(const QhGraphView *g, uint32_t node, const char *
 
 static QhStatus *node_attr_float(const QhGraphView *g, uint32_t node, const char *name,
                                  float *out_value) {
-  const QhAttr *a;
+  const QhAttr *a = NULL;
   QhStatus *st =
       get_attr(g, node, name, QH_ATTR_FLOAT, out_value, out_value, "node_attr_float", &a);
   if (st == NULL)
@@ -235,7 +235,7 @@ static QhStatus *node_attr_float(const QhGraphView *g, uint32_t node, const char
 
 static QhStatus *node_attr_string(const QhGraphView *g, uint32_t node, const char *name,
                                   const char **out_value) {
-  const QhAttr *a;
+  const QhAttr *a = NULL;
   QhStatus *st =
       get_attr(g, node, name, QH_ATTR_STRING, out_value, out_value, "node_attr_string", &a);
   if (st != NULL)
@@ -253,7 +253,7 @@ static const float no_floats[1];
 
 static QhStatus *node_attr_ints(const QhGraphView *g, uint32_t node, const char *name,
                                 const int64_t **out_values, size_t *out_count) {
-  const QhAttr *a;
+  const QhAttr *a = NULL;
   QhStatus *st =
       get_attr(g, node, name, QH_ATTR_INTS, out_values, out_count, "node_attr_ints", &a);
   if (st == NULL) {
@@ -265,7 +265,7 @@ static QhStatus *node_attr_ints(const QhGraphView *g, uint32_t node, const char 
 
 static QhStatus *node_attr_floats(const QhGraphView *g, uint32_t node, const char *name,
                                   const float **out_values, size_t *out_count) {
-  const QhAttr *a;
+  const QhAttr *a = NULL;
   QhStatus *st =
       get_attr(g, node, name, QH_ATTR_FLOATS, out_values, out_count, "node_attr_floats", &a);
   if (st == NULL) {

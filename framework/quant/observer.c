@@ -525,10 +525,16 @@ static gboolean check_shape(const QhObserver *obs, const QhTensor *x, GError **e
                 qh_dtype_name(x->dtype));
     return FALSE;
   }
-  gboolean ok = x->shape.rank == obs->rank;
-  for (int i = 0; ok && i < obs->rank; i++)
-    if (obs->dims[i] >= 0 && x->shape.dims[i] != obs->dims[i])
-      ok = FALSE;
+  /* A per-tensor observer takes any shape: one shared observer sees every value of its
+   * group (a MaxPool's input and output, a Concat's inputs). A per-channel one needs
+   * the same channel count along ch_axis. */
+  int32_t qs = obs->config->qscheme;
+  gboolean per_channel = qs == QH_QSCHEME_PER_CHANNEL_AFFINE || qs == QH_QSCHEME_PER_CHANNEL_SYMMETRIC ||
+                         qs == QH_QSCHEME_PER_CHANNEL_AFFINE_FLOAT_QPARAMS;
+  int axis = obs->config->ch_axis < 0 ? obs->config->ch_axis + obs->rank : obs->config->ch_axis;
+  gboolean ok = !per_channel ||
+                (x->shape.rank == obs->rank && axis >= 0 && axis < obs->rank &&
+                 (obs->dims[axis] < 0 || x->shape.dims[axis] == obs->dims[axis]));
   if (!ok) {
     QhShape want = qh_shape_make(obs->rank, obs->dims);
     char *a = qh_shape_to_string(&x->shape), *b = qh_shape_to_string(&want);
@@ -613,6 +619,8 @@ void qh_observer_free(QhObserver *obs) {
 gboolean qh_observer_save(const QhObserver *obs, GByteArray *out, GError **error) {
   const char *n = obs->config->name;
   const HostObserver *h = find_host(n);
+  if (h == NULL && obs->klass->save != NULL)
+    return obs->klass->save(obs, out, error); /* a plugin observer: its own versioned format */
   if (obs->klass->save == NULL || h == NULL) {
     g_set_error(error, QH_ERROR, QH_ERROR_UNSUPPORTED, "%s: observer state cannot be saved", n);
     return FALSE;

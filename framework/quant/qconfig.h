@@ -10,7 +10,8 @@
  * order).
  *
  * Ownership: mappings are the caller's; resolved qconfigs are borrowed from the
- * mapping. Threading: read-only use may be shared. Errors: GError; a bad file is one
+ * mapping until it is freed or a file is layered over it. Threading: read-only use
+ * (resolve, the view hook) may be shared; load_file needs exclusive access. Errors: GError; a bad file is one
  * line naming the file and the key ("qconfig.json: object_type.Conv.activation.quant_min:
  * 300 is outside uint8 [0, 255]"). */
 #ifndef QH_QUANT_QCONFIG_H
@@ -56,6 +57,14 @@ const QhQConfig *qh_qconfig_resolve(const QhQConfigMapping *mapping, const QhGra
  * ReuseInputObserver), dtype, qscheme, range, eps, observer and its arguments. Strings
  * and the args array point into cfg and into *storage (freed with g_free). */
 void qh_qconfig_to_spec(const QhObserverConfig *cfg, QhQuantSpec *out, QhOption **storage);
+
+/* A QhGraphViewQConfigFn (plugin/graph-view.h) over mapping (a QhQConfigMapping*):
+ * qh_graph_view_set_qconfig_hook(view, qh_qconfig_view_hook, mapping). Source 0 when
+ * no entry applies or the qconfig has no weight part for QH_ROLE_WEIGHT;
+ * QH_QCONFIG_EXCLUDED for a node mapped to null (by the user or the backend). The
+ * spec's strings and arrays stay valid until the mapping is freed or layered over. */
+gboolean qh_qconfig_view_hook(gpointer mapping, const QhGraph *graph, uint32_t node, int32_t role,
+                              QhQuantSpec *out_spec, int32_t *out_source, GError **error);
 
 G_END_DECLS
 

@@ -1,9 +1,10 @@
 /* The fbgemm plugin's descriptor: PyTorch's fbgemm backend semantics (server x86:
- * uint8 activations with reduce_range, per-channel int8 weights). This file holds only
- * what the plugin claims to be; it supplies no callback group yet, so `qhost plugins`
- * shows it as supplying nothing. The quantizer (BackendConfig data) and the int8
- * kernels arrive as their own files with the quantization and lowering issues. */
+ * uint8 activations with reduce_range, per-channel int8 weights). Its BackendConfig (backend-config.c,
+ * ../common/pytorch-backend-config.c) drives the host's annotator; the int8 kernels arrive
+ * with the lowering issue. */
 #include <qhost/qhost-plugin.h>
+
+#include "../common/pytorch-backend-config.h"
 
 #ifndef QHOST_PLUGIN_VERSION
 #error "QHOST_PLUGIN_VERSION must be defined by the build (plugins/fbgemm/CMakeLists.txt)"
@@ -13,8 +14,9 @@ static const QhPluginDesc fbgemm_desc = {
     QH_STRUCT_HEADER(QhPluginDesc),
     .name = "fbgemm",
     .version = QHOST_PLUGIN_VERSION,
-    .description = "PyTorch fbgemm semantics (server x86); quantizer and int8 kernels not built yet",
+    .description = "PyTorch fbgemm semantics (server x86); BackendConfig; int8 kernels not built yet",
     .flags = 0,
+    .backend_config = &qh_pt_fbgemm_backend_config,
 };
 
 QH_PLUGIN_EXPORT QhStatus *qhost_plugin_init(const QhHostApi *host,

@@ -1,9 +1,10 @@
 /* The qnnpack plugin's descriptor: PyTorch's qnnpack backend semantics (mobile: uint8
- * activations, per-tensor weights, quant_min/quant_max constraints of XNNPACK). This
- * file holds only what the plugin claims to be; it supplies no callback group yet, so
- * `qhost plugins` shows it as supplying nothing. The quantizer and the XNNPACK-backed
- * kernels arrive as their own files with the quantization and lowering issues. */
+ * activations, per-tensor weights, quant_min/quant_max constraints of XNNPACK). Its BackendConfig
+ * (backend-config.c, ../common/pytorch-backend-config.c) drives the host's annotator; the
+ * XNNPACK-backed kernels arrive with the lowering issue. */
 #include <qhost/qhost-plugin.h>
+
+#include "../common/pytorch-backend-config.h"
 
 #ifndef QHOST_PLUGIN_VERSION
 #error "QHOST_PLUGIN_VERSION must be defined by the build (plugins/qnnpack/CMakeLists.txt)"
@@ -13,8 +14,9 @@ static const QhPluginDesc qnnpack_desc = {
     QH_STRUCT_HEADER(QhPluginDesc),
     .name = "qnnpack",
     .version = QHOST_PLUGIN_VERSION,
-    .description = "PyTorch qnnpack semantics (mobile, XNNPACK); quantizer and int8 kernels not built yet",
+    .description = "PyTorch qnnpack semantics (mobile, XNNPACK); BackendConfig; int8 kernels not built yet",
     .flags = 0,
+    .backend_config = &qh_pt_qnnpack_backend_config,
 };
 
 QH_PLUGIN_EXPORT QhStatus *qhost_plugin_init(const QhHostApi *host,

@@ -45,8 +45,15 @@ extern "C" {
 #endif
 
 /* Initialiser for the two leading fields of any ABI struct:
- *   static const QhKernelOps ops = { QH_STRUCT_HEADER(QhKernelOps), ... }; */
+ *   static const QhKernelOps ops = { QH_STRUCT_HEADER(QhKernelOps), ... };
+ *   QhQParams out = { QH_STRUCT_HEADER(QhQParams) };   (the rest zero)
+ * In C the two fields are designated, so members left out are zero without
+ * -Wmissing-field-initializers noise; positional members may follow. */
+#ifdef __cplusplus
 #define QH_STRUCT_HEADER(type) QH_ABI_VERSION, (uint32_t)sizeof(type)
+#else
+#define QH_STRUCT_HEADER(type) .abi_version = QH_ABI_VERSION, .struct_size = (uint32_t)sizeof(type)
+#endif
 
 /* Non-zero when the struct at `ptr` (whose struct_size the writer set) covers `field`
  * of `type`. Readers of structs written by the other side use it before every field

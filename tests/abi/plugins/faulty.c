@@ -175,7 +175,7 @@ static QhStatus *obs_create(void *instance, const QhHostApi *host, const QhQuant
   QhStatus *st = injected(host, "create");
   if (st)
     return st;
-  MinMax *s;
+  MinMax *s = NULL;
   st = minmax_new(host, spec, &s);
   if (st == NULL)
     *out_state = s;
@@ -304,7 +304,7 @@ static QhStatus *obs_load(void *instance, const QhHostApi *host, const QhQuantSp
                             size, SAVE_SIZE);
     memcpy(bytes, data, SAVE_SIZE);
   }
-  MinMax *s;
+  MinMax *s = NULL;
   st = minmax_new(host, spec, &s);
   if (st)
     return st;

@@ -1,0 +1,119 @@
+/* qhost quantize and qhost calibrate: the command-line side of the quantization flow
+ * (quant/flow.h): options, their combinations, and the one-line error. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "quant/flow.h"
+
+static gboolean parse_shard(const char *text, int *index, int *count) {
+  char *end = NULL;
+  long i = strtol(text, &end, 10);
+  if (end == text || *end != '/')
+    return FALSE;
+  const char *rest = end + 1;
+  long n = strtol(rest, &end, 10);
+  if (end == rest || *end != '\0' || n < 1 || n > 100000 || i < 0 || i >= n)
+    return FALSE;
+  *index = (int)i;
+  *count = (int)n;
+  return TRUE;
+}
+
+int qh_cli_quantize(int argc, char **argv) {
+  QhCliCommon common = {.uses_plugins = TRUE};
+  char *backend = NULL, *calib = NULL, *output = NULL, *config = NULL, *report = NULL, *probe = NULL;
+  char **stats = NULL;
+  const GOptionEntry entries[] = {
+      {"backend", 0, 0, G_OPTION_ARG_STRING, &backend, "Backend plugin (name or path)", "NAME"},
+      {"calib", 0, 0, G_OPTION_ARG_FILENAME, &calib, "Calibration data: .npy (samples first), directory, .npz",
+       "CALIB"},
+      {"stats", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &stats,
+       "Merge these shard statistics (qhost calibrate) instead of calibrating (repeatable)", "STATS"},
+      {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "The QDQ ONNX model to write", "OUT.onnx"},
+      {"config", 0, 0, G_OPTION_ARG_FILENAME, &config, "QConfig JSON layered over the backend's default",
+       "QCONFIG.json"},
+      {"report", 0, 0, G_OPTION_ARG_FILENAME, &report, "Also write the report as JSON", "R.json"},
+      {"probe", 0, 0, G_OPTION_ARG_FILENAME, &probe,
+       "Input for the SQNR report (default: the first calibration sample)", "X.npy"},
+      G_OPTION_ENTRY_NULL};
+  int status = QH_EXIT_USAGE;
+  if (!qh_cli_parse("quantize", "MODEL.onnx",
+                    "Quantize MODEL.onnx for a backend: annotate, calibrate (or merge --stats), convert to a QDQ\n"
+                    "ONNX model, and report what was quantized, what stayed float and why, and the error.",
+                    entries, &common, &argc, &argv))
+    goto out;
+  if (argc != 2) {
+    status = qh_cli_usage_error("quantize", argc < 2 ? "missing MODEL.onnx" : "more than one model given");
+    goto out;
+  }
+  if (backend == NULL || output == NULL || (calib == NULL && stats == NULL)) {
+    status = qh_cli_usage_error("quantize", "--backend, -o and --calib (or --stats) are required");
+    goto out;
+  }
+  QhQuantizeOptions opt = {.model_path = argv[1], .backend = backend, .backend_opts = common.backend_opts,
+                           .config_path = config, .calib_path = calib, .stats_paths = stats,
+                           .output_path = output, .report_path = report, .probe_path = probe,
+                           .threads = common.threads, .progress = qh_cli_is_tty() && !common.quiet,
+                           .quiet = common.quiet};
+  qh_cli_plugin_search(&common, &opt.search);
+  GError *error = NULL;
+  status = qh_quantize(&opt, &error) ? QH_EXIT_OK : qh_cli_report(error);
+out:
+  g_free(backend);
+  g_free(calib);
+  g_free(output);
+  g_free(config);
+  g_free(report);
+  g_free(probe);
+  g_strfreev(stats);
+  return status;
+}
+
+int qh_cli_calibrate(int argc, char **argv) {
+  QhCliCommon common = {.uses_plugins = TRUE};
+  char *backend = NULL, *calib = NULL, *output = NULL, *config = NULL, *shard = NULL;
+  const GOptionEntry entries[] = {
+      {"backend", 0, 0, G_OPTION_ARG_STRING, &backend, "Backend plugin (name or path)", "NAME"},
+      {"calib", 0, 0, G_OPTION_ARG_FILENAME, &calib, "Calibration data: .npy (samples first), directory, .npz",
+       "CALIB"},
+      {"shard", 0, 0, G_OPTION_ARG_STRING, &shard, "Calibrate only shard I of N (contiguous blocks of samples)",
+       "I/N"},
+      {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "The statistics file to write", "STATS"},
+      {"config", 0, 0, G_OPTION_ARG_FILENAME, &config, "QConfig JSON layered over the backend's default",
+       "QCONFIG.json"},
+      G_OPTION_ENTRY_NULL};
+  int status = QH_EXIT_USAGE;
+  if (!qh_cli_parse("calibrate", "MODEL.onnx",
+                    "Calibrate MODEL.onnx for a backend and save the observers' statistics, for one shard of the\n"
+                    "data; 'qhost quantize --stats S1 --stats S2 ...' merges shards and converts.",
+                    entries, &common, &argc, &argv))
+    goto out;
+  if (argc != 2) {
+    status = qh_cli_usage_error("calibrate", argc < 2 ? "missing MODEL.onnx" : "more than one model given");
+    goto out;
+  }
+  if (backend == NULL || output == NULL || calib == NULL) {
+    status = qh_cli_usage_error("calibrate", "--backend, --calib and -o are required");
+    goto out;
+  }
+  QhQuantizeOptions opt = {.model_path = argv[1], .backend = backend, .backend_opts = common.backend_opts,
+                           .config_path = config, .calib_path = calib, .output_path = output,
+                           .threads = common.threads, .progress = qh_cli_is_tty() && !common.quiet,
+                           .quiet = common.quiet};
+  if (shard && !parse_shard(shard, &opt.shard_index, &opt.shard_count)) {
+    status = qh_cli_usage_error("calibrate", "--shard wants I/N with 0 <= I < N");
+    goto out;
+  }
+  qh_cli_plugin_search(&common, &opt.search);
+  GError *error = NULL;
+  status = qh_calibrate(&opt, &error) ? QH_EXIT_OK : qh_cli_report(error);
+out:
+  g_free(backend);
+  g_free(calib);
+  g_free(output);
+  g_free(config);
+  g_free(shard);
+  return status;
+}

@@ -1,0 +1,75 @@
+/* What the declarative annotator's files share: the graph facts they compute once
+ * (consumers of each value, element types), pattern matching (pattern-match.c), and
+ * the annotator's core with the qconfig lookup as a callback, so tests can feed
+ * hand-made qconfigs without a mapping. */
+#ifndef QH_QUANT_BACKEND_ANNOTATE_PRIVATE_H
+#define QH_QUANT_BACKEND_ANNOTATE_PRIVATE_H
+
+#include "quant/backend-annotate.h"
+
+G_BEGIN_DECLS
+
+/* Consumers of every value (live nodes only), counting a graph output as a use. */
+typedef struct {
+  const QhGraph *graph;
+  GPtrArray *users;    /* per value id: GArray of int node ids (NULL: none) */
+  gboolean *is_output; /* per value id */
+  int32_t *dtype;      /* per value id: known or propagated element type (QH_DTYPE_*) */
+} QhGraphFacts;
+
+void qh_graph_facts_init(QhGraphFacts *facts, const QhGraph *graph);
+void qh_graph_facts_clear(QhGraphFacts *facts);
+/* Number of uses of a value (consumers, plus one when it is a graph output). */
+int qh_graph_facts_n_uses(const QhGraphFacts *facts, int value_id);
+/* TRUE when the value is a constant (an initializer). */
+gboolean qh_graph_facts_is_const(const QhGraphFacts *facts, int value_id);
+/* TRUE when the value holds float32 data (the only values that get specs). */
+gboolean qh_graph_facts_is_float(const QhGraphFacts *facts, int value_id);
+
+/* One match of a pattern: nodes[i] is the node of pattern op i, and chain_slot[i]
+ * (i > 0) the input slot through which nodes[i] reads nodes[i - 1]'s output. */
+typedef struct {
+  const QhBackendPatternConfig *pattern;
+  int n;
+  int nodes[QH_PATTERN_MAX_OPS];
+  int chain_slot[QH_PATTERN_MAX_OPS];
+} QhPatternMatch;
+
+/* Match bc's patterns over the live nodes as FX does: nodes visited from the last in
+ * graph order to the first, longer patterns before shorter ones (table order among
+ * equals), each node in at most one match; a node is the last op of a match only if
+ * it is not taken yet. Intermediate outputs must have exactly one use; the other
+ * inputs of a non-root op must be constants unless extra_inputs_mask allows them.
+ * order: live nodes in graph order. Returns a GArray of QhPatternMatch ordered by
+ * the graph position of each match's last node; *out_node_match (per node id, -1 when
+ * unmatched) indexes it. */
+GArray *qh_pattern_match_all(const QhBackendConfig *bc, const QhGraphFacts *facts,
+                             const GArray *order, int **out_node_match);
+
+/* "Conv -> Relu" for reports; g_free() it. */
+char *qh_pattern_text(const QhBackendPatternConfig *p);
+
+/* Which op a pattern op i of the node is (exact op type; "domain:Op" for others). */
+gboolean qh_pattern_op_matches(const char *pattern_op, const QhNode *node);
+
+/* The role of input slot `slot` of a pattern's root node. */
+int32_t qh_pattern_input_role(const QhBackendPatternConfig *p, const QhNode *root, int slot);
+
+/* The qconfig of a node, or NULL when none applies. */
+typedef const QhQConfig *(*QhQConfigLookupFn)(gpointer user_data, const QhGraph *graph,
+                                              const QhNode *node);
+
+/* qh_backend_annotate with the qconfig lookup given as a callback. */
+gboolean qh_backend_annotate_with(const QhBackendConfig *bc, QhGraph *graph,
+                                  QhQConfigLookupFn lookup, gpointer user_data,
+                                  QhAnnotationSet *set, QhQuantReport *report, GError **error);
+
+/* Why a qconfig fails a dtype config, or NULL when it satisfies it (PyTorch 1.13's
+ * _is_pattern_dtype_config_and_qconfig_supported_by_backend, with has_weight telling
+ * whether the matched root has a weight tensor). g_free() the result. */
+char *qh_dtype_config_violation(const QhDTypeConfig *dc, const QhQConfig *qconfig,
+                                gboolean has_weight);
+
+G_END_DECLS
+
+#endif

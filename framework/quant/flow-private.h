@@ -1,0 +1,58 @@
+/* The state of one quantization flow, shared by flow.c (the stages) and flow-report.c
+ * (the probe run and the report). */
+#ifndef QH_QUANT_FLOW_PRIVATE_H
+#define QH_QUANT_FLOW_PRIVATE_H
+
+#include "exec/plan.h"
+#include "exec/threadpool.h"
+#include "plugin/sdk-private.h"
+#include "quant/annotation.h"
+#include "quant/calib-data.h"
+#include "quant/flow.h"
+#include "quant/points.h"
+#include "quant/qconfig.h"
+#include "quant/report.h"
+#include "quant/stats.h"
+
+typedef struct {
+  const QhQuantizeOptions *opt;
+  QhPlugin *plugin;
+  const QhPluginDesc *desc;
+  void *instance;
+  const char *name;               /* the plugin's name (borrowed from its info) */
+  const QhBackendConfig *bc;      /* or NULL */
+  const QhAnnotateOps *annotate;  /* or NULL */
+  QhGraph *graph;                 /* float, then QDQ after convert */
+  QhQConfigMapping *mapping;
+  QhAnnotationSet *set;
+  QhQuantReport *report;
+  QhPlan *plan;                   /* float plan for calibration */
+  QhThreadPool *pool;
+  QhCalibSource *calib;
+  QhQuantPoints *points;
+  QhStatsOrigin origin;
+  int64_t samples;
+  /* probe (flow-report.c) */
+  QhTensor **probe_inputs;        /* one per graph input, or NULL when there is no probe */
+  int n_probe_inputs;
+  GHashTable *float_values;       /* value name -> QhTensor* (the float run's activations) */
+  GPtrArray *float_outputs;       /* QhTensor*, graph output order */
+  GHashTable *sqnr;               /* value name -> double* (dB) */
+  GPtrArray *output_sqnr;         /* double*, graph output order */
+  GHashTable *weight_sqnr;        /* value name -> double* (dB) */
+} QhFlow;
+
+/* Record a decision for every node an imperative annotate left undecided. */
+void qh_flow_report_imperative(QhFlow *f);
+/* Before convert: run the probe on the float graph, keeping the activations the points
+ * observe and the outputs; compute each weight's SQNR once qparams exist (called after
+ * refine). */
+gboolean qh_flow_probe_float(QhFlow *f, GError **error);
+void qh_flow_weight_sqnr(QhFlow *f);
+/* After convert: run the probe on the QDQ graph and compute the SQNRs. */
+gboolean qh_flow_probe_quantized(QhFlow *f, GError **error);
+void qh_flow_probe_free(QhFlow *f);
+/* Print the report (unless quiet) and write --report JSON. */
+gboolean qh_flow_report(QhFlow *f, GError **error);
+
+#endif

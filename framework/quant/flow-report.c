@@ -1,0 +1,458 @@
+/* The report of a quantization: every node's decision, every quantized tensor's dtype,
+ * qparams and observer, and the error it cost: SQNR of each weight (float vs
+ * quantize-dequantize) and of each activation and output between the float model and
+ * the QDQ model on one probe sample, worst first. Printed on stdout; JSON with --report
+ * (schema_version 1, written atomically). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "quant/flow-private.h"
+#include "quant/quantize.h"
+#include "quant/report-private.h"
+
+/* ---- decisions of an imperative annotate ---- */
+
+void qh_flow_report_imperative(QhFlow *f) {
+  for (int i = 0; i < qh_graph_n_nodes(f->graph); i++) {
+    const QhNode *n = qh_graph_node(f->graph, i);
+    gboolean quantized;
+    const char *reason;
+    if (n->is_removed || qh_quant_report_lookup(f->report, n->id, &quantized, &reason))
+      continue;
+    gboolean has_spec = FALSE;
+    for (int k = 0; k < n->n_inputs && !has_spec; k++) {
+      QhEdgeRef e = {(uint32_t)n->id, (uint32_t)k, QH_EDGE_INPUT, 0};
+      has_spec = qh_annotation_set_lookup(f->set, &e) != NULL;
+    }
+    for (int k = 0; k < n->n_outputs && !has_spec; k++) {
+      QhEdgeRef e = {(uint32_t)n->id, (uint32_t)k, QH_EDGE_OUTPUT, 0};
+      has_spec = qh_annotation_set_lookup(f->set, &e) != NULL;
+    }
+    if (has_spec)
+      qh_quant_report_node(f->report, n, TRUE, "annotated by the plugin", NULL);
+    else
+      qh_quant_report_node(f->report, n, FALSE, NULL, "not annotated by plugin '%s'", f->name);
+  }
+}
+
+/* ---- SQNR ---- */
+
+static double sqnr_db(const float *ref, const float *test, int64_t n) {
+  double signal = 0, noise = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double d = (double)ref[i] - (double)test[i];
+    signal += (double)ref[i] * ref[i];
+    noise += d * d;
+  }
+  if (noise == 0)
+    return INFINITY;
+  if (signal == 0)
+    return -INFINITY;
+  return 10.0 * log10(signal / noise);
+}
+
+static double *boxed(double v) {
+  double *p = g_new(double, 1);
+  *p = v;
+  return p;
+}
+
+void qh_flow_weight_sqnr(QhFlow *f) {
+  f->weight_sqnr = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  for (guint i = 0; i < f->points->points->len; i++) {
+    const QhQuantPoint *pt = f->points->points->pdata[i];
+    if (!pt->is_constant || pt->qparams == NULL || pt->values->len == 0)
+      continue;
+    const QhValue *v = qh_graph_value(f->graph, g_array_index(pt->values, int, 0));
+    const QhTensor *t = v->initializer;
+    const QhQuantParams *q = pt->qparams;
+    if (t == NULL || t->dtype != QH_DTYPE_F32)
+      continue;
+    int64_t n = qh_tensor_numel(t);
+    size_t esize = q->dtype == QH_DTYPE_S32 ? 4 : 1;
+    void *qd = g_malloc((size_t)n * esize);
+    float *dq = g_new(float, n);
+    if (q->n > 1)
+      qh_quant_quantize_per_channel(t->data, t->shape.rank, t->shape.dims, q, qd);
+    else
+      qh_quant_quantize(t->data, (size_t)n, q->scale[0], q->zero_point[0], q->dtype, qd);
+    /* dequantize channel by channel: the channel is the index along ch_axis */
+    int64_t inner = 1;
+    for (int d = q->ch_axis + 1; q->n > 1 && d < t->shape.rank; d++)
+      inner *= t->shape.dims[d];
+    for (int64_t k = 0; k < n; k++) {
+      int c = q->n > 1 ? (int)((k / inner) % q->n) : 0;
+      qh_quant_dequantize((const char *)qd + (size_t)k * esize, 1, q->dtype, q->scale[c], q->zero_point[c],
+                          &dq[k]);
+    }
+    g_hash_table_replace(f->weight_sqnr, g_strdup(v->name), boxed(sqnr_db(t->data, dq, n)));
+    g_free(qd);
+    g_free(dq);
+  }
+}
+
+/* ---- the probe runs ---- */
+
+static gboolean load_probe(QhFlow *f, GError **error) {
+  QhCalibSource *src = f->calib;
+  QhCalibSource *own = NULL;
+  if (f->opt->probe_path) {
+    own = src = qh_calib_open(f->opt->probe_path, f->graph, error);
+    if (src == NULL)
+      return FALSE;
+  } else if (src == NULL && f->opt->calib_path) {
+    own = src = qh_calib_open(f->opt->calib_path, f->graph, error);
+    if (src == NULL)
+      return FALSE;
+  }
+  if (src == NULL)
+    return TRUE; /* quantize --stats without --calib or --probe: no activation SQNR */
+  QhTensor **sample = qh_calib_read(src, 0, error);
+  if (sample) {
+    f->n_probe_inputs = (int)f->graph->inputs->len;
+    f->probe_inputs = g_new0(QhTensor *, f->n_probe_inputs + 1);
+    for (int i = 0; i < f->n_probe_inputs; i++) {
+      f->probe_inputs[i] = sample[i];
+      sample[i] = NULL;
+    }
+    qh_calib_free_sample(src, sample);
+  }
+  qh_calib_close(own);
+  return f->probe_inputs != NULL;
+}
+
+static QhPlan *probe_plan(QhFlow *f, GError **error) {
+  QhShape *shapes = g_new0(QhShape, f->n_probe_inputs + 1);
+  for (int i = 0; i < f->n_probe_inputs; i++)
+    shapes[i] = f->probe_inputs[i]->shape;
+  QhPlan *plan = qh_plan_new(f->graph, shapes, FALSE, error);
+  g_free(shapes);
+  return plan;
+}
+
+typedef struct {
+  QhFlow *f;
+  GHashTable *watch; /* value id -> char* name to store under (not owned) */
+  GHashTable *out;   /* name -> QhTensor* */
+} Capture;
+
+static gboolean capture(gpointer data, int value_id, const QhTensor *t, GError **error) {
+  Capture *c = data;
+  const char *name = g_hash_table_lookup(c->watch, GINT_TO_POINTER(value_id));
+  if (name == NULL || t->dtype != QH_DTYPE_F32)
+    return TRUE;
+  QhTensor *copy = qh_tensor_copy(t, error);
+  if (copy == NULL)
+    return FALSE;
+  g_hash_table_replace(c->out, g_strdup(name), copy);
+  return TRUE;
+}
+
+static gboolean run_probe(QhFlow *f, GHashTable *watch, GHashTable *out, GPtrArray **outputs, GError **error) {
+  QhPlan *plan = probe_plan(f, error);
+  if (plan == NULL) {
+    g_prefix_error(error, "probe: ");
+    return FALSE;
+  }
+  Capture c = {f, watch, out};
+  qh_plan_set_value_hook(plan, capture, &c);
+  QhExecContext ctx = {0};
+  ctx.pool = f->pool;
+  QhTensor **outs = NULL;
+  gboolean ok = qh_plan_run(plan, &ctx, (const QhTensor *const *)f->probe_inputs, &outs, error);
+  qh_exec_context_clear(&ctx);
+  qh_plan_free(plan);
+  if (!ok) {
+    g_prefix_error(error, "probe: ");
+    return FALSE;
+  }
+  *outputs = g_ptr_array_new_with_free_func((GDestroyNotify)qh_tensor_free);
+  for (guint i = 0; i < f->graph->outputs->len; i++)
+    g_ptr_array_add(*outputs, outs[i]);
+  g_free(outs);
+  return TRUE;
+}
+
+gboolean qh_flow_probe_float(QhFlow *f, GError **error) {
+  if (!load_probe(f, error))
+    return FALSE;
+  if (f->probe_inputs == NULL)
+    return TRUE;
+  GHashTable *watch = g_hash_table_new(g_direct_hash, g_direct_equal);
+  for (guint i = 0; i < f->points->points->len; i++) {
+    const QhQuantPoint *pt = f->points->points->pdata[i];
+    for (guint k = 0; k < pt->values->len && !pt->is_constant; k++) {
+      int v = g_array_index(pt->values, int, k);
+      g_hash_table_insert(watch, GINT_TO_POINTER(v), qh_graph_value(f->graph, v)->name);
+    }
+  }
+  f->float_values = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)qh_tensor_free);
+  gboolean ok = run_probe(f, watch, f->float_values, &f->float_outputs, error);
+  g_hash_table_unref(watch);
+  return ok;
+}
+
+gboolean qh_flow_probe_quantized(QhFlow *f, GError **error) {
+  f->sqnr = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  f->output_sqnr = g_ptr_array_new_with_free_func(g_free);
+  if (f->probe_inputs == NULL)
+    return TRUE;
+  /* the dequantized form of a float value V is "V_dequantized" (or V for an output) */
+  GHashTable *watch = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+  GHashTableIter it;
+  gpointer key;
+  g_hash_table_iter_init(&it, f->float_values);
+  while (g_hash_table_iter_next(&it, &key, NULL)) {
+    char *dq = g_strdup_printf("%s_dequantized", (const char *)key);
+    int id = qh_graph_find_value(f->graph, dq);
+    g_free(dq);
+    if (id < 0)
+      id = qh_graph_find_value(f->graph, key); /* graph outputs keep their name */
+    if (id >= 0)
+      g_hash_table_insert(watch, GINT_TO_POINTER(id), g_strdup(key));
+  }
+  GHashTable *got = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)qh_tensor_free);
+  GPtrArray *outs = NULL;
+  gboolean ok = run_probe(f, watch, got, &outs, error);
+  if (ok) {
+    g_hash_table_iter_init(&it, got);
+    gpointer value;
+    while (g_hash_table_iter_next(&it, &key, &value)) {
+      const QhTensor *ref = g_hash_table_lookup(f->float_values, key), *test = value;
+      if (ref && qh_tensor_numel(ref) == qh_tensor_numel(test))
+        g_hash_table_replace(f->sqnr, g_strdup(key), boxed(sqnr_db(ref->data, test->data, qh_tensor_numel(ref))));
+    }
+    for (guint i = 0; i < outs->len; i++) {
+      const QhTensor *ref = f->float_outputs->pdata[i], *test = outs->pdata[i];
+      double v = ref->dtype == QH_DTYPE_F32 && test->dtype == QH_DTYPE_F32 &&
+                         qh_tensor_numel(ref) == qh_tensor_numel(test)
+                     ? sqnr_db(ref->data, test->data, qh_tensor_numel(ref))
+                     : NAN;
+      g_ptr_array_add(f->output_sqnr, boxed(v));
+    }
+    g_ptr_array_unref(outs);
+  }
+  g_hash_table_unref(got);
+  g_hash_table_unref(watch);
+  return ok;
+}
+
+void qh_flow_probe_free(QhFlow *f) {
+  for (int i = 0; f->probe_inputs && i < f->n_probe_inputs; i++)
+    qh_tensor_free(f->probe_inputs[i]);
+  g_clear_pointer(&f->probe_inputs, g_free);
+  g_clear_pointer(&f->float_values, g_hash_table_unref);
+  g_clear_pointer(&f->float_outputs, g_ptr_array_unref);
+  g_clear_pointer(&f->sqnr, g_hash_table_unref);
+  g_clear_pointer(&f->output_sqnr, g_ptr_array_unref);
+  g_clear_pointer(&f->weight_sqnr, g_hash_table_unref);
+}
+
+/* ---- printing ---- */
+
+typedef struct {
+  const QhQuantPoint *pt;
+  double sqnr; /* NAN when unknown */
+  gboolean is_weight;
+} Row;
+
+static gint worst_first(gconstpointer a, gconstpointer b) {
+  const Row *x = a, *y = b;
+  double p = isnan(x->sqnr) ? INFINITY : x->sqnr, q = isnan(y->sqnr) ? INFINITY : y->sqnr;
+  return p < q ? -1 : p > q ? 1 : x->pt->index - y->pt->index;
+}
+
+static const char *dtype_word(int32_t dtype) {
+  return dtype == QH_DTYPE_UINT8 ? "uint8" : dtype == QH_DTYPE_INT8 ? "int8" : dtype == QH_DTYPE_INT32 ? "int32" : "?";
+}
+
+static GArray *rows_of(const QhFlow *f) {
+  GArray *rows = g_array_new(FALSE, FALSE, sizeof(Row));
+  for (guint i = 0; i < f->points->points->len; i++) {
+    const QhQuantPoint *pt = f->points->points->pdata[i];
+    if (pt->qparams == NULL || pt->name == NULL)
+      continue;
+    GHashTable *table = pt->is_constant ? f->weight_sqnr : f->sqnr;
+    const double *s = table ? g_hash_table_lookup(table, pt->name) : NULL;
+    Row r = {pt, s ? *s : NAN, pt->is_constant};
+    g_array_append_val(rows, r);
+  }
+  g_array_sort(rows, worst_first);
+  return rows;
+}
+
+static const char *observer_of(const QhQuantPoint *pt) {
+  if (pt->observer)
+    return qh_observer_config(pt->observer)->name;
+  return pt->spec->kind == QH_SPEC_FIXED ? "fixed" : pt->spec->kind == QH_SPEC_DERIVED ? "derived" : "?";
+}
+
+static void print_text(const QhFlow *f, GArray *rows) {
+  const QhQuantizeOptions *o = f->opt;
+  int nq = 0, nf = 0;
+  GHashTableIter it;
+  gpointer value;
+  g_hash_table_iter_init(&it, f->report->nodes);
+  while (g_hash_table_iter_next(&it, NULL, &value))
+    ((QhQuantReportEntry *)value)->quantized ? nq++ : nf++;
+  printf("%s -> %s: backend %s, %" G_GINT64_FORMAT " calibration samples\n", o->model_path, o->output_path,
+         f->name, f->samples);
+  printf("nodes: %d quantized, %d float\n", nq, nf);
+  for (int i = 0; i < qh_graph_n_nodes(f->graph); i++) {
+    const QhQuantReportEntry *e = g_hash_table_lookup(f->report->nodes, GINT_TO_POINTER(i));
+    if (e == NULL || e->quantized)
+      continue;
+    const QhNode *n = qh_graph_node(f->graph, i);
+    printf("  float  %s (%s): %s\n", n->name, n->op_type, e->reason ? e->reason : "");
+  }
+  printf("tensors, worst SQNR first:\n");
+  for (guint i = 0; i < rows->len; i++) {
+    const Row *r = &g_array_index(rows, Row, i);
+    const QhQuantParams *q = r->pt->qparams;
+    char sq[32];
+    if (isnan(r->sqnr))
+      g_strlcpy(sq, "-", sizeof sq);
+    else
+      g_snprintf(sq, sizeof sq, "%.1f dB", r->sqnr);
+    if (q->n == 1)
+      printf("  %-8s %-40s %-5s scale %-13.9g zero point %-4d %-28s SQNR %s\n", r->is_weight ? "weight" : "act",
+             r->pt->name, dtype_word(q->dtype), (double)q->scale[0], q->zero_point[0], observer_of(r->pt), sq);
+    else
+      printf("  %-8s %-40s %-5s %d channels (axis %d)              %-28s SQNR %s\n", r->is_weight ? "weight" : "act",
+             r->pt->name, dtype_word(q->dtype), q->n, q->ch_axis, observer_of(r->pt), sq);
+  }
+  for (guint i = 0; f->output_sqnr && i < f->output_sqnr->len; i++)
+    printf("output %s: SQNR %.1f dB\n", qh_graph_value(f->graph, g_array_index(f->graph->outputs, int, i))->name,
+           *(double *)f->output_sqnr->pdata[i]);
+  for (guint i = 0; i < f->report->notes->len; i++)
+    printf("note: %s\n", (const char *)f->report->notes->pdata[i]);
+}
+
+static void add_double(JsonBuilder *b, const char *member, double v) {
+  json_builder_set_member_name(b, member);
+  if (isnan(v))
+    json_builder_add_null_value(b);
+  else if (isinf(v))
+    json_builder_add_string_value(b, v > 0 ? "inf" : "-inf");
+  else
+    json_builder_add_double_value(b, v);
+}
+
+static char *report_json(const QhFlow *f, GArray *rows) {
+  JsonBuilder *b = json_builder_new();
+  json_builder_begin_object(b);
+  json_builder_set_member_name(b, "schema_version");
+  json_builder_add_int_value(b, 1);
+  json_builder_set_member_name(b, "backend");
+  json_builder_add_string_value(b, f->name);
+  json_builder_set_member_name(b, "calibration_samples");
+  json_builder_add_int_value(b, f->samples);
+  json_builder_set_member_name(b, "nodes");
+  json_builder_begin_array(b);
+  for (int i = 0; i < qh_graph_n_nodes(f->graph); i++) {
+    const QhQuantReportEntry *e = g_hash_table_lookup(f->report->nodes, GINT_TO_POINTER(i));
+    if (e == NULL)
+      continue;
+    const QhNode *n = qh_graph_node(f->graph, i);
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "name");
+    json_builder_add_string_value(b, n->name);
+    json_builder_set_member_name(b, "op_type");
+    json_builder_add_string_value(b, n->op_type);
+    json_builder_set_member_name(b, "quantized");
+    json_builder_add_boolean_value(b, e->quantized);
+    if (e->pattern) {
+      json_builder_set_member_name(b, "pattern");
+      json_builder_add_string_value(b, e->pattern);
+    }
+    if (e->reason) {
+      json_builder_set_member_name(b, "reason");
+      json_builder_add_string_value(b, e->reason);
+    }
+    json_builder_end_object(b);
+  }
+  json_builder_end_array(b);
+  json_builder_set_member_name(b, "tensors");
+  json_builder_begin_array(b);
+  for (guint i = 0; i < rows->len; i++) {
+    const Row *r = &g_array_index(rows, Row, i);
+    const QhQuantParams *q = r->pt->qparams;
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "name");
+    json_builder_add_string_value(b, r->pt->name);
+    json_builder_set_member_name(b, "kind");
+    json_builder_add_string_value(b, r->is_weight ? "weight" : "activation");
+    json_builder_set_member_name(b, "dtype");
+    json_builder_add_string_value(b, dtype_word(q->dtype));
+    json_builder_set_member_name(b, "observer");
+    json_builder_add_string_value(b, observer_of(r->pt));
+    json_builder_set_member_name(b, "quant_min");
+    json_builder_add_int_value(b, q->quant_min);
+    json_builder_set_member_name(b, "quant_max");
+    json_builder_add_int_value(b, q->quant_max);
+    if (q->n > 1) {
+      json_builder_set_member_name(b, "axis");
+      json_builder_add_int_value(b, q->ch_axis);
+    }
+    json_builder_set_member_name(b, "scale");
+    json_builder_begin_array(b);
+    for (int k = 0; k < q->n; k++)
+      json_builder_add_double_value(b, q->scale[k]);
+    json_builder_end_array(b);
+    json_builder_set_member_name(b, "zero_point");
+    json_builder_begin_array(b);
+    for (int k = 0; k < q->n; k++)
+      json_builder_add_int_value(b, q->zero_point[k]);
+    json_builder_end_array(b);
+    add_double(b, "sqnr_db", r->sqnr);
+    json_builder_end_object(b);
+  }
+  json_builder_end_array(b);
+  json_builder_set_member_name(b, "outputs");
+  json_builder_begin_array(b);
+  for (guint i = 0; f->output_sqnr && i < f->output_sqnr->len; i++) {
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "name");
+    json_builder_add_string_value(b, qh_graph_value(f->graph, g_array_index(f->graph->outputs, int, i))->name);
+    add_double(b, "sqnr_db", *(double *)f->output_sqnr->pdata[i]);
+    json_builder_end_object(b);
+  }
+  json_builder_end_array(b);
+  json_builder_set_member_name(b, "notes");
+  json_builder_begin_array(b);
+  for (guint i = 0; i < f->report->notes->len; i++)
+    json_builder_add_string_value(b, f->report->notes->pdata[i]);
+  json_builder_end_array(b);
+  json_builder_end_object(b);
+  JsonGenerator *gen = json_generator_new();
+  JsonNode *root = json_builder_get_root(b);
+  json_generator_set_root(gen, root);
+  json_generator_set_pretty(gen, TRUE);
+  char *text = json_generator_to_data(gen, NULL);
+  json_node_unref(root);
+  g_object_unref(gen);
+  g_object_unref(b);
+  return text;
+}
+
+gboolean qh_flow_report(QhFlow *f, GError **error) {
+  GArray *rows = rows_of(f);
+  gboolean ok = TRUE;
+  if (f->opt->report_path) {
+    char *text = report_json(f, rows);
+    GError *local = NULL;
+    ok = g_file_set_contents(f->opt->report_path, text, -1, &local);
+    if (!ok) {
+      g_set_error(error, QH_ERROR, QH_ERROR_IO, "%s", local->message);
+      g_error_free(local);
+    }
+    g_free(text);
+  }
+  if (ok && !f->opt->quiet)
+    print_text(f, rows);
+  g_array_unref(rows);
+  return ok;
+}

@@ -1,0 +1,390 @@
+/* The quantization flow (flow.h): one function per stage, run in DESIGN.md's order by
+ * qh_quantize and qh_calibrate. The plugin is loaded once, after its file was scanned
+ * out of process; every plugin call goes through a graph view with exactly the
+ * permissions that stage allows. */
+#include <glib/gstdio.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "exec/plan.h"
+#include "io/onnx.h"
+#include "plugin/graph-view.h"
+#include "plugin/host-api-private.h"
+#include "plugin/host-private.h"
+#include "plugin/status-private.h"
+#include "quant/backend-annotate.h"
+#include "quant/calib-data.h"
+#include "quant/convert.h"
+#include "quant/flow-private.h"
+#include "quant/observer-private.h"
+#include "quant/plugin-observer.h"
+#include "quant/stats.h"
+
+/* ---- plugin ---- */
+
+static gboolean load_plugin(QhFlow *f, GError **error) {
+  f->plugin = qh_plugin_find_and_load(&f->opt->search, f->opt->backend, error);
+  if (f->plugin == NULL)
+    return FALSE;
+  if (!qh_plugin_create_instance(f->plugin, f->opt->backend_opts, f->opt->threads, error))
+    return FALSE;
+  f->desc = qh_plugin_desc(f->plugin);
+  f->instance = qh_plugin_instance(f->plugin);
+  f->name = qh_plugin_info(f->plugin)->name;
+  const QhPluginDesc *d = f->desc;
+  f->bc = QH_HAS_FIELD(d, QhPluginDesc, backend_config) ? d->backend_config : NULL;
+  f->annotate = QH_HAS_FIELD(d, QhPluginDesc, annotate) ? d->annotate : NULL;
+  if (f->bc == NULL && f->annotate == NULL) {
+    g_set_error(error, QH_ERROR, QH_ERROR_UNSUPPORTED,
+                "plugin '%s' supplies neither a backend_config nor annotate: it cannot quantize", f->name);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean call_status(QhFlow *f, QhStatus *st, const char *callback, GError **error) {
+  if (st == NULL)
+    return TRUE;
+  char *prefix = g_strdup_printf("plugin '%s': %s", f->name, callback);
+  qh_status_to_gerror(st, prefix, error);
+  g_free(prefix);
+  return FALSE;
+}
+
+static gboolean graph_sound(QhFlow *f, const char *after, GError **error) {
+  GArray *order = NULL;
+  if (!qh_graph_topo_order(f->graph, &order, error)) {
+    g_prefix_error(error, "plugin '%s': %s left the graph broken: ", f->name, after);
+    return FALSE;
+  }
+  g_array_unref(order);
+  return TRUE;
+}
+
+static gboolean transform(QhFlow *f, GError **error) {
+  const QhTransformOps *t = QH_HAS_FIELD(f->desc, QhPluginDesc, transform) ? f->desc->transform : NULL;
+  if (t) {
+    QhGraphView *view = qh_graph_view_new(f->graph, QH_VIEW_READ | QH_VIEW_REWRITE);
+    const char *prev = qh_plugin_set_current(f->name);
+    QhStatus *st = t->transform_for_annotation(f->instance, qh_host_api_get(), view);
+    qh_plugin_set_current(prev);
+    qh_graph_view_free(view);
+    if (!call_status(f, st, "transform_for_annotation", error) ||
+        !graph_sound(f, "transform_for_annotation", error))
+      return FALSE;
+  }
+  if (f->bc && !qh_backend_fold_batchnorm(f->bc, f->graph, error))
+    return FALSE;
+  return TRUE;
+}
+
+/* ---- annotation ---- */
+
+static char **plugin_observer_names(const QhFlow *f) {
+  size_t n = QH_HAS_FIELD(f->desc, QhPluginDesc, n_observers) ? f->desc->n_observers : 0;
+  char **names = g_new0(char *, n + 1);
+  for (size_t i = 0; i < n; i++)
+    names[i] = g_strdup(f->desc->observers[i]->name);
+  return names;
+}
+
+static gboolean annotate(QhFlow *f, GError **error) {
+  char **observers = plugin_observer_names(f);
+  f->mapping = qh_qconfig_mapping_new(f->bc, (const char *const *)observers, error);
+  f->set = qh_annotation_set_new();
+  for (char **p = observers; *p; p++)
+    qh_annotation_set_add_observer(f->set, *p);
+  g_strfreev(observers);
+  if (f->mapping == NULL)
+    return FALSE;
+  if (f->opt->config_path && !qh_qconfig_mapping_load_file(f->mapping, f->opt->config_path, error))
+    return FALSE;
+  if (f->bc && !qh_backend_annotate(f->bc, f->graph, f->mapping, f->set, f->report, error))
+    return FALSE;
+  if (f->annotate) {
+    QhGraphView *view = qh_graph_view_new(f->graph, QH_VIEW_READ | QH_VIEW_ANNOTATE);
+    qh_graph_view_set_annotations(view, f->set);
+    qh_graph_view_set_qconfig_hook(view, qh_qconfig_view_hook, f->mapping);
+    const char *prev = qh_plugin_set_current(f->name);
+    QhStatus *st = f->annotate->annotate(f->instance, qh_host_api_get(), view);
+    gboolean ok = call_status(f, st, "annotate", error);
+    if (ok && !qh_annotation_set_validate(f->set, f->graph, error)) {
+      g_prefix_error(error, "plugin '%s': annotate: ", f->name);
+      ok = FALSE;
+    }
+    if (ok && f->annotate->validate) {
+      qh_graph_view_set_permissions(view, QH_VIEW_READ);
+      ok = call_status(f, f->annotate->validate(f->instance, qh_host_api_get(), view), "validate", error);
+    }
+    qh_plugin_set_current(prev);
+    qh_graph_view_free(view);
+    if (!ok)
+      return FALSE;
+    qh_flow_report_imperative(f);
+  } else if (!qh_annotation_set_validate(f->set, f->graph, error)) {
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* ---- observers ---- */
+
+static const QhObserverOps *plugin_observer(const QhFlow *f, const char *name) {
+  size_t n = QH_HAS_FIELD(f->desc, QhPluginDesc, n_observers) ? f->desc->n_observers : 0;
+  for (size_t i = 0; name && i < n; i++)
+    if (strcmp(f->desc->observers[i]->name, name) == 0)
+      return f->desc->observers[i];
+  return NULL;
+}
+
+static QhObserver *make_observer(gpointer data, const QhQuantSpec *spec, int rank, const int64_t *dims,
+                                 GError **error) {
+  QhFlow *f = data;
+  const QhObserverOps *ops = plugin_observer(f, spec->observer);
+  if (ops)
+    return qh_plugin_observer_new(ops, f->instance, spec, rank, dims, error);
+  QhObserverConfig *cfg = qh_observer_config_from_spec(spec);
+  QhObserver *obs = qh_observer_config_check(cfg, error) ? qh_observer_new(cfg, rank, dims, error) : NULL;
+  qh_observer_config_free(cfg);
+  return obs;
+}
+
+static QhObserver *load_observer(gpointer data, const QhQuantPoint *pt, const guint8 *bytes, gsize size,
+                                 GError **error) {
+  QhFlow *f = data;
+  const QhObserverConfig *cfg = qh_observer_config(pt->observer);
+  const QhObserverOps *ops = plugin_observer(f, pt->spec->observer);
+  if (ops)
+    return qh_plugin_observer_load(ops, f->instance, pt->spec, pt->observer->rank, pt->observer->dims, bytes,
+                                   size, error);
+  return qh_observer_load(cfg, pt->observer->rank, pt->observer->dims, bytes, size, error);
+}
+
+/* ---- calibration ---- */
+
+static gboolean open_plan(QhFlow *f, GError **error) {
+  f->calib = qh_calib_open(f->opt->calib_path, f->graph, error);
+  if (f->calib == NULL)
+    return FALSE;
+  f->plan = qh_plan_new(f->graph, qh_calib_shapes(f->calib), FALSE, error);
+  if (f->plan == NULL)
+    g_prefix_error(error, "%s: ", f->opt->model_path);
+  return f->plan != NULL;
+}
+
+static void progress(const QhFlow *f, int64_t done, int64_t total) {
+  if (!f->opt->progress)
+    return;
+  int width = 30, filled = total > 0 ? (int)(done * width / total) : width;
+  fprintf(stderr, "\rcalibrating [%.*s%*s] %" G_GINT64_FORMAT "/%" G_GINT64_FORMAT, filled,
+          "##############################", width - filled, "", done, total);
+  if (done == total)
+    fputc('\n', stderr);
+  fflush(stderr);
+}
+
+static gboolean calibrate(QhFlow *f, GError **error) {
+  int64_t n = qh_calib_count(f->calib), begin = 0, end = n;
+  if (f->opt->shard_count > 0) {
+    begin = n * f->opt->shard_index / f->opt->shard_count;
+    end = n * (f->opt->shard_index + 1) / f->opt->shard_count;
+    if (begin == end) {
+      g_set_error(error, QH_ERROR, QH_ERROR_INVALID, "%s: shard %d/%d of %" G_GINT64_FORMAT " samples is empty",
+                  f->opt->calib_path, f->opt->shard_index, f->opt->shard_count, n);
+      return FALSE;
+    }
+  }
+  QhExecContext ctx = {0};
+  ctx.pool = f->pool;
+  qh_plan_set_value_hook(f->plan, qh_quant_points_observe, f->points);
+  gboolean ok = TRUE;
+  for (int64_t i = begin; i < end && ok; i++) {
+    QhTensor **sample = qh_calib_read(f->calib, i, error);
+    QhTensor **outs = NULL;
+    ok = sample && qh_plan_run(f->plan, &ctx, (const QhTensor *const *)sample, &outs, error);
+    if (!ok && sample)
+      g_prefix_error(error, "%s: sample %" G_GINT64_FORMAT ": ", f->opt->calib_path, i);
+    for (guint k = 0; outs && k < f->graph->outputs->len; k++)
+      qh_tensor_free(outs[k]);
+    g_free(outs);
+    qh_calib_free_sample(f->calib, sample);
+    progress(f, i - begin + 1, end - begin);
+  }
+  qh_plan_set_value_hook(f->plan, NULL, NULL);
+  qh_exec_context_clear(&ctx);
+  f->samples = end - begin;
+  return ok;
+}
+
+/* ---- refine ---- */
+
+static gboolean refine_get(gpointer data, const QhGraph *graph, const QhEdgeRef *edge, QhQParams *out,
+                           gboolean *found, GError **error) {
+  (void)graph;
+  (void)error;
+  QhQuantPoint *pt = qh_quant_points_for_edge(((QhFlow *)data)->points, edge);
+  *found = pt && pt->qparams;
+  if (*found) {
+    const QhQuantParams *q = pt->qparams;
+    out->dtype = q->dtype;
+    out->qscheme = q->qscheme;
+    out->quant_min = q->quant_min;
+    out->quant_max = q->quant_max;
+    out->ch_axis = q->ch_axis;
+    out->count = (size_t)q->n;
+    out->capacity = (size_t)q->n;
+    out->scale = q->scale;
+    out->zero_point = q->zero_point;
+  }
+  return TRUE;
+}
+
+static gboolean refine_set(gpointer data, QhGraph *graph, const QhEdgeRef *edge, const QhQParams *qp,
+                           const char *reason, GError **error) {
+  (void)graph;
+  QhFlow *f = data;
+  QhQuantPoint *pt = qh_quant_points_for_edge(f->points, edge);
+  if (pt == NULL || pt->qparams == NULL) {
+    g_set_error(error, QH_ERROR, QH_ERROR_MISMATCH, "that edge is not quantized");
+    return FALSE;
+  }
+  QhQuantParams *q = qh_quant_params_new((int)qp->count);
+  q->dtype = qp->dtype;
+  q->qscheme = qp->qscheme;
+  q->quant_min = qp->quant_min;
+  q->quant_max = qp->quant_max;
+  q->ch_axis = qp->count > 1 ? qp->ch_axis : -1;
+  memcpy(q->scale, qp->scale, sizeof(float) * qp->count);
+  memcpy(q->zero_point, qp->zero_point, sizeof(int32_t) * qp->count);
+  qh_quant_report_note(f->report, "refine: '%s': scale %.9g -> %.9g, zero point %d -> %d (%s)",
+                       pt->name ? pt->name : "?", (double)pt->qparams->scale[0], (double)q->scale[0],
+                       pt->qparams->zero_point[0], q->zero_point[0], reason ? reason : "no reason given");
+  qh_quant_params_free(pt->qparams);
+  pt->qparams = q;
+  return TRUE;
+}
+
+static gboolean refine(QhFlow *f, GError **error) {
+  const QhRefineOps *r = QH_HAS_FIELD(f->desc, QhPluginDesc, refine) ? f->desc->refine : NULL;
+  if (r == NULL)
+    return TRUE;
+  QhGraphView *view = qh_graph_view_new(f->graph, QH_VIEW_READ | QH_VIEW_QPARAMS_READ | QH_VIEW_QPARAMS_WRITE);
+  qh_graph_view_set_annotations(view, f->set);
+  qh_graph_view_set_qparams_hooks(view, refine_get, refine_set, f);
+  const char *prev = qh_plugin_set_current(f->name);
+  QhStatus *st = r->refine(f->instance, qh_host_api_get(), view);
+  qh_plugin_set_current(prev);
+  qh_graph_view_free(view);
+  return call_status(f, st, "refine", error);
+}
+
+/* ---- the whole flow ---- */
+
+static void flow_clear(QhFlow *f) {
+  if (f->plan)
+    qh_plan_free(f->plan);
+  qh_quant_points_free(f->points);
+  qh_calib_close(f->calib);
+  qh_annotation_set_free(f->set);
+  qh_qconfig_mapping_free(f->mapping);
+  qh_quant_report_free(f->report);
+  qh_flow_probe_free(f);
+  if (f->pool)
+    qh_thread_pool_free(f->pool);
+  qh_graph_free(f->graph);
+  qh_plugin_free(f->plugin);
+  g_free(f->origin.model_hash);
+  g_free(f->origin.backend);
+}
+
+static gboolean hash_model(QhFlow *f, GError **error) {
+  char *data = NULL;
+  gsize len = 0;
+  GError *local = NULL;
+  if (!g_file_get_contents(f->opt->model_path, &data, &len, &local)) {
+    g_set_error(error, QH_ERROR, QH_ERROR_IO, "%s", local->message);
+    g_error_free(local);
+    return FALSE;
+  }
+  f->origin.model_hash = g_compute_checksum_for_data(G_CHECKSUM_SHA256, (const guchar *)data, len);
+  f->origin.backend = g_strdup(f->name);
+  g_free(data);
+  return TRUE;
+}
+
+/* Everything up to calibrated (or merged) observers. */
+static gboolean prepare(QhFlow *f, gboolean need_calib, GError **error) {
+  f->report = qh_quant_report_new();
+  f->graph = qh_onnx_load(f->opt->model_path, error);
+  if (f->graph == NULL || !load_plugin(f, error) || !hash_model(f, error) || !transform(f, error) ||
+      !annotate(f, error))
+    return FALSE;
+  f->pool = qh_thread_pool_new(f->opt->threads);
+  if (need_calib) {
+    if (!open_plan(f, error))
+      return FALSE;
+  } else {
+    f->plan = qh_plan_new(f->graph, NULL, FALSE, error);
+    if (f->plan == NULL) {
+      g_prefix_error(error, "%s: ", f->opt->model_path);
+      return FALSE;
+    }
+  }
+  f->points = qh_quant_points_new(f->graph, f->set, f->plan, make_observer, f, error);
+  if (f->points == NULL) {
+    g_prefix_error(error, "%s: ", f->opt->model_path);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean qh_calibrate(const QhQuantizeOptions *opt, GError **error) {
+  QhFlow f = {.opt = opt};
+  gboolean ok = prepare(&f, TRUE, error) && calibrate(&f, error) &&
+                qh_stats_save(opt->output_path, &f.origin, f.points, f.samples, error);
+  if (ok && !opt->quiet)
+    printf("%s: %" G_GINT64_FORMAT " samples, %u quantization points\n", opt->output_path, f.samples,
+           f.points->points->len);
+  flow_clear(&f);
+  return ok;
+}
+
+static gboolean merge_stats(QhFlow *f, GError **error) {
+  int64_t total = 0;
+  for (int i = 0; f->opt->stats_paths[i]; i++) {
+    int64_t samples = 0;
+    if (!qh_stats_load(f->opt->stats_paths[i], &f->origin, f->points, i == 0, load_observer, f, &samples, error))
+      return FALSE;
+    total += samples;
+  }
+  f->samples = total;
+  return TRUE;
+}
+
+gboolean qh_quantize(const QhQuantizeOptions *opt, GError **error) {
+  QhFlow f = {.opt = opt};
+  gboolean from_stats = opt->stats_paths && opt->stats_paths[0];
+  gboolean ok = prepare(&f, !from_stats, error);
+  if (ok)
+    ok = from_stats ? merge_stats(&f, error) : calibrate(&f, error);
+  ok = ok && qh_flow_probe_float(&f, error) && qh_quant_points_compute(f.points, error) && refine(&f, error);
+  if (ok) {
+    qh_flow_weight_sqnr(&f);
+    qh_plan_free(f.plan); /* the plan borrows the float graph, which convert rewrites */
+    f.plan = NULL;
+    ok = qh_quant_convert(f.graph, f.points, error);
+    if (!ok)
+      g_prefix_error(error, "%s: ", opt->model_path);
+  }
+  /* the report first: if the model cannot be written, the report is taken back */
+  ok = ok && qh_flow_probe_quantized(&f, error) && qh_flow_report(&f, error);
+  if (ok && !qh_onnx_save(f.graph, opt->output_path, error)) {
+    if (opt->report_path)
+      g_unlink(opt->report_path);
+    ok = FALSE;
+  }
+  flow_clear(&f);
+  return ok;
+}
