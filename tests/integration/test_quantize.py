@@ -151,6 +151,38 @@ def case_bad_configs(runner, tmp):
         assert f.read() == b"keep me"
 
 
+def case_calibration_sources(runner, tmp):
+    """A directory of .npy (one sample each, name order) and an .npz keyed by input name
+    calibrate exactly like the .npy with samples along its first axis; --probe names
+    the SQNR sample."""
+    cfg = write_json(tmp, "minmax.json", MINMAX)
+    calib = np.load(CALIB)[:20]
+    npy = os.path.join(tmp, "calib.npy")
+    np.save(npy, calib)
+    d = os.path.join(tmp, "samples")
+    os.makedirs(d)
+    for i, x in enumerate(calib):
+        np.save(os.path.join(d, f"s{i:03d}.npy"), x[None] if i % 2 else x)  # with and without batch axis
+    npz = os.path.join(tmp, "calib.npz")
+    np.savez(npz, input=calib)
+    results = {}
+    for name, src in (("npy", npy), ("dir", d), ("npz", npz)):
+        out = os.path.join(tmp, name + ".onnx")
+        ok(runner, "quantize", "--backend", "fbgemm", "--calib", src, "-o", out, "--config", cfg, MODEL)
+        results[name] = scales(out)
+    for name in ("dir", "npz"):
+        for k, v in results["npy"].items():
+            assert results[name][k].tobytes() == v.tobytes(), f"{name}: {k} differs"
+    probe = os.path.join(tmp, "probe.npy")
+    np.save(probe, np.load(TEST)[:1])
+    report = os.path.join(tmp, "r.json")
+    ok(runner, "quantize", "--backend", "fbgemm", "--calib", npy, "-o", os.path.join(tmp, "p.onnx"),
+       "--probe", probe, "--report", report, MODEL)
+    with open(report) as f:
+        out_sqnr = json.load(f)["outputs"][0]["sqnr_db"]
+    assert isinstance(out_sqnr, float), out_sqnr
+
+
 def case_bad_calibration(runner, tmp):
     out = os.path.join(tmp, "out.onnx")
     calib = np.load(CALIB)
