@@ -9,6 +9,9 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "plugin/host-api-private.h"
+#include "plugin/host-private.h"
+#include "plugin/status-private.h"
 #include "quant/flow-private.h"
 #include "quant/quantize.h"
 #include "quant/report-private.h"
@@ -60,37 +63,73 @@ static double *boxed(double v) {
   return p;
 }
 
+/* PyTorch's quantize then dequantize of a weight. */
+static void torch_fake_quantize(const QhTensor *t, const QhQuantParams *q, float *dq) {
+  int64_t n = qh_tensor_numel(t);
+  size_t esize = q->dtype == QH_DTYPE_S32 ? 4 : 1;
+  void *qd = g_malloc((size_t)n * esize);
+  if (q->n > 1)
+    qh_quant_quantize_per_channel(t->data, t->shape.rank, t->shape.dims, q, qd);
+  else
+    qh_quant_quantize(t->data, (size_t)n, q->scale[0], q->zero_point[0], q->dtype, qd);
+  /* the channel of element k is its index along ch_axis */
+  int64_t inner = 1;
+  for (int d = q->ch_axis + 1; q->n > 1 && d < t->shape.rank; d++)
+    inner *= t->shape.dims[d];
+  for (int64_t k = 0; k < n; k++) {
+    int c = q->n > 1 ? (int)((k / inner) % q->n) : 0;
+    qh_quant_dequantize((const char *)qd + (size_t)k * esize, 1, q->dtype, q->scale[c], q->zero_point[c], &dq[k]);
+  }
+  g_free(qd);
+}
+
+/* The backend's own fake-quant (QhReferenceNumericsOps), where it supplies one. */
+static gboolean plugin_fake_quantize(QhFlow *f, const QhReferenceNumericsOps *rn, const QhTensor *t,
+                                     const QhQuantParams *q, float *dq) {
+  QhQParams qp = {QH_STRUCT_HEADER(QhQParams), .dtype = q->dtype, .qscheme = q->qscheme,
+                  .quant_min = q->quant_min, .quant_max = q->quant_max, .ch_axis = q->ch_axis,
+                  .count = (size_t)q->n, .capacity = (size_t)q->n, .scale = q->scale,
+                  .zero_point = q->zero_point};
+  QhTensorView in = {QH_STRUCT_HEADER(QhTensorView), .dtype = QH_DTYPE_FLOAT, .rank = t->shape.rank,
+                     .data = t->data, .nbytes = t->nbytes};
+  memcpy(in.dims, t->shape.dims, sizeof(int64_t) * (size_t)t->shape.rank);
+  QhTensorView out = in;
+  out.data = dq;
+  const char *prev = qh_plugin_set_current(f->name);
+  QhStatus *st = rn->fake_quantize(f->instance, qh_host_api_get(),
+                                   q->dtype == QH_DTYPE_S32 ? QH_ROLE_BIAS : QH_ROLE_WEIGHT, &qp, &in, &out);
+  qh_plugin_set_current(prev);
+  if (st == NULL)
+    return TRUE;
+  GError *error = NULL;
+  qh_status_to_gerror(st, "reference_numerics", &error);
+  qh_quant_report_note(f->report, "%s; SQNR with PyTorch's rounding instead", error->message);
+  g_error_free(error);
+  return FALSE;
+}
+
 void qh_flow_weight_sqnr(QhFlow *f) {
   f->weight_sqnr = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  const QhReferenceNumericsOps *rn =
+      QH_HAS_FIELD(f->desc, QhPluginDesc, reference_numerics) ? f->desc->reference_numerics : NULL;
+  if (rn)
+    qh_quant_report_note(f->report, "weight SQNR uses plugin '%s''s reference numerics: %s", f->name,
+                         rn->description);
   for (guint i = 0; i < f->points->points->len; i++) {
     const QhQuantPoint *pt = f->points->points->pdata[i];
     if (!pt->is_constant || pt->qparams == NULL || pt->values->len == 0)
       continue;
     const QhValue *v = qh_graph_value(f->graph, g_array_index(pt->values, int, 0));
     const QhTensor *t = v->initializer;
-    const QhQuantParams *q = pt->qparams;
     if (t == NULL || t->dtype != QH_DTYPE_F32)
       continue;
-    int64_t n = qh_tensor_numel(t);
-    size_t esize = q->dtype == QH_DTYPE_S32 ? 4 : 1;
-    void *qd = g_malloc((size_t)n * esize);
-    float *dq = g_new(float, n);
-    if (q->n > 1)
-      qh_quant_quantize_per_channel(t->data, t->shape.rank, t->shape.dims, q, qd);
-    else
-      qh_quant_quantize(t->data, (size_t)n, q->scale[0], q->zero_point[0], q->dtype, qd);
-    /* dequantize channel by channel: the channel is the index along ch_axis */
-    int64_t inner = 1;
-    for (int d = q->ch_axis + 1; q->n > 1 && d < t->shape.rank; d++)
-      inner *= t->shape.dims[d];
-    for (int64_t k = 0; k < n; k++) {
-      int c = q->n > 1 ? (int)((k / inner) % q->n) : 0;
-      qh_quant_dequantize((const char *)qd + (size_t)k * esize, 1, q->dtype, q->scale[c], q->zero_point[c],
-                          &dq[k]);
-    }
-    g_hash_table_replace(f->weight_sqnr, g_strdup(v->name), boxed(sqnr_db(t->data, dq, n)));
-    g_free(qd);
-    g_free(dq);
+    float *dq = qh_aligned_alloc0(t->nbytes);
+    if (dq == NULL)
+      continue;
+    if (!rn || !plugin_fake_quantize(f, rn, t, pt->qparams, dq))
+      torch_fake_quantize(t, pt->qparams, dq);
+    g_hash_table_replace(f->weight_sqnr, g_strdup(v->name), boxed(sqnr_db(t->data, dq, qh_tensor_numel(t))));
+    qh_aligned_free(dq);
   }
 }
 

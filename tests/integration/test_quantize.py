@@ -304,6 +304,10 @@ def case_imperative_plugin(runner, tmp):
         assert m == 0.5, f"{t['name']}: scale {t['scale'][0]} is not a power of two"
     names = [t["name"] for t in report["tensors"]]
     assert len(names) == len(set(names)), f"each value is observed once (implicit sharing): {names}"
+    assert any("reference numerics: weights round half away from zero" in n for n in report["notes"]), \
+        report["notes"]
+    weights = [t for t in report["tensors"] if t["kind"] == "weight"]
+    assert weights and all(isinstance(t["sqnr_db"], float) for t in weights), weights
     assert accuracy(runner, out, tmp) >= accuracy(runner, MODEL, tmp) - 1.0
     # the user's qconfig reaches the plugin: an exclusion, and another observer that
     # refine then corrects, each change reported with the plugin's reason

@@ -3,7 +3,8 @@
  * (Pow2MinMax: min/max with the scale rounded up to a power of two) on activations,
  * per-channel symmetric int8 on weights, an int32 bias derived from the input and
  * weight scales, shares Relu's output with its input, and refines qparams after
- * calibration so that every activation scale is a power of two (reporting each change).
+ * calibration so that every activation scale is a power of two (reporting each change),
+ * and supplies its own fake-quant (weights round half away from zero) for the report.
  * Built only for tests (tests/quant); it includes only the SDK. */
 #include <math.h>
 #include <qhost/qhost-plugin.h>
@@ -238,10 +239,35 @@ static QhStatus *refine(void *instance, const QhHostApi *host, QhGraphView *g) {
 
 static const QhRefineOps refine_ops = {QH_STRUCT_HEADER(QhRefineOps), refine};
 
+/* ---- reference numerics: weights round half away from zero, as many DSPs do ---- */
+
+static QhStatus *fake_quantize(void *instance, const QhHostApi *host, int32_t role, const QhQParams *q,
+                               const QhTensorView *in, QhTensorView *out) {
+  (void)instance, (void)role;
+  if (in->nbytes != out->nbytes)
+    return host->status_new(QH_ERR_INVALID_ARGUMENT, "input and output sizes differ");
+  const float *x = in->data;
+  float *y = out->data;
+  size_t n = in->nbytes / sizeof(float), inner = 1;
+  for (int32_t d = q->ch_axis + 1; q->count > 1 && d < in->rank; d++)
+    inner *= (size_t)in->dims[d];
+  for (size_t i = 0; i < n; i++) {
+    size_t c = q->count > 1 ? (i / inner) % q->count : 0;
+    float v = roundf(x[i] / q->scale[c]) + (float)q->zero_point[c];
+    v = fminf(fmaxf(v, (float)q->quant_min), (float)q->quant_max);
+    y[i] = (v - (float)q->zero_point[c]) * q->scale[c];
+  }
+  return NULL;
+}
+
+static const QhReferenceNumericsOps numerics = {QH_STRUCT_HEADER(QhReferenceNumericsOps),
+                                                "weights round half away from zero", fake_quantize};
+
 static const QhPluginDesc desc = {
     QH_STRUCT_HEADER(QhPluginDesc), .name = "imperative", .version = "1.0",
     .description = "test backend: imperative annotate, its own observer, derived int32 bias, refine",
-    .annotate = &annotate_ops, .observers = observers, .n_observers = 1, .refine = &refine_ops};
+    .annotate = &annotate_ops, .observers = observers, .n_observers = 1, .refine = &refine_ops,
+    .reference_numerics = &numerics};
 
 QH_PLUGIN_EXPORT QhStatus *qhost_plugin_init(const QhHostApi *host, const QhPluginDesc **out_desc) {
   QhStatus *st = qh_plugin_check_host(host);
