@@ -142,7 +142,8 @@ static Chan chan_consts(const QhInt8Params *p, const float *bias, int64_t c) {
     vf32 inv = 1.0f / sb;
     vf32 bs = k.bias * inv;
     k.bq = round_add_clamp(bs, 0, INT32_MIN, INT32_MAX);
-    vf32 m = sb / p->y.scale;
+    vf32 inv_so = 1.0f / p->y.scale;
+    vf32 m = sb * inv_so;
     k.mult = m;
   } else {
     k.mult = sb;

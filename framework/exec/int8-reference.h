@@ -4,7 +4,9 @@
  *
  * Requantization rules (sb[c] = f32(sx*sw[c]), acc = Σ (xq−zx)(wq−zw[c]) exact):
  *   QH_REQUANT_QNNPACK:   bq[c] = rint(f32(b[c] * f32(1/sb[c]))) (int32 bias, 0 without
- *                         bias), M[c] = f32(sb[c]/so),
+ *                         bias), M[c] = f32(sb[c] * f32(1/so)) (PyTorch's
+ *                         generate_requantization_scales; numerics-spec §7's f32(sb/so)
+ *                         differs by an ulp on ~25% of channels and flips near-ties),
  *                         out = clamp(rint(f32(f32(acc + bq[c]) * M[c])) + zo, lo, hi)
  *   QH_REQUANT_ONEDNN:    y = f32(f32(f32(acc) * sb[c]) + b[c]) (b = 0 without bias),
  *                         out = clamp(rint(f32(y * f32(1/so))) + zo, lo, hi)

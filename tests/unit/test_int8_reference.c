@@ -67,6 +67,20 @@ static void test_tie_rules_differ(void) {
     }
 }
 
+/* QNNPACK's multiplier is f32(sb * f32(1/so)), not f32(sb / so) as numerics-spec §7
+ * says: here the two differ by one ulp and acc·M lands either side of −101.5. PyTorch
+ * 1.13 (engine qnnpack) gives 26; f32(sb / so) would give 27. Found by the oracle. */
+static void test_qnnpack_multiplier(void) {
+  const uint8_t x[] = {58};
+  const int8_t w[] = {30};
+  const float sw[] = {0x1.0dee5ep-7f};
+  QhInt8Params p = params(QH_REQUANT_QNNPACK, QH_DTYPE_U8, 0x1.05362cp-5f, 255, sw, NULL, FALSE,
+                          QH_DTYPE_U8, 0x1.f5291ep-7f, 128, FALSE);
+  uint8_t y = 0;
+  g_assert_true(qh_int8_linear_ref(x, w, NULL, 1, 1, 1, &p, &y, NULL));
+  g_assert_cmpint(y, ==, 26);
+}
+
 /* Clamps: relu keeps [zo, max]; a hand-set relu6-style window; saturation at both ends;
  * an accumulator past int32 saturates instead of wrapping. */
 static void test_clamps(void) {
@@ -440,6 +454,7 @@ int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/int8-reference/spec-linear", test_spec_linear);
   g_test_add_func("/int8-reference/tie-rules-differ", test_tie_rules_differ);
+  g_test_add_func("/int8-reference/qnnpack-multiplier", test_qnnpack_multiplier);
   g_test_add_func("/int8-reference/clamps", test_clamps);
   g_test_add_func("/int8-reference/per-channel-linear", test_per_channel_linear);
   g_test_add_func("/int8-reference/depthwise", test_depthwise);
