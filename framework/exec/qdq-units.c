@@ -1,0 +1,366 @@
+/* Finds the node units of a QDQ graph that a plugin's lowering patterns describe:
+ * for each op in topological order, the first pattern whose op chain starts there,
+ * whose intermediate values are private to the chain, whose computed inputs come
+ * through DequantizeLinear and whose output (usually) goes through one
+ * QuantizeLinear. The quantization parameters are read from the Q/DQ constant inputs
+ * and kept in the unit, so the unit can be handed to a plugin as a QhNodeUnit
+ * without further copies. */
+#include <math.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "exec/qdq-units.h"
+
+/* Every (node, slot) reading each value, from live nodes. */
+typedef struct {
+  const QhGraph *g;
+  GArray **uses; /* per value: GArray of int pairs (node, slot), or NULL */
+  gboolean *claimed;
+} Ctx;
+
+enum { NO_MATCH = 0, MATCH = 1, FAILED = -1 };
+
+static gboolean is_default_domain(const char *d) {
+  return !d || !*d || strcmp(d, "ai.onnx") == 0;
+}
+
+/* ops in a pattern are "Op" or "domain:Op". */
+static gboolean op_is(const QhNode *n, const char *pat) {
+  const char *colon = strchr(pat, ':');
+  if (!colon)
+    return is_default_domain(n->domain) && strcmp(n->op_type, pat) == 0;
+  size_t dl = (size_t)(colon - pat);
+  const char *d = n->domain ? n->domain : "";
+  gboolean dom = (strlen(d) == dl && strncmp(d, pat, dl) == 0) ||
+                 (is_default_domain(d) && dl == 7 && strncmp(pat, "ai.onnx", 7) == 0);
+  return dom && strcmp(n->op_type, colon + 1) == 0;
+}
+
+static gboolean is_plain(const QhNode *n, const char *op) {
+  return is_default_domain(n->domain) && strcmp(n->op_type, op) == 0;
+}
+
+static guint n_uses(const Ctx *c, int v) { return c->uses[v] ? c->uses[v]->len / 2 : 0; }
+static int use_node(const Ctx *c, int v, guint i) { return g_array_index(c->uses[v], int, 2 * i); }
+static int use_slot(const Ctx *c, int v, guint i) { return g_array_index(c->uses[v], int, 2 * i + 1); }
+
+int32_t qh_qdq_default_role(const char *op_type, int slot) {
+  static const char *const weighted[] = {"Conv", "ConvTranspose", "Gemm", "MatMul"};
+  if (slot == 1 || slot == 2)
+    for (size_t i = 0; i < G_N_ELEMENTS(weighted); i++)
+      if (strcmp(op_type, weighted[i]) == 0)
+        return slot == 1 ? QH_ROLE_WEIGHT : QH_ROLE_BIAS;
+  return QH_ROLE_ACTIVATION;
+}
+
+static gboolean dtype_range(int32_t dtype, int32_t *lo, int32_t *hi) {
+  switch (dtype) {
+  case QH_DTYPE_UINT8: *lo = 0; *hi = 255; return TRUE;
+  case QH_DTYPE_INT8: *lo = -128; *hi = 127; return TRUE;
+  case QH_DTYPE_UINT16: *lo = 0; *hi = 65535; return TRUE;
+  case QH_DTYPE_INT16: *lo = -32768; *hi = 32767; return TRUE;
+  case QH_DTYPE_INT32: *lo = G_MININT32; *hi = G_MAXINT32; return TRUE;
+  default: return FALSE;
+  }
+}
+
+static int fail(const QhNode *n, GError **error, const char *what) {
+  char *d = qh_node_describe(n);
+  g_set_error(error, QH_ERROR, QH_ERROR_INVALID, "%s: %s", d, what);
+  g_free(d);
+  return FAILED;
+}
+
+static void qparams_clear(QhQParams *q) {
+  g_free(q->scale);
+  g_free(q->zero_point);
+  memset(q, 0, sizeof *q);
+}
+
+/* The qparams of a QuantizeLinear or DequantizeLinear node, from its constant inputs.
+ * x is the integer side (the DQ's input, the Q's output). Non-constant scales or zero
+ * points, or a type no integer kernel knows, are no match; inconsistent ones fail. */
+static int read_qparams(const QhGraph *g, const QhNode *n, int x, QhQParams *out,
+                        GError **error) {
+  int s = qh_node_input(n, 1), z = qh_node_input(n, 2);
+  if (s < 0)
+    return NO_MATCH;
+  const QhTensor *st = qh_graph_value(g, s)->initializer;
+  const QhTensor *zt = z >= 0 ? qh_graph_value(g, z)->initializer : NULL;
+  if (!st || st->dtype != QH_DTYPE_F32 || (z >= 0 && !zt))
+    return NO_MATCH;
+  int64_t count = qh_tensor_numel(st);
+  if (count < 1)
+    return fail(n, error, "empty scale");
+  if (zt && qh_tensor_numel(zt) != count)
+    return fail(n, error, "zero point and scale differ in size");
+  const QhValue *xv = x >= 0 ? qh_graph_value(g, x) : NULL;
+  int32_t dtype = zt ? (int32_t)zt->dtype
+                     : (xv && xv->dtype != QH_DTYPE_UNDEFINED ? (int32_t)xv->dtype : QH_DTYPE_UINT8);
+  int32_t lo, hi;
+  if (!dtype_range(dtype, &lo, &hi))
+    return NO_MATCH;
+  int32_t axis = -1;
+  if (count > 1 || st->shape.rank > 0) {
+    int64_t a = 1;
+    if (!qh_node_attr_get_int(n, "axis", 1, &a, error))
+      return FAILED;
+    int rank = xv ? xv->shape.rank : -1;
+    if (a < 0 && rank >= 0)
+      a += rank;
+    if (a < 0 || (rank >= 0 && a >= rank))
+      return fail(n, error, "axis out of range");
+    if (rank >= 0 && xv->shape.dims[a] >= 0 && xv->shape.dims[a] != count)
+      return fail(n, error, "scale count differs from the axis dimension");
+    axis = count > 1 ? (int32_t)a : -1;
+  }
+  *out = (QhQParams){QH_STRUCT_HEADER(QhQParams)};
+  out->dtype = dtype;
+  out->qscheme = axis >= 0 ? QH_QSCHEME_PER_CHANNEL_AFFINE : QH_QSCHEME_PER_TENSOR_AFFINE;
+  out->quant_min = lo;
+  out->quant_max = hi;
+  out->ch_axis = axis;
+  out->count = out->capacity = (size_t)count;
+  out->scale = g_new(float, count);
+  out->zero_point = g_new0(int32_t, count);
+  memcpy(out->scale, st->data, (size_t)count * sizeof(float));
+  for (int64_t i = 0; i < count; i++) {
+    if (!(out->scale[i] > 0.0f) || !isfinite(out->scale[i])) {
+      qparams_clear(out);
+      return fail(n, error, "scale must be positive and finite");
+    }
+    if (!zt)
+      continue;
+    int64_t zp = dtype == QH_DTYPE_UINT8    ? ((const uint8_t *)zt->data)[i]
+                 : dtype == QH_DTYPE_INT8   ? ((const int8_t *)zt->data)[i]
+                 : dtype == QH_DTYPE_UINT16 ? ((const uint16_t *)zt->data)[i]
+                 : dtype == QH_DTYPE_INT16  ? ((const int16_t *)zt->data)[i]
+                                            : ((const int32_t *)zt->data)[i];
+    out->zero_point[i] = (int32_t)zp;
+  }
+  return MATCH;
+}
+
+/* A value leaves the chain only through output 0: other outputs must be unused. */
+static gboolean side_outputs_unused(const Ctx *c, const QhNode *n) {
+  for (int i = 1; i < n->n_outputs; i++)
+    if (n->outputs[i] >= 0 && (n_uses(c, n->outputs[i]) || qh_graph_value(c->g, n->outputs[i])->is_output))
+      return FALSE;
+  return TRUE;
+}
+
+static int add_input(const Ctx *c, QhQdqUnit *u, int node, int slot, int32_t role,
+                     GError **error) {
+  int v = qh_node_input(qh_graph_node(c->g, node), slot);
+  if (v < 0)
+    return MATCH;
+  const QhValue *val = qh_graph_value(c->g, v);
+  QhQdqUnitInput in = {.node = node, .slot = slot, .dq_node = -1, .value = v, .read_value = v,
+                       .role = role};
+  const QhNode *p = val->producer >= 0 ? qh_graph_node(c->g, val->producer) : NULL;
+  if (p && is_plain(p, "DequantizeLinear") && qh_node_input(p, 0) >= 0) {
+    int x = qh_node_input(p, 0);
+    int r = read_qparams(c->g, p, x, &in.qparams, error);
+    if (r != MATCH)
+      return r;
+    in.dq_node = p->id;
+    in.value = x;
+    in.quantized = TRUE;
+  } else if (!val->initializer && role != QH_ROLE_NOT_OBSERVED) {
+    return NO_MATCH; /* a computed float input: not a QDQ unit */
+  }
+  g_array_append_val(u->inputs, in);
+  return MATCH;
+}
+
+static void unit_clear_inputs(QhQdqUnit *u) {
+  for (guint i = 0; i < u->inputs->len; i++)
+    qparams_clear(&g_array_index(u->inputs, QhQdqUnitInput, i).qparams);
+  g_array_set_size(u->inputs, 0);
+}
+
+static int try_pattern(const Ctx *c, const QhLoweringPattern *pat, int start, QhQdqUnit *u,
+                       GError **error) {
+  if (pat->n_ops < 1 || pat->n_ops > QH_PATTERN_MAX_OPS || !pat->ops)
+    return NO_MATCH;
+  const QhNode *n = qh_graph_node(c->g, start);
+  if (!pat->ops[0] || !op_is(n, pat->ops[0]))
+    return NO_MATCH;
+  int chain_slot[QH_PATTERN_MAX_OPS] = {-1, -1, -1};
+  u->nodes[0] = start;
+  for (size_t i = 1; i < pat->n_ops; i++) {
+    const QhNode *prev = qh_graph_node(c->g, u->nodes[i - 1]);
+    int v = qh_node_output(prev, 0);
+    if (v < 0 || n_uses(c, v) != 1 || qh_graph_value(c->g, v)->is_output ||
+        !side_outputs_unused(c, prev))
+      return NO_MATCH;
+    int next = use_node(c, v, 0);
+    const QhNode *nn = qh_graph_node(c->g, next);
+    if (c->claimed[next] || !pat->ops[i] || !op_is(nn, pat->ops[i]))
+      return NO_MATCH;
+    u->nodes[i] = next;
+    chain_slot[i] = use_slot(c, v, 0);
+  }
+  u->n_nodes = (int)pat->n_ops;
+  unit_clear_inputs(u);
+  for (int s = 0; s < n->n_inputs; s++) {
+    int32_t role = pat->input_roles && (size_t)s < pat->n_input_roles
+                       ? pat->input_roles[s]
+                       : qh_qdq_default_role(n->op_type, s);
+    int r = add_input(c, u, start, s, role, error);
+    if (r != MATCH)
+      return r;
+  }
+  for (int i = 1; i < u->n_nodes; i++) {
+    const QhNode *op = qh_graph_node(c->g, u->nodes[i]);
+    for (int s = 0; s < op->n_inputs; s++) {
+      if (s == chain_slot[i] || op->inputs[s] < 0)
+        continue;
+      if (!(pat->extra_inputs_mask & (1u << i)))
+        return NO_MATCH;
+      int r = add_input(c, u, u->nodes[i], s, QH_ROLE_ACTIVATION, error);
+      if (r != MATCH)
+        return r;
+    }
+  }
+  const QhNode *last = qh_graph_node(c->g, u->nodes[u->n_nodes - 1]);
+  int out = qh_node_output(last, 0);
+  if (out < 0 || !side_outputs_unused(c, last))
+    return NO_MATCH;
+  const QhValue *ov = qh_graph_value(c->g, out);
+  if (n_uses(c, out) == 0 && !ov->is_output)
+    return NO_MATCH;
+  u->chain_output = u->output = out;
+  u->q_node = -1;
+  u->float_output = TRUE;
+  if (n_uses(c, out) == 1 && !ov->is_output) {
+    const QhNode *q = qh_graph_node(c->g, use_node(c, out, 0));
+    int qo = qh_node_output(q, 0);
+    if (is_plain(q, "QuantizeLinear") && use_slot(c, out, 0) == 0 && qo >= 0) {
+      int r = read_qparams(c->g, q, qo, &u->output_qparams, error);
+      if (r != MATCH)
+        return r;
+      u->q_node = q->id;
+      u->output = qo;
+      u->float_output = FALSE;
+    }
+  }
+  return MATCH;
+}
+
+static void build_abi(QhQdqUnit *u) {
+  guint k = u->inputs->len;
+  for (int i = 0; i < u->n_nodes; i++)
+    u->abi_nodes[i] = (uint32_t)u->nodes[i];
+  u->abi_inputs = g_new0(uint32_t, k ? k : 1);
+  u->abi_roles = g_new0(int32_t, k ? k : 1);
+  u->abi_input_qparams = g_new0(const QhQParams *, k ? k : 1);
+  for (guint i = 0; i < k; i++) {
+    QhQdqUnitInput *in = &g_array_index(u->inputs, QhQdqUnitInput, i);
+    u->abi_inputs[i] = (uint32_t)in->value;
+    u->abi_roles[i] = in->role;
+    u->abi_input_qparams[i] = in->quantized ? &in->qparams : NULL;
+  }
+  u->abi_output = (uint32_t)u->output;
+  u->abi_output_qparams = u->float_output ? NULL : &u->output_qparams;
+}
+
+static QhQdqUnit *unit_new(void) {
+  QhQdqUnit *u = g_new0(QhQdqUnit, 1);
+  u->inputs = g_array_new(FALSE, TRUE, sizeof(QhQdqUnitInput));
+  u->q_node = -1;
+  return u;
+}
+
+void qh_qdq_unit_free(QhQdqUnit *u) {
+  if (!u)
+    return;
+  unit_clear_inputs(u);
+  g_array_unref(u->inputs);
+  qparams_clear(&u->output_qparams);
+  g_free(u->abi_inputs);
+  g_free(u->abi_roles);
+  g_free(u->abi_input_qparams);
+  g_free(u);
+}
+
+void qh_qdq_unit_to_abi(const QhQdqUnit *u, QhNodeUnit *out) {
+  *out = (QhNodeUnit){QH_STRUCT_HEADER(QhNodeUnit)};
+  out->pattern_id = u->pattern ? u->pattern->id : NULL;
+  out->nodes = u->abi_nodes;
+  out->n_nodes = (size_t)u->n_nodes;
+  out->inputs = u->abi_inputs;
+  out->n_inputs = u->inputs->len;
+  out->input_roles = u->abi_roles;
+  out->input_qparams = u->abi_input_qparams;
+  out->outputs = &u->abi_output;
+  out->n_outputs = 1;
+  out->output_qparams = &u->abi_output_qparams;
+}
+
+static void ctx_clear(Ctx *c) {
+  for (int v = 0; c->uses && v < qh_graph_n_values(c->g); v++)
+    if (c->uses[v])
+      g_array_unref(c->uses[v]);
+  g_free(c->uses);
+  g_free(c->claimed);
+}
+
+GPtrArray *qh_qdq_match_units(const QhGraph *g, const QhLoweringPattern *const *patterns,
+                              size_t n, GError **error) {
+  GArray *order = NULL;
+  if (!qh_graph_topo_order(g, &order, error))
+    return NULL;
+  Ctx c = {g, g_new0(GArray *, qh_graph_n_values(g) + 1), g_new0(gboolean, qh_graph_n_nodes(g) + 1)};
+  for (guint i = 0; i < order->len; i++) {
+    const QhNode *nd = qh_graph_node(g, g_array_index(order, int, i));
+    for (int s = 0; s < nd->n_inputs; s++) {
+      int v = nd->inputs[s];
+      if (v < 0)
+        continue;
+      if (!c.uses[v])
+        c.uses[v] = g_array_new(FALSE, FALSE, sizeof(int));
+      int pair[2] = {nd->id, s};
+      g_array_append_vals(c.uses[v], pair, 2);
+    }
+  }
+  GPtrArray *units = g_ptr_array_new_with_free_func((GDestroyNotify)qh_qdq_unit_free);
+  QhQdqUnit *u = unit_new();
+  gboolean ok = TRUE;
+  for (guint i = 0; ok && i < order->len; i++) {
+    int id = g_array_index(order, int, i);
+    const QhNode *nd = qh_graph_node(g, id);
+    if (c.claimed[id] || is_plain(nd, "QuantizeLinear") || is_plain(nd, "DequantizeLinear"))
+      continue;
+    for (size_t p = 0; p < n; p++) {
+      if (!patterns[p])
+        continue;
+      int r = try_pattern(&c, patterns[p], id, u, error);
+      if (r == FAILED) {
+        ok = FALSE;
+        break;
+      }
+      if (r == NO_MATCH) {
+        unit_clear_inputs(u);
+        qparams_clear(&u->output_qparams);
+        continue;
+      }
+      u->pattern = patterns[p];
+      u->pattern_index = p;
+      for (int k = 0; k < u->n_nodes; k++)
+        c.claimed[u->nodes[k]] = TRUE;
+      build_abi(u);
+      g_ptr_array_add(units, u);
+      u = unit_new();
+      break;
+    }
+  }
+  qh_qdq_unit_free(u);
+  ctx_clear(&c);
+  g_array_unref(order);
+  if (!ok) {
+    g_ptr_array_unref(units);
+    return NULL;
+  }
+  return units;
+}
