@@ -426,9 +426,7 @@ gboolean qh_graph_view_check_qparams(const QhGraph *graph, const QhEdgeRef *edge
                 QH_GRAPH_VIEW_MAX_QPARAMS);
     return FALSE;
   }
-  gboolean per_channel = c.qscheme == QH_QSCHEME_PER_CHANNEL_AFFINE ||
-                         c.qscheme == QH_QSCHEME_PER_CHANNEL_SYMMETRIC ||
-                         c.qscheme == QH_QSCHEME_PER_CHANNEL_AFFINE_FLOAT_QPARAMS;
+  gboolean per_channel = qh_quant_qscheme_is_per_channel(c.qscheme);
   const QhNode *n = qh_graph_node(graph, (int)edge->node);
   const QhValue *v = qh_graph_value(
       graph, edge->kind == QH_EDGE_INPUT ? n->inputs[edge->slot] : n->outputs[edge->slot]);

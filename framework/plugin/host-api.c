@@ -49,6 +49,8 @@ static const char *api_status_message(const QhStatus *status) {
 
 /* ---- log and report ---- */
 
+static const char *const level_words[] = {"error", "warning", "info", "debug"};
+
 static int clamp_level(int32_t level) {
   return level < QH_LOG_ERROR ? QH_LOG_ERROR : level > QH_LOG_DEBUG ? QH_LOG_DEBUG : level;
 }
@@ -62,22 +64,20 @@ static char *plugin_text(const char *message) {
 }
 
 static void api_log(int32_t level, const char *message) {
-  static const char *const words[] = {"error", "warning", "info", "debug"};
   char *line = plugin_text(message);
   /* plugin-check captures stderr to catch plugins that print; log lines go to its sink */
   if (report_sink)
     g_ptr_array_add(report_sink->findings,
-                    g_strdup_printf("log %s: %s", words[clamp_level(level)], line));
+                    g_strdup_printf("log %s: %s", level_words[clamp_level(level)], line));
   else
     qh_log(clamp_level(level), "plugin %s: %s", current_plugin ? current_plugin : "?", line);
   g_free(line);
 }
 
 static void api_report(int32_t level, const char *message) {
-  static const char *const words[] = {"error", "warning", "info", "debug"};
   char *line = plugin_text(message);
   if (report_sink)
-    g_ptr_array_add(report_sink->findings, g_strdup_printf("%s: %s", words[clamp_level(level)], line));
+    g_ptr_array_add(report_sink->findings, g_strdup_printf("%s: %s", level_words[clamp_level(level)], line));
   else
     qh_log(clamp_level(level), "plugin %s: %s", current_plugin ? current_plugin : "?", line);
   g_free(line);

@@ -143,9 +143,13 @@ gboolean qh_quant_dtype_range(int32_t dtype, int64_t *lo, int64_t *hi, const cha
   }
 }
 
-static gboolean is_per_channel(int32_t qscheme) {
+gboolean qh_quant_qscheme_is_per_channel(int32_t qscheme) {
   return qscheme == QH_QSCHEME_PER_CHANNEL_AFFINE || qscheme == QH_QSCHEME_PER_CHANNEL_SYMMETRIC ||
          qscheme == QH_QSCHEME_PER_CHANNEL_AFFINE_FLOAT_QPARAMS;
+}
+
+const char *qh_quant_default_observer(int32_t qscheme) {
+  return qh_quant_qscheme_is_per_channel(qscheme) ? "PerChannelMinMaxObserver" : "MinMaxObserver";
 }
 
 /* dtype, range and eps; *qmin and *qmax get the range quantized values may take. */
@@ -196,7 +200,7 @@ static gboolean check_qscheme(const QhGraph *g, const QhEdgeRef *edge, const QhQ
                 s->qscheme);
     return FALSE;
   }
-  if (!is_per_channel(s->qscheme)) {
+  if (!qh_quant_qscheme_is_per_channel(s->qscheme)) {
     if (s->ch_axis != -1) {
       g_set_error(error, QH_ERROR, QH_ERROR_INVALID,
                   "spec.ch_axis %d must be -1 for a per-tensor qscheme", s->ch_axis);
@@ -236,10 +240,10 @@ static gboolean check_observer(const QhAnnotationSet *set, const QhQuantSpec *s,
     gboolean pc_observer = strstr(s->observer, "PerChannel") != NULL;
     gboolean builtin = !g_hash_table_contains(set->observers, s->observer) &&
                        strcmp(s->observer, "PlaceholderObserver") != 0;
-    if (builtin && pc_observer != is_per_channel(s->qscheme)) {
+    if (builtin && pc_observer != qh_quant_qscheme_is_per_channel(s->qscheme)) {
       g_set_error(error, QH_ERROR, QH_ERROR_INVALID,
                   "spec.observer '%s' does not match spec.qscheme %d (%s)", s->observer,
-                  s->qscheme, is_per_channel(s->qscheme) ? "per-channel" : "per-tensor");
+                  s->qscheme, qh_quant_qscheme_is_per_channel(s->qscheme) ? "per-channel" : "per-tensor");
       return FALSE;
     }
   }

@@ -45,6 +45,13 @@ typedef struct QhAnnotationSet QhAnnotationSet;
 gboolean qh_quant_dtype_range(int32_t dtype, int64_t *out_min, int64_t *out_max,
                               const char **out_name);
 
+/* TRUE for the per-channel qschemes (affine, symmetric, affine with float qparams). */
+gboolean qh_quant_qscheme_is_per_channel(int32_t qscheme);
+
+/* The observer a spec or qconfig without an observer name gets: PyTorch's
+ * PerChannelMinMaxObserver for per-channel qschemes, else MinMaxObserver (static). */
+const char *qh_quant_default_observer(int32_t qscheme);
+
 QhAnnotationSet *qh_annotation_set_new(void);
 void qh_annotation_set_free(QhAnnotationSet *set);
 

@@ -274,8 +274,7 @@ static gboolean write_specs(Ctx *c, const QhPatternMatch *m, int32_t obs, const 
     QhOption *w_storage = NULL;
     if (qc->weight)
       qh_qconfig_to_spec(qc->weight, &w, &w_storage);
-    if (w.qscheme == QH_QSCHEME_PER_CHANNEL_AFFINE || w.qscheme == QH_QSCHEME_PER_CHANNEL_SYMMETRIC ||
-        w.qscheme == QH_QSCHEME_PER_CHANNEL_AFFINE_FLOAT_QPARAMS)
+    if (qh_quant_qscheme_is_per_channel(w.qscheme))
       w.ch_axis = weight_channel_axis(c, root, s);
     ok = put(c, edge(root->id, s, QH_EDGE_INPUT), &w, error);
     g_free(w_storage);

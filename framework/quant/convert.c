@@ -16,20 +16,23 @@ typedef struct {
   GPtrArray *consumers; /* per value id: GArray of (node, slot) int pairs, or NULL */
 } Ctx;
 
+/* Value and node names share one namespace here, so a new Q/DQ node never takes the
+ * name of a value or another node. */
+static gboolean name_taken(const QhGraph *g, const char *name) {
+  if (qh_graph_find_value(g, name) >= 0)
+    return TRUE;
+  for (int i = 0; i < qh_graph_n_nodes(g); i++)
+    if (strcmp(qh_graph_node(g, i)->name, name) == 0)
+      return TRUE;
+  return FALSE;
+}
+
 static char *unique_name(const QhGraph *g, const char *base) {
-  if (qh_graph_find_value(g, base) < 0) {
-    gboolean node_clash = FALSE;
-    for (int i = 0; i < qh_graph_n_nodes(g) && !node_clash; i++)
-      node_clash = strcmp(qh_graph_node(g, i)->name, base) == 0;
-    if (!node_clash)
-      return g_strdup(base);
-  }
+  if (!name_taken(g, base))
+    return g_strdup(base);
   for (int k = 1;; k++) {
     char *name = g_strdup_printf("%s_%d", base, k);
-    gboolean taken = qh_graph_find_value(g, name) >= 0;
-    for (int i = 0; i < qh_graph_n_nodes(g) && !taken; i++)
-      taken = strcmp(qh_graph_node(g, i)->name, name) == 0;
-    if (!taken)
+    if (!name_taken(g, name))
       return name;
     g_free(name);
   }

@@ -305,7 +305,10 @@ static gint worst_first(gconstpointer a, gconstpointer b) {
 }
 
 static const char *dtype_word(int32_t dtype) {
-  return dtype == QH_DTYPE_UINT8 ? "uint8" : dtype == QH_DTYPE_INT8 ? "int8" : dtype == QH_DTYPE_INT32 ? "int32" : "?";
+  int64_t lo, hi;
+  const char *name = "?";
+  qh_quant_dtype_range(dtype, &lo, &hi, &name);
+  return name;
 }
 
 static GArray *rows_of(const QhFlow *f) {

@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "quant/annotation.h"
 #include "quant/observers/host-observers.h"
 
 #define SAVE_MAGIC "QHOBS"
@@ -528,9 +529,7 @@ static gboolean check_shape(const QhObserver *obs, const QhTensor *x, GError **e
   /* A per-tensor observer takes any shape: one shared observer sees every value of its
    * group (a MaxPool's input and output, a Concat's inputs). A per-channel one needs
    * the same channel count along ch_axis. */
-  int32_t qs = obs->config->qscheme;
-  gboolean per_channel = qs == QH_QSCHEME_PER_CHANNEL_AFFINE || qs == QH_QSCHEME_PER_CHANNEL_SYMMETRIC ||
-                         qs == QH_QSCHEME_PER_CHANNEL_AFFINE_FLOAT_QPARAMS;
+  gboolean per_channel = qh_quant_qscheme_is_per_channel(obs->config->qscheme);
   int axis = obs->config->ch_axis < 0 ? obs->config->ch_axis + obs->rank : obs->config->ch_axis;
   gboolean ok = !per_channel ||
                 (x->shape.rank == obs->rank && axis >= 0 && axis < obs->rank &&

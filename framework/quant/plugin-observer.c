@@ -7,6 +7,7 @@
 #include "plugin/host-api-private.h"
 #include "plugin/host-private.h"
 #include "plugin/status-private.h"
+#include "quant/annotation.h"
 #include "quant/observer-private.h"
 #include "quant/plugin-observer.h"
 
@@ -134,13 +135,9 @@ static const QhObserverClass plugin_class = {"plugin", FALSE, po_observe, po_com
                                              po_free};
 
 QhObserverConfig *qh_observer_config_from_spec(const QhQuantSpec *spec) {
-  gboolean per_channel = spec->qscheme == QH_QSCHEME_PER_CHANNEL_AFFINE ||
-                         spec->qscheme == QH_QSCHEME_PER_CHANNEL_SYMMETRIC ||
-                         spec->qscheme == QH_QSCHEME_PER_CHANNEL_AFFINE_FLOAT_QPARAMS;
-  const char *name = spec->observer ? spec->observer
-                     : per_channel  ? "PerChannelMinMaxObserver"
-                                    : "MinMaxObserver";
-  QhObserverConfig *cfg = qh_observer_config_new(name);
+  gboolean per_channel = qh_quant_qscheme_is_per_channel(spec->qscheme);
+  QhObserverConfig *cfg =
+      qh_observer_config_new(spec->observer ? spec->observer : qh_quant_default_observer(spec->qscheme));
   cfg->dtype = spec->dtype;
   cfg->qscheme = spec->qscheme;
   cfg->has_range = (spec->flags & QH_SPEC_HAS_RANGE) != 0;

@@ -208,7 +208,6 @@ static gboolean make_observer(QhQuantPoints *pts, QhQuantPoint *pt, const QhPlan
     g_prefix_error(error, "value '%s': ", qh_graph_value(pts->graph, v0)->name);
     return FALSE;
   }
-  pt->is_constant = TRUE;
   for (guint i = 0; i < pt->values->len; i++) {
     int v = g_array_index(pt->values, int, i);
     const QhTensor *vi = qh_plan_value_info(plan, v);
@@ -216,7 +215,6 @@ static gboolean make_observer(QhQuantPoints *pts, QhQuantPoint *pt, const QhPlan
       if (!observe_one(pt, pts->graph, v, vi, error))
         return FALSE;
     } else {
-      pt->is_constant = FALSE;
       watch(pts, pt, v);
     }
   }
@@ -246,8 +244,10 @@ QhQuantPoints *qh_quant_points_new(QhGraph *graph, const QhAnnotationSet *set, c
     if (pt->values->len == 0)
       continue;
     pt->is_constant = TRUE;
-    for (guint k = 0; k < pt->values->len; k++)
-      pt->is_constant = pt->is_constant && qh_graph_value(graph, g_array_index(pt->values, int, k))->initializer;
+    for (guint k = 0; k < pt->values->len; k++) {
+      const QhTensor *vi = qh_plan_value_info(plan, g_array_index(pt->values, int, k));
+      pt->is_constant = pt->is_constant && vi && vi->data;
+    }
     if (pt->spec->kind == QH_SPEC_QUANTIZE)
       ok = make_observer(pts, pt, plan, factory, factory_data, error);
   }

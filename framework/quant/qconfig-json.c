@@ -525,7 +525,7 @@ static QhObserverConfig *parse_observer(Ctx *c, JsonNode *node, const char *path
       qscheme = name != NULL && is_per_channel_observer(name) ? QH_QSCHEME_PER_CHANNEL_AFFINE
                                                               : QH_QSCHEME_PER_TENSOR_AFFINE;
     if (name == NULL)
-      name = qh_qconfig_default_observer(qscheme);
+      name = qh_quant_default_observer(qscheme);
     if (dtype < 0)
       dtype = strcmp(name, "PlaceholderObserver") == 0 ? QH_DTYPE_FLOAT : QH_DTYPE_UINT8;
     cfg = qh_observer_config_new(name);

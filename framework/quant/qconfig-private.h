@@ -4,6 +4,7 @@
 #ifndef QH_QUANT_QCONFIG_PRIVATE_H
 #define QH_QUANT_QCONFIG_PRIVATE_H
 
+#include "quant/annotation.h"
 #include "quant/qconfig.h"
 
 G_BEGIN_DECLS
@@ -60,9 +61,6 @@ void qh_qconfig_layer_free(QhQConfigLayer *layer);
  * with what ("global.activation"). */
 gboolean qh_qconfig_check_observer(const QhObserverConfig *cfg, const char *const *known_observers,
                                    const char *what, GError **error);
-
-/* PyTorch's default observer names: by qscheme when the observer is not named. */
-const char *qh_qconfig_default_observer(int32_t qscheme);
 
 /* ---- qconfig-alias.c: PyTorch names for object_type keys ---- */
 

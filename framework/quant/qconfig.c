@@ -174,13 +174,6 @@ static gboolean is_known_plugin(const char *const *known, const char *name) {
   return FALSE;
 }
 
-const char *qh_qconfig_default_observer(int32_t qscheme) {
-  return qscheme == QH_QSCHEME_PER_CHANNEL_AFFINE || qscheme == QH_QSCHEME_PER_CHANNEL_SYMMETRIC ||
-                 qscheme == QH_QSCHEME_PER_CHANNEL_AFFINE_FLOAT_QPARAMS
-             ? "PerChannelMinMaxObserver"
-             : "MinMaxObserver";
-}
-
 gboolean qh_qconfig_check_observer(const QhObserverConfig *cfg, const char *const *known_observers,
                                    const char *what, GError **error) {
   gboolean reuse = strcmp(cfg->name, QH_QCONFIG_REUSE_INPUT) == 0;
@@ -271,14 +264,13 @@ static QhObserverConfig *spec_to_config(const QhQuantSpec *spec, const char *con
       spec_fail(error, what, "observer: not a UTF-8 name of at most %d bytes", MAX_OBSERVER_NAME);
       return NULL;
     }
-    cfg = qh_observer_config_new(s.observer ? s.observer : qh_qconfig_default_observer(s.qscheme));
+    cfg = qh_observer_config_new(s.observer ? s.observer : qh_quant_default_observer(s.qscheme));
     cfg->reduce_range = (s.flags & QH_SPEC_REDUCE_RANGE) != 0;
     cfg->has_eps = (s.flags & QH_SPEC_HAS_EPS) != 0;
     if (cfg->has_eps)
       cfg->eps = s.eps;
     cfg->qscheme = s.qscheme;
-    if (s.qscheme == QH_QSCHEME_PER_CHANNEL_AFFINE || s.qscheme == QH_QSCHEME_PER_CHANNEL_SYMMETRIC ||
-        s.qscheme == QH_QSCHEME_PER_CHANNEL_AFFINE_FLOAT_QPARAMS)
+    if (qh_quant_qscheme_is_per_channel(s.qscheme))
       cfg->ch_axis = s.ch_axis;
     if (!spec_args(&s, cfg, what, error)) {
       qh_observer_config_free(cfg);

@@ -23,15 +23,20 @@ static void put_str(GByteArray *b, const char *s) {
   g_byte_array_append(b, (const guint8 *)s, (guint)strlen(s));
 }
 
+/* Points with an observer: the ones a statistics file carries. */
+static guint32 observed_points(const QhQuantPoints *points) {
+  guint32 n = 0;
+  for (guint i = 0; i < points->points->len; i++)
+    n += ((const QhQuantPoint *)points->points->pdata[i])->observer != NULL;
+  return n;
+}
+
 gboolean qh_stats_save(const char *path, const QhStatsOrigin *origin, const QhQuantPoints *points,
                        int64_t samples, GError **error) {
   GByteArray *b = g_byte_array_new();
   g_byte_array_append(b, (const guint8 *)STATS_MAGIC, 8);
   put_u32(b, STATS_VERSION);
-  guint32 n = 0;
-  for (guint i = 0; i < points->points->len; i++)
-    n += ((const QhQuantPoint *)points->points->pdata[i])->observer != NULL;
-  put_u32(b, n);
+  put_u32(b, observed_points(points));
   put_str(b, origin->model_hash);
   put_str(b, origin->backend);
   gboolean ok = TRUE;
@@ -149,9 +154,7 @@ gboolean qh_stats_load(const char *path, const QhStatsOrigin *origin, QhQuantPoi
                 backend, origin->backend);
     ok = FALSE;
   }
-  guint32 expected = 0;
-  for (guint i = 0; i < points->points->len; i++)
-    expected += ((QhQuantPoint *)points->points->pdata[i])->observer != NULL;
+  guint32 expected = observed_points(points);
   if (ok && n != expected) {
     g_set_error(error, QH_ERROR, QH_ERROR_MISMATCH,
                 "%s: %u observed points, the annotation has %u (another --config or backend options?)", path, n,
