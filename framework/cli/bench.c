@@ -1,12 +1,16 @@
-/* `qhost bench`: warm-up, then repeated timed runs of a model on the host's
- * reference path; prints median, min and max latency (text, or JSON with
- * --json). Later backends add their kernels and coverage to the same command. */
+/* `qhost bench`: warm-up, then repeated timed runs of a model, on the host's
+ * reference path or (--backend) lowered to a plugin's int8 kernels; prints median,
+ * min and max latency, the ratio to the model's fp32 twin timed in the same run
+ * (runs alternate), and with a backend the coverage table (text, or JSON with
+ * --json). */
 #include <json-glib/json-glib.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/coverage.h"
 #include "core/error.h"
+#include "lower/strip-qdq.h"
 #include "exec/blas.h"
 #include "io/npy.h"
 
@@ -54,54 +58,135 @@ static double median_of_sorted(const double *v, int n) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-static void print_json(const char *model, const QhCliCommon *c, int warmup, int runs,
-                       const double *ms) {
-  JsonBuilder *b = json_builder_new();
-  json_builder_begin_object(b);
-  json_builder_set_member_name(b, "schema_version");
-  json_builder_add_int_value(b, 1);
-  json_builder_set_member_name(b, "model");
-  json_builder_add_string_value(b, model);
-  json_builder_set_member_name(b, "path");
-  json_builder_add_string_value(b, "host:reference");
-  json_builder_set_member_name(b, "blas");
-  json_builder_add_string_value(b, qh_blas_describe());
-  json_builder_set_member_name(b, "threads");
-  json_builder_add_int_value(b, c->threads);
-  json_builder_set_member_name(b, "warmup");
-  json_builder_add_int_value(b, warmup);
-  json_builder_set_member_name(b, "runs");
-  json_builder_add_int_value(b, runs);
+typedef struct {
+  const char *model;
+  const QhCliCommon *common;
+  const char *backend;   /* NULL: host reference */
+  int warmup, runs;
+  double *ms;            /* sorted */
+  double *fp32_ms;       /* sorted, or NULL when there is no fp32 twin */
+  int fp32_dropped;      /* Q/DQ pairs dropped to make the fp32 twin */
+  QhCliRunner *runner;
+  const QhGraph *graph;  /* the (lowered) graph the runner runs */
+} Bench;
+
+static void add_latency(JsonBuilder *b, const double *ms, int runs) {
   json_builder_set_member_name(b, "median_ms");
   json_builder_add_double_value(b, median_of_sorted(ms, runs));
   json_builder_set_member_name(b, "min_ms");
   json_builder_add_double_value(b, ms[0]);
   json_builder_set_member_name(b, "max_ms");
   json_builder_add_double_value(b, ms[runs - 1]);
+}
+
+static void print_json(const Bench *x) {
+  JsonBuilder *b = json_builder_new();
+  json_builder_begin_object(b);
+  json_builder_set_member_name(b, "schema_version");
+  json_builder_add_int_value(b, 1);
+  json_builder_set_member_name(b, "model");
+  json_builder_add_string_value(b, x->model);
+  json_builder_set_member_name(b, "path");
+  char *path = x->backend ? g_strdup_printf("plugin:%s", x->backend) : g_strdup("host:reference");
+  json_builder_add_string_value(b, path);
+  g_free(path);
+  json_builder_set_member_name(b, "blas");
+  json_builder_add_string_value(b, qh_blas_describe());
+  json_builder_set_member_name(b, "threads");
+  json_builder_add_int_value(b, x->common->threads);
+  json_builder_set_member_name(b, "warmup");
+  json_builder_add_int_value(b, x->warmup);
+  json_builder_set_member_name(b, "runs");
+  json_builder_add_int_value(b, x->runs);
+  add_latency(b, x->ms, x->runs);
+  if (x->fp32_ms) {
+    json_builder_set_member_name(b, "fp32");
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "qdq_pairs_dropped");
+    json_builder_add_int_value(b, x->fp32_dropped);
+    add_latency(b, x->fp32_ms, x->runs);
+    json_builder_end_object(b);
+    json_builder_set_member_name(b, "int8_over_fp32");
+    json_builder_add_double_value(b, median_of_sorted(x->ms, x->runs) /
+                                         median_of_sorted(x->fp32_ms, x->runs));
+  }
+  QhLowering *l = qh_cli_runner_lowering(x->runner);
+  if (l) {
+    QhCliCoverage c;
+    QhPlan *plan = qh_cli_runner_plan(x->runner);
+    qh_cli_coverage_compute(l, x->graph, plan, x->runs, &c);
+    json_builder_set_member_name(b, "coverage");
+    qh_cli_coverage_json(l, plan, &c, x->runs, TRUE, b);
+  }
   json_builder_end_object(b);
   qh_cli_print_json(b);
 }
 
+static void print_text(const Bench *x) {
+  double median = median_of_sorted(x->ms, x->runs);
+  printf("model: %s\n", x->model);
+  if (x->backend)
+    printf("path: plugin:%s (int8 kernels for the units it claims; the rest host:reference)\n",
+           x->backend);
+  else
+    printf("path: host:reference (fp32, %s)\n", qh_blas_describe());
+  printf("threads: %d\nruns: %d (after %d warm-up)\nlatency: median %.3f ms [min %.3f - max %.3f]\n",
+         x->common->threads, x->runs, x->warmup, median, x->ms[0], x->ms[x->runs - 1]);
+  if (x->fp32_ms) {
+    double fm = median_of_sorted(x->fp32_ms, x->runs);
+    printf("fp32 (%s, host:reference, same run): median %.3f ms [min %.3f - max %.3f]; "
+           "ratio to fp32 %.2fx\n",
+           x->fp32_dropped ? "the model with its Q/DQ dropped" : "the same model", fm, x->fp32_ms[0],
+           x->fp32_ms[x->runs - 1], median / fm);
+  }
+  QhLowering *l = qh_cli_runner_lowering(x->runner);
+  if (l) {
+    QhCliCoverage c;
+    QhPlan *plan = qh_cli_runner_plan(x->runner);
+    qh_cli_coverage_compute(l, x->graph, plan, x->runs, &c);
+    qh_cli_coverage_print(l, plan, &c, x->runs, TRUE);
+  }
+}
+
+/* One timed run; FALSE with error set on failure. */
+static gboolean timed_run(QhCliRunner *r, int n_outputs, double *ms, GError **error) {
+  QhTensor **outs = NULL;
+  gint64 t0 = g_get_monotonic_time();
+  gboolean ok = qh_cli_runner_run(r, &outs, error);
+  gint64 t1 = g_get_monotonic_time();
+  qh_cli_free_tensors(outs, n_outputs);
+  *ms = (double)(t1 - t0) / 1000.0;
+  return ok;
+}
+
 int qh_cli_bench(int argc, char **argv) {
-  char *input = NULL;
+  char *input = NULL, *backend = NULL;
   int warmup = 3, runs = 20;
-  gboolean as_json = FALSE;
-  QhCliCommon common = {0};
+  gboolean as_json = FALSE, no_fp32 = FALSE;
+  QhCliCommon common = {.uses_plugins = TRUE};
   const GOptionEntry entries[] = {
       {"input", 'i', 0, G_OPTION_ARG_FILENAME, &input,
        "Input data (default: seeded random values at the declared shapes)", "X.npy|X.npz"},
       {"warmup", 0, 0, G_OPTION_ARG_INT, &warmup, "Untimed runs first (default 3)", "N"},
       {"runs", 0, 0, G_OPTION_ARG_INT, &runs, "Timed runs (default 20)", "N"},
+      {"backend", 0, 0, G_OPTION_ARG_STRING, &backend,
+       "Run the units this backend plugin claims on its int8 kernels and show the coverage", "NAME"},
+      {"no-fp32", 0, 0, G_OPTION_ARG_NONE, &no_fp32,
+       "Do not time the fp32 twin (the model with its Q/DQ dropped)", NULL},
       {"json", 0, 0, G_OPTION_ARG_NONE, &as_json, "Print JSON (schema_version 1)", NULL},
       G_OPTION_ENTRY_NULL};
   int status = QH_EXIT_USAGE;
-  QhGraph *graph = NULL;
+  QhGraph *graph = NULL, *fp32_graph = NULL;
   QhTensor **inputs = NULL;
-  QhCliRunner *runner = NULL;
-  double *ms = NULL;
+  QhCliRunner *runner = NULL, *fp32_runner = NULL;
+  QhPlugin *plugin = NULL;
+  Bench x = {0};
   GError *error = NULL;
 
-  if (!qh_cli_parse("bench", "MODEL.onnx", "Time MODEL.onnx on the host's reference kernels.",
+  if (!qh_cli_parse("bench", "MODEL.onnx",
+                    "Time MODEL.onnx on the host's reference kernels, or with --backend on a plugin's "
+                    "int8 kernels for the QDQ units it claims. A QDQ model (or any model with "
+                    "--backend) is timed against its fp32 twin in the same run.",
                     entries, &common, &argc, &argv))
     goto out;
   if (argc != 2) {
@@ -121,39 +206,56 @@ int qh_cli_bench(int argc, char **argv) {
     qh_error_prefix(&error, input ? input : model);
     goto fail;
   }
-  if ((runner = qh_cli_runner_new(graph, inputs, common.threads, &error)) == NULL) {
-    qh_error_prefix(&error, model);
-    goto fail;
-  }
-  ms = g_new0(double, runs);
-  gboolean tty = qh_cli_is_tty() && !as_json;
-  for (int i = 0; i < warmup + runs; i++) {
-    QhTensor **outs = NULL;
-    gint64 t0 = g_get_monotonic_time();
-    gboolean ok = qh_cli_runner_run(runner, &outs, &error);
-    gint64 t1 = g_get_monotonic_time();
-    qh_cli_free_tensors(outs, (int)graph->outputs->len);
-    if (!ok) {
+  if (!no_fp32 && (backend || qh_qdq_count(graph) > 0)) {
+    if ((fp32_graph = qh_cli_load_model(model, &error)) == NULL ||
+        !qh_qdq_strip(fp32_graph, &x.fp32_dropped, &error) ||
+        (fp32_runner = qh_cli_runner_new(fp32_graph, inputs, common.threads, NULL, &error)) == NULL) {
       qh_error_prefix(&error, model);
       goto fail;
     }
-    if (i >= warmup)
-      ms[i - warmup] = (double)(t1 - t0) / 1000.0;
+  }
+  if (backend && (plugin = qh_cli_load_backend(&common, backend, &error)) == NULL)
+    goto fail;
+  if ((runner = qh_cli_runner_new(graph, inputs, common.threads, plugin, &error)) == NULL) {
+    qh_error_prefix(&error, model);
+    goto fail;
+  }
+  x = (Bench){.model = model, .common = &common, .backend = plugin ? qh_plugin_info(plugin)->name : NULL,
+              .warmup = warmup, .runs = runs, .runner = runner, .graph = graph,
+              .fp32_dropped = x.fp32_dropped};
+  x.ms = g_new0(double, runs);
+  if (fp32_runner)
+    x.fp32_ms = g_new0(double, runs);
+  gboolean tty = qh_cli_is_tty() && !as_json;
+  int n_out = (int)graph->outputs->len;
+  /* The two paths alternate so that both see the same machine state. */
+  for (int i = 0; i < warmup + runs; i++) {
+    if (i == warmup)
+      qh_plan_set_profiling(qh_cli_runner_plan(runner), TRUE);
+    double ms, fms;
+    if (!timed_run(runner, n_out, &ms, &error) ||
+        (fp32_runner && !timed_run(fp32_runner, n_out, &fms, &error))) {
+      qh_error_prefix(&error, model);
+      goto fail;
+    }
+    if (i >= warmup) {
+      x.ms[i - warmup] = ms;
+      if (fp32_runner)
+        x.fp32_ms[i - warmup] = fms;
+    }
     if (tty)
       fprintf(stderr, "\r%s %d/%d", i < warmup ? "warm-up" : "run", i < warmup ? i + 1 : i - warmup + 1,
               i < warmup ? warmup : runs);
   }
   if (tty)
     fprintf(stderr, "\r\033[K");
-  qsort(ms, (size_t)runs, sizeof(double), compare_doubles);
-  if (as_json) {
-    print_json(model, &common, warmup, runs, ms);
-  } else {
-    double median = median_of_sorted(ms, runs);
-    printf("model: %s\npath: host:reference (fp32, %s)\nthreads: %d\n"
-           "runs: %d (after %d warm-up)\nlatency: median %.3f ms [min %.3f - max %.3f]\n",
-           model, qh_blas_describe(), common.threads, runs, warmup, median, ms[0], ms[runs - 1]);
-  }
+  qsort(x.ms, (size_t)runs, sizeof(double), compare_doubles);
+  if (x.fp32_ms)
+    qsort(x.fp32_ms, (size_t)runs, sizeof(double), compare_doubles);
+  if (as_json)
+    print_json(&x);
+  else
+    print_text(&x);
   status = QH_EXIT_OK;
   goto out;
 fail:
@@ -162,8 +264,13 @@ out:
   if (graph != NULL)
     qh_cli_free_tensors(inputs, (int)graph->inputs->len);
   qh_cli_runner_free(runner);
+  qh_cli_runner_free(fp32_runner);
+  qh_plugin_free(plugin);
   qh_graph_free(graph);
-  g_free(ms);
+  qh_graph_free(fp32_graph);
+  g_free(x.ms);
+  g_free(x.fp32_ms);
   g_free(input);
+  g_free(backend);
   return status;
 }

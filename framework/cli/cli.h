@@ -10,6 +10,7 @@
 #include "core/graph.h"
 #include "core/tensor.h"
 #include "exec/plan.h"
+#include "lower/lowering.h"
 #include "plugin/plugin.h"
 
 G_BEGIN_DECLS
@@ -71,8 +72,19 @@ gboolean qh_cli_write_outputs(const QhGraph *graph, QhTensor *const *outputs, co
  * of a model whose inputs are fixed at batch 1 (or have no batch axis): it then
  * runs once per sample and stacks the outputs. */
 typedef struct QhCliRunner QhCliRunner;
-QhCliRunner *qh_cli_runner_new(const QhGraph *graph, QhTensor *const *inputs, int threads,
-                               GError **error);
+/* With a backend (non-NULL, loaded with its instance) the graph is lowered to the
+ * backend's kernels and rewritten in place (lower/lowering.h); the runner then owns
+ * the lowering (qh_cli_runner_lowering). */
+QhCliRunner *qh_cli_runner_new(QhGraph *graph, QhTensor *const *inputs, int threads,
+                               QhPlugin *backend, GError **error);
+/* The runner's lowering, or NULL without a backend. Borrowed. */
+QhLowering *qh_cli_runner_lowering(const QhCliRunner *runner);
+/* The plan the runner runs (borrowed), for profiling. */
+QhPlan *qh_cli_runner_plan(const QhCliRunner *runner);
+
+/* Find the backend plugin `name` (name or path) the common options' search
+ * describes, load it and create its instance with --backend-opt and --threads. */
+QhPlugin *qh_cli_load_backend(const QhCliCommon *common, const char *name, GError **error);
 gboolean qh_cli_runner_run(QhCliRunner *runner, QhTensor ***outputs, GError **error);
 void qh_cli_runner_free(QhCliRunner *runner);
 

@@ -54,8 +54,9 @@ static gboolean report_accuracy(const QhTensor *logits, const char *labels_path,
 }
 
 int qh_cli_run(int argc, char **argv) {
-  char *input = NULL, *output = NULL, *labels = NULL;
-  QhCliCommon common = {0};
+  char *input = NULL, *output = NULL, *labels = NULL, *backend = NULL;
+  QhCliCommon common = {.uses_plugins = TRUE};
+  QhPlugin *plugin = NULL;
   const GOptionEntry entries[] = {
       {"input", 'i', 0, G_OPTION_ARG_FILENAME, &input,
        "Input data: .npy for a single-input model, .npz keyed by input name", "X.npy|X.npz"},
@@ -63,6 +64,8 @@ int qh_cli_run(int argc, char **argv) {
        "Where to write the outputs (.npy for one output; .npz keyed by output name)", "Y.npy|Y.npz"},
       {"labels", 0, 0, G_OPTION_ARG_FILENAME, &labels,
        "Integer class labels: print top-1 predictions and accuracy", "L.npy"},
+      {"backend", 0, 0, G_OPTION_ARG_STRING, &backend,
+       "Run the node units this backend plugin claims on its int8 kernels (name or path)", "NAME"},
       G_OPTION_ENTRY_NULL};
   int status = QH_EXIT_USAGE;
   QhGraph *graph = NULL;
@@ -71,9 +74,10 @@ int qh_cli_run(int argc, char **argv) {
   GError *error = NULL;
 
   if (!qh_cli_parse("run", "MODEL.onnx",
-                    "Run MODEL.onnx on the host's reference kernels. Data with one sample per "
-                    "row of the first axis runs sample by sample when the model's inputs are "
-                    "fixed at batch 1.",
+                    "Run MODEL.onnx on the host's reference kernels, or with --backend on a "
+                    "plugin's int8 kernels for the QDQ node units it claims. Data with one "
+                    "sample per row of the first axis runs sample by sample when the model's "
+                    "inputs are fixed at batch 1.",
                     entries, &common, &argc, &argv))
     goto out;
   if (argc != 2) {
@@ -93,7 +97,9 @@ int qh_cli_run(int argc, char **argv) {
   if ((graph = qh_cli_load_model(model, &error)) == NULL ||
       (inputs = qh_cli_read_inputs(graph, input, &error)) == NULL)
     goto fail;
-  if ((runner = qh_cli_runner_new(graph, inputs, common.threads, &error)) == NULL ||
+  if (backend && (plugin = qh_cli_load_backend(&common, backend, &error)) == NULL)
+    goto fail;
+  if ((runner = qh_cli_runner_new(graph, inputs, common.threads, plugin, &error)) == NULL ||
       !qh_cli_runner_run(runner, &outputs, &error)) {
     qh_error_prefix(&error, model);
     goto fail;
@@ -112,7 +118,9 @@ out:
     qh_cli_free_tensors(inputs, (int)graph->inputs->len);
   }
   qh_cli_runner_free(runner);
+  qh_plugin_free(plugin);
   qh_graph_free(graph);
+  g_free(backend);
   g_free(input);
   g_free(output);
   g_free(labels);

@@ -7,13 +7,15 @@
 
 #include "cli/cli.h"
 #include "core/error.h"
+#include "lower/lowering.h"
 
 typedef enum { FIT_DIRECT, FIT_NEW_AXIS, FIT_BATCH_ONE, FIT_NONE } Fit;
 
 struct QhCliRunner {
   const QhGraph *graph;
   QhTensor *const *inputs;
-  QhPlan *plan;
+  QhPlan *plan;            /* owned unless lowering */
+  QhLowering *lowering;    /* owns the plan when set */
   QhExecContext ctx;
   Fit mode;
   int64_t n_rows;
@@ -58,15 +60,18 @@ static QhShape sample_shape(Fit mode, const QhShape *s) {
 void qh_cli_runner_free(QhCliRunner *r) {
   if (r == NULL)
     return;
-  qh_plan_free(r->plan);
+  if (r->lowering)
+    qh_lowering_free(r->lowering);
+  else
+    qh_plan_free(r->plan);
   qh_exec_context_clear(&r->ctx);
   if (r->ctx.pool)
     qh_thread_pool_free(r->ctx.pool);
   g_free(r);
 }
 
-QhCliRunner *qh_cli_runner_new(const QhGraph *graph, QhTensor *const *inputs, int threads,
-                               GError **error) {
+QhCliRunner *qh_cli_runner_new(QhGraph *graph, QhTensor *const *inputs, int threads,
+                               QhPlugin *backend, GError **error) {
   int n = (int)graph->inputs->len;
   QhCliRunner *r = g_new0(QhCliRunner, 1);
   r->graph = graph;
@@ -111,7 +116,13 @@ QhCliRunner *qh_cli_runner_new(const QhGraph *graph, QhTensor *const *inputs, in
   }
   for (int i = 0; i < n; i++)
     shapes[i] = sample_shape(r->mode, &inputs[i]->shape);
-  r->plan = qh_plan_new(graph, shapes, FALSE, error);
+  if (backend != NULL) {
+    r->lowering = qh_lowering_new(graph, backend, shapes, error);
+    if (r->lowering && qh_lowering_build(r->lowering, error))
+      r->plan = qh_lowering_plan(r->lowering);
+  } else {
+    r->plan = qh_plan_new(graph, shapes, FALSE, error);
+  }
   g_free(shapes);
   if (r->plan == NULL) {
     qh_cli_runner_free(r);
@@ -119,6 +130,18 @@ QhCliRunner *qh_cli_runner_new(const QhGraph *graph, QhTensor *const *inputs, in
   }
   r->ctx.pool = qh_thread_pool_new(threads);
   return r;
+}
+
+QhLowering *qh_cli_runner_lowering(const QhCliRunner *r) { return r->lowering; }
+QhPlan *qh_cli_runner_plan(const QhCliRunner *r) { return r->plan; }
+
+QhPlugin *qh_cli_load_backend(const QhCliCommon *common, const char *name, GError **error) {
+  QhPluginSearch search;
+  qh_cli_plugin_search(common, &search);
+  QhPlugin *plugin = qh_plugin_find_and_load(&search, name, error);
+  if (plugin && !qh_plugin_create_instance(plugin, common->backend_opts, common->threads, error))
+    g_clear_pointer(&plugin, qh_plugin_free);
+  return plugin;
 }
 
 /* A view of row i of t (no copy). */

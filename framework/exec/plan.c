@@ -8,6 +8,7 @@
 #include "exec/plan.h"
 
 #include <string.h>
+#include <time.h>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -30,6 +31,11 @@ struct QhPlan {
   size_t *arena_offset;     /* per value: byte offset in the arena, or SIZE_MAX if not there */
   size_t arena_size;
   void *arena;              /* allocated at the first run */
+  QhPlanKernel *ext;        /* per node id: external kernel (ext[id].run != NULL) */
+  QhPlanResolveFn resolve;
+  gpointer resolve_data;
+  gboolean profiling;
+  int64_t *time_ns;         /* per node id, while profiling */
   gboolean shapes_only;
   gboolean use_naive;
   QhPlanValueFn value_hook;
@@ -66,6 +72,8 @@ void qh_plan_free(QhPlan *plan) {
   g_free(plan->defs);
   g_free(plan->is_folded);
   g_free(plan->macs);
+  g_free(plan->ext);
+  g_free(plan->time_ns);
   g_free(plan->last_use);
   g_free(plan->arena_offset);
   qh_aligned_free(plan->arena);
@@ -160,7 +168,51 @@ static gboolean fold_node(QhPlan *plan, const QhNode *node, const QhTensor *cons
   return ok;
 }
 
+/* Infer an external kernel's outputs; the kernel is never folded. */
+static gboolean plan_external(QhPlan *plan, const QhNode *node, GError **error) {
+  const QhPlanKernel *k = &plan->ext[node->id];
+  const QhTensor **inputs = g_new0(const QhTensor *, (gsize)node->n_inputs + 1);
+  QhTensor *outs = g_new0(QhTensor, (gsize)node->n_outputs + 1);
+  gboolean ok = TRUE;
+  for (int i = 0; i < node->n_inputs && ok; i++) {
+    int vid = node->inputs[i];
+    if (vid < 0)
+      continue;
+    if (!plan->is_known[vid])
+      ok = node_fail(error, node, QH_ERROR_INVALID, "input '%s' has no known shape",
+                     qh_graph_value(plan->graph, vid)->name);
+    inputs[i] = &plan->infos[vid];
+  }
+  for (int o = 0; o < node->n_outputs; o++)
+    outs[o].shape.rank = -1;
+  ok = ok && k->infer(k->data, node, inputs, node->n_inputs, outs, node->n_outputs, error);
+  for (int o = 0; ok && o < node->n_outputs; o++) {
+    int vid = node->outputs[o];
+    int64_t n;
+    if (vid < 0)
+      continue;
+    if (!qh_shape_numel(&outs[o].shape, &n, error)) {
+      g_prefix_error(error, "node '%s': output %d: ", node->name, o);
+      ok = FALSE;
+      break;
+    }
+    plan->infos[vid].dtype = outs[o].dtype;
+    plan->infos[vid].shape = outs[o].shape;
+    plan->infos[vid].nbytes = (size_t)n * qh_dtype_size(outs[o].dtype);
+    plan->is_known[vid] = TRUE;
+  }
+  plan->macs[node->id] = k->macs;
+  g_free(outs);
+  g_free(inputs);
+  return ok;
+}
+
 static gboolean plan_node(QhPlan *plan, const QhNode *node, GError **error) {
+  if (plan->resolve && plan->resolve(plan->resolve_data, node, &plan->ext[node->id])) {
+    if (plan->ext[node->id].infer == NULL || plan->ext[node->id].run == NULL)
+      return node_fail(error, node, QH_ERROR_FAILED, "external kernel without infer or run");
+    return plan_external(plan, node, error);
+  }
   const QhOpDef *def = qh_op_find(node->domain, node->op_type);
   if (def == NULL) {
     if (plan->shapes_only)
@@ -272,7 +324,9 @@ static void plan_arena(QhPlan *plan) {
       int vid = node->outputs[o];
       if (vid < 0 || qh_graph_value(g, vid)->is_output)
         continue;
-      size_t size = (plan->infos[vid].nbytes + QH_TENSOR_ALIGN - 1) / QH_TENSOR_ALIGN * QH_TENSOR_ALIGN;
+      /* Every slot has QH_TENSOR_ALIGN bytes of slack after its data, as plugin
+       * kernels are promised (vector loads past the end; canaries live there). */
+      size_t size = (plan->infos[vid].nbytes + 2 * QH_TENSOR_ALIGN - 1) / QH_TENSOR_ALIGN * QH_TENSOR_ALIGN;
       Slot s = {vid, size, (int)step, MAX((int)step, plan->last_use[vid]), 0};
       g_array_append_val(slots, s);
     }
@@ -308,11 +362,13 @@ static void plan_arena(QhPlan *plan) {
   g_array_free(slots, TRUE);
 }
 
-QhPlan *qh_plan_new(const QhGraph *graph, const QhShape *input_shapes, gboolean shapes_only,
-                    GError **error) {
+static QhPlan *plan_new(const QhGraph *graph, const QhShape *input_shapes, gboolean shapes_only,
+                        QhPlanResolveFn resolve, gpointer resolve_data, GError **error) {
   QhPlan *plan = g_new0(QhPlan, 1);
   plan->graph = graph;
   plan->shapes_only = shapes_only;
+  plan->resolve = resolve;
+  plan->resolve_data = resolve_data;
   plan->n_values = qh_graph_n_values(graph);
   int n_nodes = qh_graph_n_nodes(graph);
   plan->infos = g_new0(QhTensor, plan->n_values + 1);
@@ -321,6 +377,8 @@ QhPlan *qh_plan_new(const QhGraph *graph, const QhShape *input_shapes, gboolean 
   plan->defs = g_new0(const QhOpDef *, n_nodes + 1);
   plan->is_folded = g_new0(gboolean, n_nodes + 1);
   plan->macs = g_new0(int64_t, n_nodes + 1);
+  plan->ext = g_new0(QhPlanKernel, n_nodes + 1);
+  plan->time_ns = g_new0(int64_t, n_nodes + 1);
   plan->last_use = g_new(int, plan->n_values + 1);
   for (int v = 0; v < plan->n_values; v++) {
     plan->infos[v].shape.rank = -1;
@@ -370,6 +428,33 @@ QhPlan *qh_plan_new(const QhGraph *graph, const QhShape *input_shapes, gboolean 
 fail:
   qh_plan_free(plan);
   return NULL;
+}
+
+QhPlan *qh_plan_new(const QhGraph *graph, const QhShape *input_shapes, gboolean shapes_only,
+                    GError **error) {
+  return plan_new(graph, input_shapes, shapes_only, NULL, NULL, error);
+}
+
+QhPlan *qh_plan_new_with_kernels(const QhGraph *graph, const QhShape *input_shapes,
+                                 QhPlanResolveFn resolve, gpointer resolve_data, GError **error) {
+  return plan_new(graph, input_shapes, FALSE, resolve, resolve_data, error);
+}
+
+void qh_plan_set_profiling(QhPlan *plan, gboolean on) {
+  plan->profiling = on;
+  memset(plan->time_ns, 0, sizeof(int64_t) * (size_t)qh_graph_n_nodes(plan->graph));
+}
+
+int64_t qh_plan_node_time_ns(const QhPlan *plan, int node_id) { return plan->time_ns[node_id]; }
+
+gboolean qh_plan_node_is_external(const QhPlan *plan, int node_id) {
+  return plan->ext[node_id].run != NULL;
+}
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 const QhTensor *qh_plan_value_info(const QhPlan *plan, int value_id) {
@@ -470,9 +555,16 @@ gboolean qh_plan_run(QhPlan *plan, QhExecContext *ctx, const QhTensor *const *in
     }
     if (!ok)
       break;
-    QhOpRunFn run = (plan->use_naive && def->run_naive) ? def->run_naive : def->run;
-    if (!outputs_empty(node, outs))
+    int64_t t0 = plan->profiling ? now_ns() : 0;
+    const QhPlanKernel *ext = &plan->ext[node->id];
+    if (ext->run != NULL) {
+      ok = ext->run(ext->data, ctx, node, ins, node->n_inputs, outs, node->n_outputs, error);
+    } else if (!outputs_empty(node, outs)) {
+      QhOpRunFn run = (plan->use_naive && def->run_naive) ? def->run_naive : def->run;
       ok = run(ctx, node, ins, node->n_inputs, outs, node->n_outputs, error);
+    }
+    if (plan->profiling)
+      plan->time_ns[node->id] += now_ns() - t0;
     for (int o = 0; o < node->n_outputs && ok && plan->value_hook; o++)
       if (outs[o] != NULL)
         ok = plan->value_hook(plan->value_hook_data, node->outputs[o], outs[o], error);

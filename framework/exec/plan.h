@@ -26,6 +26,27 @@ typedef struct QhPlan QhPlan;
  * ops qhost cannot run); run then fails. */
 QhPlan *qh_plan_new(const QhGraph *graph, const QhShape *input_shapes, gboolean shapes_only,
                     GError **error);
+
+/* A kernel that is not one of the host's op definitions (a plugin's lowered
+ * kernel): the same contract as QhOpDef's infer and run (op.h), with the kernel's
+ * own data. Such nodes are never constant-folded. */
+typedef struct {
+  gboolean (*infer)(gpointer data, const QhNode *node, const QhTensor *const *inputs,
+                    int n_inputs, QhTensor *outputs, int n_outputs, GError **error);
+  gboolean (*run)(gpointer data, QhExecContext *ctx, const QhNode *node,
+                  const QhTensor *const *inputs, int n_inputs, QhTensor *const *outputs,
+                  int n_outputs, GError **error);
+  int64_t macs;  /* multiply-accumulates of one run, for coverage figures */
+  gpointer data; /* borrowed; must outlive the plan */
+} QhPlanKernel;
+
+/* Called once per live node while planning: return TRUE and fill *out to run node
+ * with an external kernel, FALSE to use the host's op definition. */
+typedef gboolean (*QhPlanResolveFn)(gpointer user_data, const QhNode *node, QhPlanKernel *out);
+
+/* qh_plan_new with a resolver for external kernels (resolve NULL: none). */
+QhPlan *qh_plan_new_with_kernels(const QhGraph *graph, const QhShape *input_shapes,
+                                 QhPlanResolveFn resolve, gpointer resolve_data, GError **error);
 void qh_plan_free(QhPlan *plan);
 
 /* The inferred description of a value (dtype, shape, and data when the value is
@@ -56,6 +77,15 @@ typedef gboolean (*QhPlanValueFn)(gpointer user_data, int value_id, const QhTens
                                   GError **error);
 /* Install (fn non-NULL) or remove the value hook. */
 void qh_plan_set_value_hook(QhPlan *plan, QhPlanValueFn fn, gpointer user_data);
+
+/* Accumulate the wall time of every node over the runs that follow (profiling off
+ * by default; turning it on resets the totals). */
+void qh_plan_set_profiling(QhPlan *plan, gboolean on);
+/* Nanoseconds node_id has taken over the profiled runs (0 if it never ran). */
+int64_t qh_plan_node_time_ns(const QhPlan *plan, int node_id);
+
+/* Whether node_id runs on an external kernel (qh_plan_new_with_kernels). */
+gboolean qh_plan_node_is_external(const QhPlan *plan, int node_id);
 
 /* Run every node whose op has a naive twin with the twin instead (for tests that
  * compare the fast path with the obviously-correct one on whole models). */

@@ -306,8 +306,22 @@ static void ctx_clear(Ctx *c) {
   g_free(c->claimed);
 }
 
+static void unit_reset(QhQdqUnit *u) {
+  unit_clear_inputs(u);
+  qparams_clear(&u->output_qparams);
+  g_clear_pointer(&u->abi_inputs, g_free);
+  g_clear_pointer(&u->abi_roles, g_free);
+  g_clear_pointer(&u->abi_input_qparams, g_free);
+}
+
 GPtrArray *qh_qdq_match_units(const QhGraph *g, const QhLoweringPattern *const *patterns,
                               size_t n, GError **error) {
+  return qh_qdq_match_units_with(g, patterns, n, NULL, NULL, error);
+}
+
+GPtrArray *qh_qdq_match_units_with(const QhGraph *g, const QhLoweringPattern *const *patterns,
+                                   size_t n, QhQdqAcceptFn accept, gpointer user_data,
+                                   GError **error) {
   GArray *order = NULL;
   if (!qh_graph_topo_order(g, &order, error))
     return NULL;
@@ -341,15 +355,25 @@ GPtrArray *qh_qdq_match_units(const QhGraph *g, const QhLoweringPattern *const *
         break;
       }
       if (r == NO_MATCH) {
-        unit_clear_inputs(u);
-        qparams_clear(&u->output_qparams);
+        unit_reset(u);
         continue;
       }
       u->pattern = patterns[p];
       u->pattern_index = p;
+      build_abi(u);
+      if (accept) {
+        r = accept(user_data, u, error);
+        if (r < 0) {
+          ok = FALSE;
+          break;
+        }
+        if (r == 0) {
+          unit_reset(u);
+          continue;
+        }
+      }
       for (int k = 0; k < u->n_nodes; k++)
         c.claimed[u->nodes[k]] = TRUE;
-      build_abi(u);
       g_ptr_array_add(units, u);
       u = unit_new();
       break;

@@ -66,6 +66,16 @@ void qh_qdq_unit_free(QhQdqUnit *unit);
 GPtrArray *qh_qdq_match_units(const QhGraph *g, const QhLoweringPattern *const *patterns,
                               size_t n, GError **error);
 
+/* Asked about every matching unit before it is taken: return 1 to take it, 0 to
+ * decline (the next pattern is tried at the same node), -1 with error set to stop
+ * matching. unit is complete (qh_qdq_unit_to_abi works) but owned by the matcher. */
+typedef int (*QhQdqAcceptFn)(gpointer user_data, const QhQdqUnit *unit, GError **error);
+
+/* qh_qdq_match_units asking accept (NULL: take every match) about each unit. */
+GPtrArray *qh_qdq_match_units_with(const QhGraph *g, const QhLoweringPattern *const *patterns,
+                                   size_t n, QhQdqAcceptFn accept, gpointer user_data,
+                                   GError **error);
+
 /* Fill out (abi_version and struct_size included) for a plugin's accept/create. Every
  * pointer in out points into unit, valid while unit lives. */
 void qh_qdq_unit_to_abi(const QhQdqUnit *unit, QhNodeUnit *out);
