@@ -1,0 +1,428 @@
+/* The lowering driver: asks a plugin which node units of a QDQ graph it takes,
+ * creates its kernels, and turns the graph into one where every claimed unit is a
+ * single node of the qhost.lowered domain reading and writing integer tensors. The
+ * Q/DQ pairs between two claimed units disappear with the units (the DequantizeLinear
+ * feeding a unit is removed once nothing else reads it), which is what keeps int8
+ * between consecutive kernels. Channels-last kernels get their activations through
+ * Transpose nodes placed only where the producer or consumer is not itself a
+ * channels-last kernel. */
+#include "lower/lowering.h"
+
+#include <string.h>
+
+#include "core/error.h"
+#include "exec/qdq-units.h"
+#include "lower/kernel-node.h"
+#include "plugin/graph-view.h"
+#include "plugin/host-api-private.h"
+#include "plugin/host-private.h"
+#include "plugin/status-private.h"
+
+struct QhLowering {
+  QhGraph *graph;
+  const QhPluginDesc *desc;
+  void *instance;
+  char *plugin_name;
+  QhPlan *shape_plan;     /* the QDQ graph's shapes (original node and value ids) */
+  GPtrArray *units;       /* QhQdqUnit*, accepted, topological */
+  GHashTable *declines;   /* first node id -> GString of "pattern: reason; ..." */
+  GPtrArray *rows;        /* QhLoweringRow* */
+  GPtrArray *kernels;     /* QhKernelNode*, one per unit once built */
+  GHashTable *node_kernel; /* lowered node id -> QhKernelNode* */
+  GHashTable *node_row;    /* lowered node id -> QhLoweringRow* */
+  QhGraphView *view;
+  QhPlan *plan;
+  gboolean build_tried;
+};
+
+static void row_free(gpointer p) {
+  QhLoweringRow *r = p;
+  g_free(r->name);
+  g_free(r->ops);
+  g_array_unref(r->nodes);
+  g_free(r->pattern);
+  g_free(r->kernel);
+  g_free(r->reason);
+  g_free(r);
+}
+
+static void string_free(gpointer p) { g_string_free(p, TRUE); }
+
+void qh_lowering_free(QhLowering *l) {
+  if (l == NULL)
+    return;
+  qh_plan_free(l->plan);
+  if (l->kernels)
+    g_ptr_array_unref(l->kernels);
+  if (l->units)
+    g_ptr_array_unref(l->units);
+  if (l->rows)
+    g_ptr_array_unref(l->rows);
+  g_hash_table_destroy(l->declines);
+  g_hash_table_destroy(l->node_kernel);
+  g_hash_table_destroy(l->node_row);
+  qh_graph_view_free(l->view);
+  qh_plan_free(l->shape_plan);
+  g_free(l->plugin_name);
+  g_free(l);
+}
+
+static int accept_unit(gpointer user, const QhQdqUnit *u, GError **error) {
+  QhLowering *l = user;
+  const QhLoweringPattern *pat = u->pattern;
+  const QhNode *first = qh_graph_node(l->graph, u->nodes[0]);
+  const QhKernelOps *ops = pat->kernel;
+  char *reason = NULL;
+  if (ops->input_layout == QH_LAYOUT_OPAQUE || ops->output_layout == QH_LAYOUT_OPAQUE) {
+    reason = g_strdup_printf("kernel '%s' uses an opaque layout, which this host cannot run yet", ops->id);
+  } else if (pat->accept) {
+    QhNodeUnit abi;
+    qh_qdq_unit_to_abi(u, &abi);
+    const char *prev = qh_plugin_set_current(l->plugin_name);
+    QhStatus *st = pat->accept(l->instance, qh_host_api_get(), l->view, &abi);
+    qh_plugin_set_current(prev);
+    if (st != NULL && qh_status_is_valid(st) && st->code == QH_ERR_UNSUPPORTED) {
+      reason = g_strdup(st->message);
+      qh_status_free(st);
+    } else if (st != NULL) {
+      char *prefix = g_strdup_printf("plugin '%s': pattern '%s' accept (node '%s')", l->plugin_name,
+                                     pat->id, first->name);
+      qh_status_to_gerror(st, prefix, error);
+      g_free(prefix);
+      return -1;
+    }
+  }
+  if (reason == NULL)
+    return 1;
+  GString *s = g_hash_table_lookup(l->declines, GINT_TO_POINTER(first->id));
+  if (s == NULL) {
+    s = g_string_new(NULL);
+    g_hash_table_insert(l->declines, GINT_TO_POINTER(first->id), s);
+  } else {
+    g_string_append(s, "; ");
+  }
+  g_string_append_printf(s, "%s: %s", pat->id, reason);
+  g_free(reason);
+  return 0;
+}
+
+static gboolean is_qdq(const QhNode *n) {
+  return (!*n->domain || strcmp(n->domain, "ai.onnx") == 0) &&
+         (strcmp(n->op_type, "QuantizeLinear") == 0 || strcmp(n->op_type, "DequantizeLinear") == 0);
+}
+
+static QhLoweringRow *row_new(const char *name) {
+  QhLoweringRow *r = g_new0(QhLoweringRow, 1);
+  r->name = g_strdup(name);
+  r->nodes = g_array_new(FALSE, FALSE, sizeof(int));
+  r->lowered_node = -1;
+  return r;
+}
+
+static void make_rows(QhLowering *l) {
+  int n_nodes = qh_graph_n_nodes(l->graph);
+  const QhQdqUnit **unit_of = g_new0(const QhQdqUnit *, n_nodes + 1);
+  for (guint i = 0; i < l->units->len; i++) {
+    const QhQdqUnit *u = g_ptr_array_index(l->units, i);
+    for (int k = 0; k < u->n_nodes; k++)
+      unit_of[u->nodes[k]] = u;
+  }
+  l->rows = g_ptr_array_new_with_free_func(row_free);
+  const GArray *order = qh_plan_order(l->shape_plan);
+  for (guint i = 0; i < order->len; i++) {
+    int id = g_array_index(order, int, i);
+    const QhNode *n = qh_graph_node(l->graph, id);
+    const QhQdqUnit *u = unit_of[id];
+    if (is_qdq(n) || qh_plan_node_is_folded(l->shape_plan, id) || (u && u->nodes[0] != id))
+      continue;
+    QhLoweringRow *r = row_new(n->name);
+    GString *ops = g_string_new(NULL);
+    if (u) {
+      for (int k = 0; k < u->n_nodes; k++) {
+        const QhNode *op = qh_graph_node(l->graph, u->nodes[k]);
+        g_string_append_printf(ops, "%s%s", k ? "+" : "", op->op_type);
+        g_array_append_val(r->nodes, u->nodes[k]);
+        r->macs += qh_plan_node_macs(l->shape_plan, u->nodes[k]);
+      }
+      r->pattern = g_strdup(u->pattern->id);
+      r->kernel = g_strdup(u->pattern->kernel->id);
+    } else {
+      g_string_append(ops, n->op_type);
+      g_array_append_val(r->nodes, id);
+      r->macs = qh_plan_node_macs(l->shape_plan, id);
+      GString *why = g_hash_table_lookup(l->declines, GINT_TO_POINTER(id));
+      r->reason = g_strdup(why ? why->str : "no lowering pattern matches");
+    }
+    r->ops = g_string_free(ops, FALSE);
+    g_ptr_array_add(l->rows, r);
+  }
+  g_free(unit_of);
+}
+
+QhLowering *qh_lowering_new(QhGraph *graph, QhPlugin *plugin, const QhShape *input_shapes,
+                            GError **error) {
+  const QhPluginDesc *desc = qh_plugin_desc(plugin);
+  const char *name = qh_plugin_info(plugin)->name;
+  const QhLoweringOps *lo = QH_HAS_FIELD(desc, QhPluginDesc, lowering) ? desc->lowering : NULL;
+  if (lo == NULL || lo->n_patterns == 0) {
+    g_set_error(error, QH_ERROR, QH_ERROR_UNSUPPORTED,
+                "plugin '%s' supplies no lowering patterns: it has no int8 kernels to run", name);
+    return NULL;
+  }
+  QhLowering *l = g_new0(QhLowering, 1);
+  l->graph = graph;
+  l->desc = desc;
+  l->instance = qh_plugin_instance(plugin);
+  l->plugin_name = g_strdup(name);
+  l->declines = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, string_free);
+  l->node_kernel = g_hash_table_new(g_direct_hash, g_direct_equal);
+  l->node_row = g_hash_table_new(g_direct_hash, g_direct_equal);
+  l->view = qh_graph_view_new(graph, QH_VIEW_READ);
+  if ((l->shape_plan = qh_plan_new(graph, input_shapes, TRUE, error)) == NULL)
+    goto fail;
+  l->units = qh_qdq_match_units_with(graph, lo->patterns, lo->n_patterns, accept_unit, l, error);
+  if (l->units == NULL)
+    goto fail;
+  make_rows(l);
+  return l;
+fail:
+  qh_lowering_free(l);
+  return NULL;
+}
+
+const GPtrArray *qh_lowering_rows(const QhLowering *l) { return l->rows; }
+QhPlan *qh_lowering_plan(const QhLowering *l) { return l->plan; }
+
+const char *qh_lowering_node_kernel(const QhLowering *l, int node_id) {
+  const QhKernelNode *k = g_hash_table_lookup(l->node_kernel, GINT_TO_POINTER(node_id));
+  return k ? k->ops->id : NULL;
+}
+
+const QhLoweringRow *qh_lowering_node_row(const QhLowering *l, int node_id) {
+  return g_hash_table_lookup(l->node_row, GINT_TO_POINTER(node_id));
+}
+
+/* ---- rewriting ---- */
+
+static QhValue *new_value(QhGraph *g, const char *base, const char *suffix, GError **error) {
+  char *name = g_strdup_printf("%s%s", base, suffix);
+  for (int i = 1; qh_graph_find_value(g, name) >= 0; i++) {
+    g_free(name);
+    name = g_strdup_printf("%s%s_%d", base, suffix, i);
+  }
+  QhValue *v = qh_graph_add_value(g, name, error);
+  g_free(name);
+  return v;
+}
+
+static int rank_of(const QhLowering *l, int value) {
+  const QhTensor *t = qh_plan_value_info(l->shape_plan, value);
+  return t ? t->shape.rank : -1;
+}
+
+static QhNode *add_transpose(QhGraph *g, int from, int to, gboolean to_nhwc, GError **error) {
+  static const int64_t nchw_to_nhwc[4] = {0, 2, 3, 1}, nhwc_to_nchw[4] = {0, 3, 1, 2};
+  char *name = g_strdup_printf("%s/%s", qh_graph_value(g, from)->name,
+                               to_nhwc ? "to_nhwc" : "to_nchw");
+  QhNode *n = qh_graph_add_node(g, name, "Transpose", "", 1, &from, 1, &to, error);
+  g_free(name);
+  if (n)
+    qh_node_set_attr_ints(n, "perm", 4, to_nhwc ? nchw_to_nhwc : nhwc_to_nchw);
+  return n;
+}
+
+/* The channels-last twin of value v, made by one Transpose shared by all readers. */
+static int nhwc_twin(QhLowering *l, GHashTable *nhwc_of, int v, GError **error) {
+  gpointer hit;
+  if (g_hash_table_lookup_extended(nhwc_of, GINT_TO_POINTER(v), NULL, &hit))
+    return GPOINTER_TO_INT(hit);
+  QhValue *t = new_value(l->graph, qh_graph_value(l->graph, v)->name, "/nhwc", error);
+  if (t == NULL || add_transpose(l->graph, v, t->id, TRUE, error) == NULL)
+    return -1;
+  g_hash_table_insert(nhwc_of, GINT_TO_POINTER(v), GINT_TO_POINTER(t->id));
+  return t->id;
+}
+
+static void permute_to_nhwc(QhShape *s) {
+  int64_t c = s->dims[1];
+  s->dims[1] = s->dims[2];
+  s->dims[2] = s->dims[3];
+  s->dims[3] = c;
+}
+
+/* Replace unit u by one kernel node; k gets its layouts and expected output. */
+static gboolean rewrite_unit(QhLowering *l, const QhQdqUnit *u, QhKernelNode *k,
+                             GHashTable *nhwc_of, GHashTable *kernel_outputs, GError **error) {
+  QhGraph *g = l->graph;
+  const QhKernelOps *ops = u->pattern->kernel;
+  char *name = g_strdup(qh_graph_node(g, u->nodes[0])->name);
+  int n_in = (int)u->inputs->len;
+  int *ins = g_new0(int, n_in + 1);
+  gboolean ok = TRUE;
+  for (int i = 0; i < n_in && ok; i++) {
+    const QhQdqUnitInput *in = &g_array_index(u->inputs, QhQdqUnitInput, i);
+    ins[i] = in->value;
+    gboolean activation = in->role == QH_ROLE_ACTIVATION &&
+                          qh_graph_value(g, in->value)->initializer == NULL;
+    k->input_layouts[i] = rank_of(l, in->value) == 4 ? QH_LAYOUT_NCHW : QH_LAYOUT_ANY;
+    if (activation && ops->input_layout == QH_LAYOUT_NHWC && rank_of(l, in->value) == 4) {
+      ins[i] = nhwc_twin(l, nhwc_of, in->value, error);
+      ok = ins[i] >= 0;
+      k->input_layouts[i] = QH_LAYOUT_NHWC;
+    }
+  }
+  const QhTensor *info = qh_plan_value_info(l->shape_plan, u->output);
+  if (ok && info == NULL) {
+    g_set_error(error, QH_ERROR, QH_ERROR_INVALID, "node '%s': the shape of unit output '%s' is unknown",
+                name, qh_graph_value(g, u->output)->name);
+    ok = FALSE;
+  }
+  int out = u->output;
+  if (ok) {
+    k->output_dtype = info->dtype;
+    k->output_shape = info->shape;
+    k->output_layout = info->shape.rank == 4 ? QH_LAYOUT_NCHW : QH_LAYOUT_ANY;
+    if (ops->output_layout == QH_LAYOUT_NHWC && info->shape.rank == 4) {
+      /* The kernel writes a channels-last twin; readers that want NCHW get it
+       * through a Transpose added after every unit is in place. */
+      QhValue *t = new_value(g, qh_graph_value(g, u->output)->name, "/nhwc", error);
+      ok = t != NULL;
+      if (ok) {
+        out = t->id;
+        g_hash_table_insert(nhwc_of, GINT_TO_POINTER(u->output), GINT_TO_POINTER(out));
+        k->output_layout = QH_LAYOUT_NHWC;
+        permute_to_nhwc(&k->output_shape);
+      }
+    }
+  }
+  if (ok) {
+    for (int i = 0; i < u->n_nodes; i++)
+      qh_graph_remove_node(g, u->nodes[i]);
+    if (u->q_node >= 0)
+      qh_graph_remove_node(g, u->q_node);
+    QhNode *kn = qh_graph_add_node(g, name, ops->id, QH_LOWERED_DOMAIN, n_in, ins, 1, &out, error);
+    ok = kn != NULL;
+    if (ok) {
+      g_hash_table_insert(l->node_kernel, GINT_TO_POINTER(kn->id), k);
+      g_hash_table_insert(kernel_outputs, GINT_TO_POINTER(out), k);
+      for (guint r = 0; r < l->rows->len; r++) {
+        QhLoweringRow *row = g_ptr_array_index(l->rows, r);
+        if (row->kernel && g_array_index(row->nodes, int, 0) == u->nodes[0]) {
+          row->lowered_node = kn->id;
+          g_hash_table_insert(l->node_row, GINT_TO_POINTER(kn->id), row);
+        }
+      }
+    }
+  }
+  g_free(ins);
+  g_free(name);
+  return ok;
+}
+
+/* Readers of v among live nodes, plus whether v is a graph output. */
+static int count_readers(const QhGraph *g, int v) {
+  int n = qh_graph_value(g, v)->is_output ? 1 : 0;
+  for (int i = 0; i < qh_graph_n_nodes(g); i++) {
+    const QhNode *nd = qh_graph_node(g, i);
+    for (int s = 0; !nd->is_removed && s < nd->n_inputs; s++)
+      n += nd->inputs[s] == v;
+  }
+  return n;
+}
+
+/* Give every channels-last kernel output that something else still reads in NCHW
+ * (under its original name) a Transpose back, and drop DequantizeLinear nodes the
+ * kernels made dead. */
+static gboolean finish_graph(QhLowering *l, GHashTable *nhwc_of, GHashTable *kernel_outputs,
+                             GError **error) {
+  QhGraph *g = l->graph;
+  GHashTableIter it;
+  gpointer key, val;
+  g_hash_table_iter_init(&it, nhwc_of);
+  while (g_hash_table_iter_next(&it, &key, &val)) {
+    int v = GPOINTER_TO_INT(key), twin = GPOINTER_TO_INT(val);
+    if (!g_hash_table_contains(kernel_outputs, GINT_TO_POINTER(twin)))
+      continue; /* a Transpose made the twin from a host value */
+    if (qh_graph_value(g, v)->producer < 0 && count_readers(g, v) > 0 &&
+        add_transpose(g, twin, v, FALSE, error) == NULL)
+      return FALSE;
+  }
+  for (gboolean changed = TRUE; changed;) {
+    changed = FALSE;
+    for (int i = 0; i < qh_graph_n_nodes(g); i++) {
+      const QhNode *nd = qh_graph_node(g, i);
+      if (nd->is_removed || nd->n_outputs != 1 || nd->outputs[0] < 0 ||
+          (strcmp(nd->op_type, "DequantizeLinear") != 0 && strcmp(nd->op_type, "Transpose") != 0))
+        continue;
+      if (count_readers(g, nd->outputs[0]) == 0) {
+        qh_graph_remove_node(g, i);
+        changed = TRUE;
+      }
+    }
+  }
+  return TRUE;
+}
+
+static gboolean resolve_kernel(gpointer user, const QhNode *node, QhPlanKernel *out) {
+  QhLowering *l = user;
+  QhKernelNode *k = g_hash_table_lookup(l->node_kernel, GINT_TO_POINTER(node->id));
+  if (k == NULL)
+    return FALSE;
+  *out = (QhPlanKernel){qh_kernel_node_infer, qh_kernel_node_run, k->macs, k};
+  return TRUE;
+}
+
+gboolean qh_lowering_build(QhLowering *l, GError **error) {
+  if (l->build_tried) {
+    g_set_error(error, QH_ERROR, QH_ERROR_FAILED, "the lowering was built already");
+    return FALSE;
+  }
+  l->build_tried = TRUE;
+  l->kernels = g_ptr_array_new_with_free_func((GDestroyNotify)qh_kernel_node_free);
+  for (guint i = 0; i < l->units->len; i++) {
+    const QhQdqUnit *u = g_ptr_array_index(l->units, i);
+    const QhNode *first = qh_graph_node(l->graph, u->nodes[0]);
+    QhKernelNode *k = qh_kernel_node_create(l->plugin_name, first->name, u->pattern->kernel,
+                                            l->instance, u, l->view, error);
+    if (k == NULL)
+      return FALSE;
+    for (int n = 0; n < u->n_nodes; n++)
+      k->macs += qh_plan_node_macs(l->shape_plan, u->nodes[n]);
+    g_ptr_array_add(l->kernels, k);
+  }
+  /* Kernels keep the node names alive: the graph's strings outlive the rewrite only
+   * for nodes that stay, so each kernel gets the row's copy. */
+  for (guint i = 0; i < l->kernels->len; i++) {
+    QhKernelNode *k = g_ptr_array_index(l->kernels, i);
+    for (guint r = 0; r < l->rows->len; r++) {
+      const QhLoweringRow *row = g_ptr_array_index(l->rows, r);
+      if (row->kernel && g_array_index(row->nodes, int, 0) == k->unit->nodes[0])
+        k->node_name = row->name;
+    }
+  }
+  GHashTable *nhwc_of = g_hash_table_new(g_direct_hash, g_direct_equal);
+  GHashTable *kernel_outputs = g_hash_table_new(g_direct_hash, g_direct_equal);
+  gboolean ok = TRUE;
+  for (guint i = 0; i < l->units->len && ok; i++)
+    ok = rewrite_unit(l, g_ptr_array_index(l->units, i), g_ptr_array_index(l->kernels, i), nhwc_of,
+                      kernel_outputs, error);
+  ok = ok && finish_graph(l, nhwc_of, kernel_outputs, error);
+  g_hash_table_destroy(nhwc_of);
+  g_hash_table_destroy(kernel_outputs);
+  qh_graph_view_invalidate(l->view);
+  if (!ok)
+    return FALSE;
+  for (guint r = 0; r < l->rows->len; r++) {
+    QhLoweringRow *row = g_ptr_array_index(l->rows, r);
+    if (row->kernel == NULL) {
+      row->lowered_node = g_array_index(row->nodes, int, 0);
+      g_hash_table_insert(l->node_row, GINT_TO_POINTER(row->lowered_node), row);
+    }
+  }
+  QhShape *shapes = g_new0(QhShape, l->graph->inputs->len + 1);
+  for (guint i = 0; i < l->graph->inputs->len; i++)
+    shapes[i] = qh_plan_value_info(l->shape_plan, g_array_index(l->graph->inputs, int, i))->shape;
+  l->plan = qh_plan_new_with_kernels(l->graph, shapes, resolve_kernel, l, error);
+  g_free(shapes);
+  return l->plan != NULL;
+}
