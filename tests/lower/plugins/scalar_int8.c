@@ -18,10 +18,11 @@ typedef volatile float vf32; /* keeps every float step a separately rounded f32 
 enum { FAIL_NONE, FAIL_CREATE, FAIL_RESHAPE, FAIL_RUN };
 enum { K_LINEAR, K_CONV, K_ADD };
 
+#define OPT_MAX 256
 typedef struct {
   int fail;
-  char *fail_node;
-  char *decline;
+  char fail_node[OPT_MAX];
+  char decline[OPT_MAX];
 } Instance;
 
 /* Everything accept and create learn about a unit. */
@@ -44,19 +45,11 @@ typedef struct {
   int32_t *bq; /* per output channel */
   float *mult; /* per output channel */
   int32_t zx, zo, lo, hi;
-  float sa, sb, so; /* add */
-  int32_t za, zb;
-  int reshaped;
-  int32_t in_rank;
-  int64_t in_dims[QH_MAX_RANK], in2_dims[QH_MAX_RANK];
+  float sa, sb, so; int32_t za, zb; /* add */
+  int32_t reshaped, in_rank;
+  int64_t in_dims[QH_MAX_RANK];
   int64_t rows, oh, ow, h, wd; /* from reshape */
 } Kernel;
-
-/* ---- small helpers ---- */
-
-static QhStatus *unsupported(const QhHostApi *host, const char *reason) {
-  return host->status_new(QH_ERR_UNSUPPORTED, reason);
-}
 
 static int32_t clamp32(int64_t v, int32_t lo, int32_t hi) {
   return v < lo ? lo : v > hi ? hi : (int32_t)v;
@@ -365,27 +358,23 @@ static QhStatus *analyze(void *instance, const QhHostApi *host, const QhGraphVie
   if (p)
     return host->status_new(QH_ERR_INVALID_ARGUMENT, p);
   memset(in, 0, sizeof *in);
-  if (inst && inst->decline && inst->decline[0] && u->pattern_id &&
+  if (inst && inst->decline[0] && u->pattern_id &&
       strcmp(inst->decline, u->pattern_id) == 0)
     return qh_status_newf(host, QH_ERR_UNSUPPORTED, "declined by option decline=%s", inst->decline);
   p = kind == K_LINEAR ? analyze_linear(host, g, u, in)
       : kind == K_CONV ? analyze_conv(host, g, u, in)
                        : analyze_add(host, g, u, in);
-  return p ? unsupported(host, p) : NULL;
+  return p ? host->status_new(QH_ERR_UNSUPPORTED, p) : NULL;
 }
 
-static QhStatus *accept_linear(void *i, const QhHostApi *h, const QhGraphView *g, const QhNodeUnit *u) {
-  Info in;
-  return analyze(i, h, g, u, K_LINEAR, &in);
-}
-static QhStatus *accept_conv(void *i, const QhHostApi *h, const QhGraphView *g, const QhNodeUnit *u) {
-  Info in;
-  return analyze(i, h, g, u, K_CONV, &in);
-}
-static QhStatus *accept_add(void *i, const QhHostApi *h, const QhGraphView *g, const QhNodeUnit *u) {
-  Info in;
-  return analyze(i, h, g, u, K_ADD, &in);
-}
+#define ACCEPT(name, kind)                                                                    \
+  static QhStatus *name(void *i, const QhHostApi *h, const QhGraphView *g, const QhNodeUnit *u) { \
+    Info in;                                                                                  \
+    return analyze(i, h, g, u, kind, &in);                                                    \
+  }
+ACCEPT(accept_linear, K_LINEAR)
+ACCEPT(accept_conv, K_CONV)
+ACCEPT(accept_add, K_ADD)
 
 /* ---- create: pack weights and requantization constants once ---- */
 
@@ -471,7 +460,7 @@ static QhStatus *create_kind(void *instance, const QhHostApi *host, const QhGrap
   int fail = FAIL_NONE;
   if (inst && inst->fail != FAIL_NONE) {
     const char *name = host->node_name(g, u->nodes[0]);
-    if (!inst->fail_node || !inst->fail_node[0] || (name && strcmp(name, inst->fail_node) == 0))
+    if (!inst->fail_node[0] || (name && strcmp(name, inst->fail_node) == 0))
       fail = inst->fail;
   }
   if (fail == FAIL_CREATE)
@@ -500,18 +489,14 @@ static QhStatus *create_kind(void *instance, const QhHostApi *host, const QhGrap
   return NULL;
 }
 
-static QhStatus *create_linear(void *i, const QhHostApi *h, const QhGraphView *g, const QhNodeUnit *u,
-                               void **out) {
-  return create_kind(i, h, g, u, out, K_LINEAR);
-}
-static QhStatus *create_conv(void *i, const QhHostApi *h, const QhGraphView *g, const QhNodeUnit *u,
-                             void **out) {
-  return create_kind(i, h, g, u, out, K_CONV);
-}
-static QhStatus *create_add(void *i, const QhHostApi *h, const QhGraphView *g, const QhNodeUnit *u,
-                            void **out) {
-  return create_kind(i, h, g, u, out, K_ADD);
-}
+#define CREATE(name, kind)                                                                  \
+  static QhStatus *name(void *i, const QhHostApi *h, const QhGraphView *g, const QhNodeUnit *u, \
+                        void **out) {                                                       \
+    return create_kind(i, h, g, u, out, kind);                                              \
+  }
+CREATE(create_linear, K_LINEAR)
+CREATE(create_conv, K_CONV)
+CREATE(create_add, K_ADD)
 
 /* ---- reshape ---- */
 
@@ -756,54 +741,43 @@ static const QhOptionDecl opt_decline = {
     .default_value = "", .help = "decline every unit of this pattern id"};
 static const QhOptionDecl *const options[] = {&opt_fail, &opt_fail_node, &opt_decline};
 
-static void instance_destroy(void *instance) {
-  Instance *inst = instance;
-  if (!inst)
-    return;
-  free(inst->fail_node);
-  free(inst->decline);
-  free(inst);
-}
-
-static char *dup_str(const char *s) {
-  size_t n = strlen(s ? s : "") + 1;
-  char *d = malloc(n);
-  if (d)
-    memcpy(d, s ? s : "", n);
-  return d;
+/* Copies an option value into a fixed buffer; 0 when it does not fit. */
+static int copy_opt(char *dst, const char *src) {
+  size_t n = strlen(src);
+  if (n >= OPT_MAX)
+    return 0;
+  memcpy(dst, src, n + 1);
+  return 1;
 }
 
 static QhStatus *instance_create(const QhHostApi *host, const QhInstanceInfo *info,
                                  const QhOption *opts, size_t n_opts, void **out) {
+  static const char *const modes[] = {"none", "create", "reshape", "run"};
   (void)info;
   if (!out || (n_opts && !opts))
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "instance_create: bad arguments");
   Instance *inst = calloc(1, sizeof *inst);
   if (!inst)
     return host->status_new(QH_ERR_OUT_OF_MEMORY, "out of memory");
-  const char *fail = "none", *fail_node = "", *decline = "";
-  for (size_t i = 0; i < n_opts; i++) {
-    if (!opts[i].key || !opts[i].value)
+  int ok = 1;
+  for (size_t i = 0; i < n_opts && ok; i++) {
+    const char *key = opts[i].key, *val = opts[i].value;
+    if (!key || !val)
       continue;
-    if (strcmp(opts[i].key, "fail") == 0)
-      fail = opts[i].value;
-    else if (strcmp(opts[i].key, "fail_node") == 0)
-      fail_node = opts[i].value;
-    else if (strcmp(opts[i].key, "decline") == 0)
-      decline = opts[i].value;
+    if (strcmp(key, "fail") == 0) {
+      inst->fail = -1;
+      for (int m = 0; m < 4; m++)
+        if (strcmp(val, modes[m]) == 0)
+          inst->fail = m;
+      ok = inst->fail >= 0;
+    } else if (strcmp(key, "fail_node") == 0)
+      ok = copy_opt(inst->fail_node, val);
+    else if (strcmp(key, "decline") == 0)
+      ok = copy_opt(inst->decline, val);
   }
-  static const char *const modes[] = {"none", "create", "reshape", "run"};
-  inst->fail = -1;
-  for (int m = 0; m < 4; m++)
-    if (strcmp(fail, modes[m]) == 0)
-      inst->fail = m;
-  inst->fail_node = dup_str(fail_node);
-  inst->decline = dup_str(decline);
-  if (inst->fail < 0 || !inst->fail_node || !inst->decline) {
-    int bad = inst->fail < 0;
-    instance_destroy(inst);
-    return bad ? qh_status_newf(host, QH_ERR_INVALID_ARGUMENT, "unknown fail mode '%s'", fail)
-               : host->status_new(QH_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!ok) {
+    free(inst);
+    return host->status_new(QH_ERR_INVALID_ARGUMENT, "bad value for option fail, fail_node or decline");
   }
   *out = inst;
   return NULL;
@@ -813,7 +787,7 @@ static const QhPluginDesc desc = {
     QH_STRUCT_HEADER(QhPluginDesc), .name = "scalar_int8", .version = "1.0",
     .description = "test backend: scalar int8 linear, conv and add kernels with fault injection",
     .options = options, .n_options = sizeof options / sizeof options[0],
-    .instance_create = instance_create, .instance_destroy = instance_destroy,
+    .instance_create = instance_create, .instance_destroy = free,
     .lowering = &lowering};
 
 QH_PLUGIN_EXPORT QhStatus *qhost_plugin_init(const QhHostApi *host, const QhPluginDesc **out_desc) {
