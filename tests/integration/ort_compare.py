@@ -13,8 +13,9 @@ every output within one step.
   ort_compare.py --qhost PATH MODEL.onnx X.npy [--workdir DIR] [--qhost-arg ARG ...]
                  [--ort-dir DIR] [--min-within 0.99]
 
---qhost-arg is appended to the `qhost run` command line (repeat it: `--qhost-arg
---backend --qhost-arg x86`). Exit 0 pass, 1 fail, 77 when onnxruntime-node is missing.
+--qhost-arg is appended to the `qhost run` command line; repeat it, with "=" since the
+values start with a dash: `--qhost-arg=--backend --qhost-arg=x86`. Exit 0 pass, 1 fail,
+77 when onnxruntime-node is missing.
 Test scripts import compare() and ort_missing() instead.
 """
 import argparse
@@ -91,20 +92,23 @@ def _run_qhost(qhost, args):
         raise RuntimeError(f"qhost run {args[1]}: exit {rc}: {err.strip()[-600:]}")
 
 
-def compare(qhost, model, x_path, workdir, tag="cmp", qhost_args=(), ort_dir=ORT_DIR):
+def compare(qhost, model, x_path, workdir, tag="cmp", qhost_args=(), ort_dir=ORT_DIR,
+            ort_model=None):
     """Runs both; returns one dict per graph output: name, step (how it was found),
-    elements, within (fraction within one step) and max_steps. Raises RuntimeError
-    when either side fails to run the model."""
+    elements, within (fraction within one step) and max_steps. ort_model, when given,
+    is the file ORT runs instead (another form of the same graph, same outputs).
+    Raises RuntimeError when either side fails to run its model."""
     steps = output_steps(model)
     names = list(steps)
     multi = len(names) > 1
     qh_path = os.path.join(workdir, f"{tag}_qhost." + ("npz" if multi else "npy"))
     _run_qhost(qhost, ["run", model, "--input", x_path, "-o", qh_path] + list(qhost_args))
     ort_path = os.path.join(workdir, f"{tag}_ort.npy")
-    p = subprocess.run(["node", os.path.join(ort_dir, "ort_run.js"), model, x_path, ort_path],
+    ort_model = ort_model or model
+    p = subprocess.run(["node", os.path.join(ort_dir, "ort_run.js"), ort_model, x_path, ort_path],
                        capture_output=True, text=True, timeout=300)
     if p.returncode != 0:
-        raise RuntimeError(f"ONNX Runtime cannot run {model}: {p.stderr.strip()[-600:]}")
+        raise RuntimeError(f"ONNX Runtime cannot run {ort_model}: {p.stderr.strip()[-600:]}")
     qh = np.load(qh_path)
     results = []
     for k, name in enumerate(names):
@@ -130,10 +134,10 @@ def describe(tag, results):
 
 
 def check(qhost, model, x_path, workdir, tag="cmp", qhost_args=(), ort_dir=ORT_DIR,
-          min_within=0.99):
+          min_within=0.99, ort_model=None):
     """compare(), printed; returns the failure messages (empty when it passes)."""
     try:
-        results = compare(qhost, model, x_path, workdir, tag, qhost_args, ort_dir)
+        results = compare(qhost, model, x_path, workdir, tag, qhost_args, ort_dir, ort_model)
     except RuntimeError as e:
         return [str(e)]
     print(describe(tag, results))
