@@ -3,7 +3,9 @@
   --producer qhost: `qhost quantize --backend fbgemm` on examples/digits_cnn.onnx;
       every Conv/Gemm of the float model forms one unit with the Relu that alone reads
       its output (or alone when none does), with a uint8 activation and an int8
-      per-channel (axis 0) weight of one scale per output channel.
+      per-channel (axis 0) weight of one scale per output channel; and ONNX Runtime
+      runs that file within one output step of `qhost run` (ort_compare; a note when
+      onnxruntime-node is missing).
   --producer ort [--keep-relu]: make_ort_style_qdq.py's ONNX Runtime-style model;
       `qhost run` matches ONNX Runtime within one output step on >= 99% of elements,
       and the matcher finds exactly the units the generator expects.
@@ -20,6 +22,8 @@ import onnx
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+import ort_compare  # noqa: E402
 
 
 def run(cmd):
@@ -67,6 +71,13 @@ def check_qhost(a, fails):
         if u["float_output"] or not u["q"]:
             fails.append(f"{name}: output not quantized")
     print(f"digits fbgemm: {len(want)} Conv/Gemm units checked")
+    why = ort_compare.ort_missing(a.ort_dir)
+    if why:
+        print(f"digits fbgemm: ORT comparison skipped: {why}")
+        return
+    x = os.path.join(a.workdir, "digits_x.npy")
+    np.save(x, np.load(os.path.join(ROOT, "examples", "digits_test.npy"))[:64])
+    fails += ort_compare.check(a.qhost, out, x, a.workdir, "digits fbgemm", ort_dir=a.ort_dir)
 
 
 def check_ort(a, fails):
