@@ -160,6 +160,7 @@ def print_table(results, args, blas):
              "plugin_time_share": f"{'plugin time':>12}", "plugin_mac_share": f"{'plugin MACs':>12}"}
     head = (f"{'model':<14}{'threads':>7}  {'qhost QDQ ms':<22}{'ORT QDQ ms':<22}{'qhost/ORT':>9}  "
             f"{'qhost fp32 ms':<22}{'QDQ/fp32':>8}") + "".join("  " + heads[k] for k in extra)
+    head = head.rstrip()
     print(head)
     print("-" * len(head))
     for r in results:
