@@ -1,5 +1,5 @@
 /* What the plugin-check files share: the state of one run and the graph-based checks
- * (check-graphs.c). */
+ * (check-graphs.c) and the lowering checks (check-lowering.c). */
 #ifndef QH_PLUGIN_CHECK_PRIVATE_H
 #define QH_PLUGIN_CHECK_PRIVATE_H
 
@@ -22,5 +22,6 @@ void qh_check_transform(QhCheckRun *run);
 void qh_check_annotate(QhCheckRun *run);
 void qh_check_refine(QhCheckRun *run);
 void qh_check_deploy(QhCheckRun *run);
+void qh_check_lowering(QhCheckRun *run);
 
 #endif

@@ -2,7 +2,8 @@
  * built-in inputs, checking what comes back the way the real flows will (statuses,
  * counts within capacity, scales positive and finite, zero points in range, observer
  * state that survives save/load and merge, nothing printed). Each check yields one
- * line a vendor can act on. Graph-based groups use check-graphs.c. */
+ * line a vendor can act on. Graph-based groups use check-graphs.c, lowering
+ * check-lowering.c. */
 #include <math.h>
 #include <string.h>
 
@@ -382,9 +383,7 @@ static void run_groups(QhCheckRun *run) {
   if (QH_HAS_FIELD(d, QhPluginDesc, reference_numerics) && d->reference_numerics)
     check_reference_numerics(run, d->reference_numerics);
   if (QH_HAS_FIELD(d, QhPluginDesc, lowering) && d->lowering)
-    qh_check_add(run, QH_CHECK_SKIP, "lowering",
-                 "%u patterns validated at load; kernels are run against the host's reference twin once "
-                 "lowering exists (issue 6)", run->report->info->kernels->len);
+    qh_check_lowering(run);
   if (QH_HAS_FIELD(d, QhPluginDesc, deploy) && d->deploy)
     qh_check_deploy(run);
 }

@@ -8,7 +8,8 @@
  * message is "injected fault N", N being the point's number below: the message does
  * not name the callback, so a test can tell that the host does. Other modes return bad
  * data instead of an error (compute_qparams:count|scale_zero|scale_negative|scale_nan|
- * zero_point, load:drift|lenient); observe:leak loses a block of memory, to show
+ * zero_point, load:drift|lenient, kernel_run:off for a Relu kernel two steps off);
+ * observe:leak loses a block of memory, to show
  * that the sanitized build's leak check is awake. */
 #include <qhost/qhost-plugin.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@ static const char *const fault_points[] = {
     "",         "entry",   "instance_create", "transform_for_annotation", "annotate",
     "create",   "observe", "compute_qparams", "merge",
     "save",     "load",    "refine",          "fake_quantize",            "deploy",
+    "kernel_run",
 };
 #define N_FAULT_POINTS (sizeof fault_points / sizeof fault_points[0])
 
@@ -356,7 +358,8 @@ static const QhReferenceNumericsOps numerics_ops = {
 static QhStatus *k_create(void *instance, const QhHostApi *host, const QhGraphView *graph,
                           const QhNodeUnit *unit, void **out_kernel) {
   (void)instance, (void)host, (void)graph, (void)unit;
-  *out_kernel = NULL; /* stateless */
+  static int stateless; /* the host wants a non-NULL kernel even without state */
+  *out_kernel = &stateless;
   return NULL;
 }
 
@@ -377,13 +380,18 @@ static QhStatus *k_reshape(void *kernel, const QhHostApi *host, const QhTensorVi
 static QhStatus *k_run(void *kernel, const QhHostApi *host, const QhRunContext *ctx,
                        const QhTensorView *inputs, size_t n_inputs, QhTensorView *outputs,
                        size_t n_outputs, void *workspace, size_t workspace_bytes) {
-  (void)kernel, (void)host, (void)ctx, (void)n_inputs, (void)n_outputs, (void)workspace,
-      (void)workspace_bytes;
+  (void)kernel, (void)ctx, (void)n_inputs, (void)n_outputs, (void)workspace, (void)workspace_bytes;
+  QhStatus *st = injected(host, "kernel_run");
+  if (st)
+    return st;
+  int off = fault_is("kernel_run", "off") ? 2 : 0;
   const uint8_t *x = inputs[0].data;
   uint8_t *y = outputs[0].data;
   int32_t zp = inputs[0].qparams ? inputs[0].qparams->zero_point[0] : 0;
-  for (size_t i = 0; i < inputs[0].nbytes; i++)
-    y[i] = x[i] < zp ? (uint8_t)zp : x[i];
+  for (size_t i = 0; i < inputs[0].nbytes; i++) {
+    int v = (x[i] < zp ? zp : x[i]) + off;
+    y[i] = (uint8_t)(v > 255 ? 255 : v);
+  }
   return NULL;
 }
 
