@@ -42,6 +42,10 @@ EXACT = {
     "fake_quantize": ("reference_numerics", "fake_quantize: {msg}"),
 }
 
+# faulty.c's point after "deploy": its Relu kernel's run (kernel_run:off: two steps off).
+KERNEL_RUN = len(POINTS) + 1
+LOWERED_RELU = "lowering on relu"
+
 SUPPLIES = ("transform_for_annotation, backend_config, annotate, observers, refine, "
             "reference_numerics, lowering, deploy")
 
@@ -68,6 +72,11 @@ def case_conforming(env):
             f"no PASS for {group}:\n{out}"
     # deploy wrote faulty.c's README: 21 bytes
     assert "21 bytes written" in passed["deploy"], out
+    # its Relu kernel claims the built-in Relu graph and matches the host's reference
+    assert re.match(r"unit 'op' \(Relu, pattern relu, kernel relu_any_qu8\): 3 runs .* within one step "
+                    r"of the host's reference \(worst 0\.00 steps of 0\.016\)$",
+                    passed.get(LOWERED_RELU, "")), out
+    assert passed.get("lowering pattern relu") == "claimed relu (unit 'op')", out
     assert not check_lines(lines, "FAIL"), out
     assert lines[-1].startswith("conforms: yes"), out
 
@@ -114,6 +123,32 @@ def bad_data_case(fault, name, detail):
     return run
 
 
+def case_lowering_run_error(env):
+    """An error from a kernel's run is a FAIL for the graph that names plugin, kernel
+    and node and carries the message; the pattern still counts as claimed."""
+    rc, lines, out, _ = check_faulty(env, "kernel_run")
+    failed = check_lines(lines, "FAIL")
+    want = (LOWERED_RELU, "unit 'op' (Relu, pattern relu, kernel relu_any_qu8): first run: plugin 'faulty': "
+            f"kernel 'relu_any_qu8' (node 'op'): run: injected fault {KERNEL_RUN}")
+    assert failed == [want], out
+    assert ("lowering pattern relu", "claimed relu (unit 'op')") in check_lines(lines, "PASS"), out
+
+
+def case_lowering_wrong_numbers(env):
+    """A kernel two steps off is a FAIL naming the unit, the kernel and the worst
+    element with both values (in steps of the output scale)."""
+    rc, lines, out, _ = check_faulty(env, "kernel_run:off")
+    failed = check_lines(lines, "FAIL")
+    assert len(failed) == 1 and failed[0][0] == LOWERED_RELU, out
+    m = re.match(r"unit 'op' \(Relu, pattern relu, kernel relu_any_qu8\): first run: output 'y_dequantized' "
+                 r"element (\d+) is (\S+), the host's (\S+): (\S+) steps of 0\.016 from the host's reference$",
+                 failed[0][1])
+    assert m, out
+    lowered, host, steps = float(m.group(2)), float(m.group(3)), float(m.group(4))
+    assert abs(steps - 2) < 1e-3 and abs((lowered - host) / 0.016 - 2) < 1e-2, out
+    assert lines[-1].startswith("conforms: no"), out
+
+
 def case_json_report(env):
     rc, out, err = env.run("plugin-check", "--json", env.plugin("faulty"),
                            env={"QHOST_TEST_FAULT": "observe"})
@@ -150,6 +185,8 @@ CASES.update({
         re.compile(r"qparams after save/load differ: scale \S+ zp -?\d+, before \S+ zp -?\d+$")),
     "load_truncated": bad_data_case("load:lenient", OBS + " save/load",
                                     "load accepted a truncated state (8 of 16 bytes)"),
+    "lowering_run_error": case_lowering_run_error,
+    "lowering_wrong_numbers": case_lowering_wrong_numbers,
     "json_report": case_json_report,
     "leak_is_reported": case_leak_is_reported,
 })

@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""`qhost plugin-check` on the lowering group: the scalar_int8 test plugin's kernels
+(tests/lower/plugins/scalar_int8.c) run on the host's built-in QDQ graphs and are
+compared with the host's reference path.
+
+- without options it conforms: each graph one of its seven patterns claims (Conv,
+  Conv+Relu, Gemm, Gemm+Relu, MatMul, Add, Add+Relu) gets a PASS within one output
+  step, each pattern a line naming what it claimed, and graphs nobody claims (Relu,
+  pools, Concat, Sigmoid) no line;
+- --backend-opt fail=create|reshape|run makes every claimed graph FAIL with the
+  plugin's message naming kernel and node; fail_node limits that to one unit;
+- decline=PATTERN leaves that pattern untested: a SKIP with the plugin's reason;
+- the fbgemm and qnnpack plugins, which have no lowering group, get no lowering line.
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+# built-in graph -> (unit, ops, pattern, kernel) that scalar_int8 claims
+CLAIMED = {
+    "conv_relu": ("conv", "Conv+Relu", "conv_relu", "conv2d_nhwc_qu8_qs8w"),
+    "conv": ("conv", "Conv", "conv", "conv2d_nhwc_qu8_qs8w"),
+    "gemm_relu": ("fc", "Gemm+Relu", "linear_relu", "linear_qu8_qs8w"),
+    "gemm": ("fc", "Gemm", "linear", "linear_qu8_qs8w"),
+    "matmul": ("matmul", "MatMul", "matmul", "linear_qu8_qs8w"),
+    "add_relu": ("add", "Add+Relu", "add_relu", "add_qu8"),
+    "add": ("add", "Add", "add", "add_qu8"),
+}
+UNCLAIMED = ("relu", "maxpool", "avgpool", "global_avgpool", "concat", "sigmoid")
+LINE = re.compile(r"^  (PASS|FAIL|SKIP)  ([^:]+): (.*)$")
+
+
+class Runner:
+    def __init__(self, opts):
+        self.qhost = opts.qhost
+        self.plugin = os.path.join(opts.lower_plugins, "libqhost-scalar_int8.so")
+        self.build_plugins = opts.build_plugins
+        self.env = {k: v for k, v in os.environ.items()
+                    if k not in ("QHOST_PLUGIN_PATH", "QHOST_TEST_FAULT")}
+        if opts.asan:
+            self.env["QHOST_PLUGIN_NO_DLCLOSE"] = "1"  # leak reports need the plugin's symbols
+
+    def check(self, target, *args, expect_rc):
+        proc = subprocess.run([self.qhost, "plugin-check", target, *args], env=self.env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+        out, err = proc.stdout.decode(), proc.stderr.decode()
+        for marker in ("AddressSanitizer", "LeakSanitizer", "runtime error", "GLib-CRITICAL"):
+            assert marker not in err, err
+        assert proc.returncode == expect_rc, f"exit {proc.returncode}, want {expect_rc}\n{out}\n{err}"
+        lines = out.splitlines()
+        return {(m.group(1), m.group(2)): m.group(3) for m in map(LINE.match, lines) if m}, out
+
+    def scalar(self, *opts, expect_rc):
+        args = []
+        for o in opts:
+            args += ["--backend-opt", o]
+        return self.check(self.plugin, *args, expect_rc=expect_rc)
+
+
+def unit_text(graph):
+    unit, ops, pattern, kernel = CLAIMED[graph]
+    return f"unit '{unit}' ({ops}, pattern {pattern}, kernel {kernel})"
+
+
+def lowering_lines(res):
+    return {k: v for k, v in res.items() if k[1].startswith("lowering")}
+
+
+def case_conforms(r):
+    res, out = r.scalar(expect_rc=0)
+    assert not [k for k in res if k[0] == "FAIL"], out
+    pat = re.compile(r"^(.*): 3 runs \(packed weights reused, one on 2 threads\) within one step of the "
+                     r"host's reference \(worst (\S+) steps of (\S+)\)$")
+    for graph in CLAIMED:
+        detail = res.get(("PASS", f"lowering on {graph}"))
+        assert detail is not None, f"no PASS for {graph}\n{out}"
+        m = pat.match(detail)
+        assert m and m.group(1) == unit_text(graph), detail
+        assert float(m.group(2)) <= 1.0, detail
+    for graph in UNCLAIMED:
+        assert not [k for k in res if k[1] == f"lowering on {graph}"], out
+    for graph, (unit, _, pattern, _) in CLAIMED.items():
+        assert res.get(("PASS", f"lowering pattern {pattern}")) == f"claimed {graph} (unit '{unit}')", out
+    assert res.get(("PASS", "lowering")) == \
+        f"7 patterns validated at load; 7 of {len(CLAIMED) + len(UNCLAIMED)} built-in graphs claimed", out
+    assert out.splitlines()[-1] == "conforms: yes (21 passed, 0 failed, 0 skipped)", out
+
+
+def failure_case(phase, run_name=None):
+    def run(r):
+        res, out = r.scalar(f"fail={phase}", expect_rc=1)
+        failed = {k[1]: v for k, v in res.items() if k[0] == "FAIL"}
+        assert sorted(failed) == sorted(f"lowering on {g}" for g in CLAIMED), out
+        for graph, (unit, _, _, kernel) in CLAIMED.items():
+            where = f"{run_name}: " if run_name else ""
+            assert failed[f"lowering on {graph}"] == (
+                f"{unit_text(graph)}: {where}plugin 'scalar_int8': kernel '{kernel}' (node '{unit}'): "
+                f"{phase}: injected failure in {phase}"), out
+        # the patterns still claimed their graphs, and the other checks are unaffected
+        assert len([k for k in res if k[0] == "PASS" and k[1].startswith("lowering pattern ")]) == 7, out
+        assert ("PASS", "quiet callbacks") in res, out
+    return run
+
+
+def case_fail_one_node(r):
+    res, out = r.scalar("fail=run", "fail_node=fc", expect_rc=1)
+    failed = sorted(k[1] for k in res if k[0] == "FAIL")
+    assert failed == ["lowering on gemm", "lowering on gemm_relu"], out
+    for graph in ("conv_relu", "conv", "matmul", "add_relu", "add"):
+        assert ("PASS", f"lowering on {graph}") in res, out
+
+
+def case_decline(r):
+    res, out = r.scalar("decline=conv_relu", expect_rc=0)
+    assert res.get(("SKIP", "lowering pattern conv_relu")) == \
+        "no built-in graph for pattern conv_relu; declined: declined by option decline=conv_relu", out
+    # Conv+Relu falls back to the host: nothing of the plugin's to check there
+    assert not [k for k in res if k[1] == "lowering on conv_relu"], out
+    assert res.get(("PASS", "lowering")) == \
+        "7 patterns validated at load; 6 of 13 built-in graphs claimed", out
+
+
+def case_json(r):
+    proc = subprocess.run([r.qhost, "plugin-check", "--json", r.plugin, "--backend-opt", "fail=run"],
+                          env=r.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 1 and report["conforms"] is False, proc.stdout
+    fails = [c["name"] for c in report["checks"] if c["verdict"] == "FAIL"]
+    assert sorted(fails) == sorted(f"lowering on {g}" for g in CLAIMED), fails
+
+
+def no_lowering_case(name):
+    def run(r):
+        res, out = r.check(name, "--plugin-dir", r.build_plugins, expect_rc=0)
+        assert not lowering_lines(res), out
+        assert "lowering" not in out, out
+        assert out.splitlines()[-1].startswith("conforms: yes ("), out
+    return run
+
+
+CASES = {
+    "conforms": case_conforms,
+    "fail_create": failure_case("create"),
+    "fail_reshape": failure_case("reshape"),
+    "fail_run": failure_case("run", "first run"),
+    "fail_one_node": case_fail_one_node,
+    "decline": case_decline,
+    "json": case_json,
+    "fbgemm": no_lowering_case("fbgemm"),
+    "qnnpack": no_lowering_case("qnnpack"),
+}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--qhost", required=True)
+    ap.add_argument("--lower-plugins", required=True, help="the directory holding libqhost-scalar_int8.so")
+    ap.add_argument("--build-plugins", required=True, help="the directory holding fbgemm and qnnpack")
+    ap.add_argument("--asan", action="store_true")
+    opts = ap.parse_args()
+    r = Runner(opts)
+    failed = []
+    for name, case in CASES.items():
+        try:
+            case(r)
+            print(f"PASS {name}")
+        except Exception as e:  # report every case, then fail
+            failed.append(name)
+            print(f"FAIL {name}: {e}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
