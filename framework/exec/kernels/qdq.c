@@ -191,8 +191,8 @@ static void quantize_s8(const float *restrict x, int8_t *restrict y, int64_t n, 
     y[i] = (int8_t)((int32_t)quantize_fast_one(x[i], s, lo, hi) + z);
 }
 
-/* Per-axis with inner == 1 (the axis is the innermost one): every element has its
- * own channel, so runs would be single elements; walk rows of `channels` instead. */
+/* Per-axis with inner == 1 (the axis is the innermost one): runs would be single
+ * elements, so step the channel along with the element instead of per run. */
 static void quantize_fast_interleaved(const Job *j, int64_t begin, int64_t end) {
   const float *x = j->x;
   const float *scale = qh_f32(j->p.scale);
@@ -200,7 +200,8 @@ static void quantize_fast_interleaved(const Job *j, int64_t begin, int64_t end) 
   int64_t c = begin % j->p.channels;
   for (int64_t i = begin; i < end; i++) {
     int32_t z = zp_at(j->p.zp, c);
-    int32_t q = (int32_t)quantize_fast_one(x[i], scale[c], (float)(qmin - z), (float)(qmax - z)) + z;
+    float v = quantize_fast_one(x[i], scale[c], (float)(qmin - z), (float)(qmax - z));
+    int32_t q = (int32_t)v + z;
     if (j->qdt == QH_DTYPE_U8)
       ((uint8_t *)j->y)[i] = (uint8_t)q;
     else
