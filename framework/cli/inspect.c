@@ -238,7 +238,7 @@ static void add_tensor_values(JsonBuilder *b, const QhTensor *t) {
 
 static void add_lowering(JsonBuilder *b, const Summary *sm) {
   QhCliCoverage c;
-  qh_cli_coverage_compute(sm->lowering, sm->graph, NULL, 0, &c);
+  qh_cli_coverage_compute(sm->lowering, NULL, NULL, 0, &c);
   json_builder_set_member_name(b, "backend");
   json_builder_add_string_value(b, sm->backend);
   json_builder_set_member_name(b, "coverage");
@@ -389,11 +389,14 @@ int qh_cli_inspect(int argc, char **argv) {
     return qh_cli_report(error);
   }
   Summary sm = {.graph = graph};
+  QhGraph *lowered = NULL; /* lowering normalises its graph: keep the listing's intact */
   if (backend) {
     if ((plugin = qh_cli_load_backend(&common, backend, &error)) == NULL ||
-        (sm.lowering = qh_lowering_new(graph, plugin, NULL, &error)) == NULL) {
+        (lowered = qh_cli_load_model(argv[1], &error)) == NULL ||
+        (sm.lowering = qh_lowering_new(lowered, plugin, NULL, &error)) == NULL) {
       qh_error_prefix(&error, argv[1]);
       qh_plugin_free(plugin);
+      qh_graph_free(lowered);
       qh_graph_free(graph);
       g_free(backend);
       return qh_cli_report(error);
@@ -412,7 +415,7 @@ int qh_cli_inspect(int argc, char **argv) {
     print_text(argv[1], &sm);
     if (sm.lowering) {
       QhCliCoverage c;
-      qh_cli_coverage_compute(sm.lowering, graph, NULL, 0, &c);
+      qh_cli_coverage_compute(sm.lowering, NULL, NULL, 0, &c);
       printf("backend: %s\n", sm.backend);
       qh_cli_coverage_print(sm.lowering, NULL, &c, 0, FALSE);
     }
@@ -421,6 +424,7 @@ int qh_cli_inspect(int argc, char **argv) {
   g_free(sm.plan_error);
   qh_plan_free(sm.plan);
   qh_lowering_free(sm.lowering);
+  qh_graph_free(lowered);
   qh_plugin_free(plugin);
   qh_graph_free(graph);
   g_free(backend);
