@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/coverage.h"
 #include "core/error.h"
 #include "exec/op.h"
 
@@ -20,6 +21,8 @@ typedef struct {
   int n_quantize;
   int n_dequantize;
   GPtrArray *unsupported; /* op type strings, borrowed, unique */
+  const char *backend;    /* --backend: the plugin's name */
+  QhLowering *lowering;   /* its decisions, or NULL */
 } Summary;
 
 static char *dims_string(const QhValue *v) {
@@ -233,6 +236,15 @@ static void add_tensor_values(JsonBuilder *b, const QhTensor *t) {
   json_builder_end_array(b);
 }
 
+static void add_lowering(JsonBuilder *b, const Summary *sm) {
+  QhCliCoverage c;
+  qh_cli_coverage_compute(sm->lowering, NULL, NULL, 0, &c);
+  json_builder_set_member_name(b, "backend");
+  json_builder_add_string_value(b, sm->backend);
+  json_builder_set_member_name(b, "coverage");
+  qh_cli_coverage_json(sm->lowering, NULL, &c, 0, FALSE, b);
+}
+
 static void print_json(const char *path, const Summary *sm) {
   const QhGraph *g = sm->graph;
   JsonBuilder *b = json_builder_new();
@@ -346,41 +358,75 @@ static void print_json(const char *path, const Summary *sm) {
   for (guint k = 0; k < sm->unsupported->len; k++)
     json_builder_add_string_value(b, g_ptr_array_index(sm->unsupported, k));
   json_builder_end_array(b);
+  if (sm->lowering)
+    add_lowering(b, sm);
   json_builder_end_object(b);
   qh_cli_print_json(b);
 }
 
 int qh_cli_inspect(int argc, char **argv) {
   gboolean as_json = FALSE;
-  QhCliCommon common = {0};
+  char *backend = NULL;
+  QhCliCommon common = {.uses_plugins = TRUE};
   const GOptionEntry entries[] = {
       {"json", 0, 0, G_OPTION_ARG_NONE, &as_json, "Print JSON (schema_version 1)", NULL},
+      {"backend", 0, 0, G_OPTION_ARG_STRING, &backend,
+       "Show which QDQ node units this backend plugin would run on its int8 kernels", "NAME"},
       G_OPTION_ENTRY_NULL};
   if (!qh_cli_parse("inspect", "MODEL.onnx",
                     "Show MODEL.onnx's inputs, outputs, nodes with their output shapes, "
-                    "parameters, MACs, opsets, producer and quantization parameters.",
+                    "parameters, MACs, opsets, producer and quantization parameters; with "
+                    "--backend, which node units the plugin claims and why it declines the others.",
                     entries, &common, &argc, &argv))
     return QH_EXIT_USAGE;
   if (argc != 2)
     return qh_cli_usage_error("inspect", argc < 2 ? "missing MODEL.onnx" : "more than one model given");
   GError *error = NULL;
+  QhPlugin *plugin = NULL;
   QhGraph *graph = qh_cli_load_model(argv[1], &error);
-  if (graph == NULL)
+  if (graph == NULL) {
+    g_free(backend);
     return qh_cli_report(error);
+  }
   Summary sm = {.graph = graph};
+  QhGraph *lowered = NULL; /* lowering normalises its graph: keep the listing's intact */
+  if (backend) {
+    if ((plugin = qh_cli_load_backend(&common, backend, &error)) == NULL ||
+        (lowered = qh_cli_load_model(argv[1], &error)) == NULL ||
+        (sm.lowering = qh_lowering_new(lowered, plugin, NULL, &error)) == NULL) {
+      qh_error_prefix(&error, argv[1]);
+      qh_plugin_free(plugin);
+      qh_graph_free(lowered);
+      qh_graph_free(graph);
+      g_free(backend);
+      return qh_cli_report(error);
+    }
+    sm.backend = qh_plugin_info(plugin)->name;
+  }
   sm.plan = qh_plan_new(graph, NULL, TRUE, &error);
   if (sm.plan == NULL) {
     sm.plan_error = g_strdup(error->message);
     g_clear_error(&error);
   }
   summarise(&sm);
-  if (as_json)
+  if (as_json) {
     print_json(argv[1], &sm);
-  else
+  } else {
     print_text(argv[1], &sm);
+    if (sm.lowering) {
+      QhCliCoverage c;
+      qh_cli_coverage_compute(sm.lowering, NULL, NULL, 0, &c);
+      printf("backend: %s\n", sm.backend);
+      qh_cli_coverage_print(sm.lowering, NULL, &c, 0, FALSE);
+    }
+  }
   g_ptr_array_unref(sm.unsupported);
   g_free(sm.plan_error);
   qh_plan_free(sm.plan);
+  qh_lowering_free(sm.lowering);
+  qh_graph_free(lowered);
+  qh_plugin_free(plugin);
   qh_graph_free(graph);
+  g_free(backend);
   return QH_EXIT_OK;
 }

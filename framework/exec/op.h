@@ -82,6 +82,7 @@ extern const QhOpDef qh_ops_qdq[];         /* QuantizeLinear, DequantizeLinear *
 extern const QhOpDef qh_ops_shape[];       /* Shape, Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Identity, Dropout, Constant, Concat */
 extern const QhOpDef qh_ops_index[];       /* Gather, Slice, Pad */
 extern const QhOpDef qh_ops_resize[];      /* Resize */
+extern const QhOpDef qh_ops_cast[];        /* Cast, ConstantOfShape */
 
 G_END_DECLS
 

@@ -53,7 +53,8 @@ void qh_plan_free(QhPlan *plan);
  * constant), or NULL for an id the plan never reached. Borrowed from the plan. */
 const QhTensor *qh_plan_value_info(const QhPlan *plan, int value_id);
 
-/* Live nodes in execution order (borrowed array of int node ids). */
+/* Live nodes in topological order, constant-folded ones included (borrowed array of
+ * int node ids; qh_plan_node_is_folded tells which ran at plan time). */
 const GArray *qh_plan_order(const QhPlan *plan);
 
 /* Whether node_id was folded into a constant at plan time. */

@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "exec/qdq-units.h"
 #include "lower/kernel-node.h"
+#include "lower/prepare.h"
 #include "plugin/graph-view.h"
 #include "plugin/host-api-private.h"
 #include "plugin/host-private.h"
@@ -178,7 +179,8 @@ QhLowering *qh_lowering_new(QhGraph *graph, QhPlugin *plugin, const QhShape *inp
   l->node_kernel = g_hash_table_new(g_direct_hash, g_direct_equal);
   l->node_row = g_hash_table_new(g_direct_hash, g_direct_equal);
   l->view = qh_graph_view_new(graph, QH_VIEW_READ);
-  if ((l->shape_plan = qh_plan_new(graph, input_shapes, TRUE, error)) == NULL)
+  if (!qh_lower_prepare(graph, input_shapes, error) ||
+      (l->shape_plan = qh_plan_new(graph, input_shapes, TRUE, error)) == NULL)
     goto fail;
   l->units = qh_qdq_match_units_with(graph, lo->patterns, lo->n_patterns, accept_unit, l, error);
   if (l->units == NULL)

@@ -14,7 +14,9 @@
  * other node runs on the host's reference path with ONNX's QDQ semantics.
  *
  * Ownership: the lowering borrows the plugin (loaded, with its instance) and the
- * graph, which it rewrites in place in qh_lowering_build; both must outlive it.
+ * graph, which it rewrites in place (qh_lowering_new normalises it with
+ * qh_lower_prepare: no-op Casts dropped, constant subgraphs frozen; qh_lowering_build
+ * replaces the units); both must outlive it.
  * Threading: one thread. Errors: GError naming plugin, kernel and node, e.g.
  * "plugin 'x': kernel 'add_qu8' (node 'add1'): run: cause". */
 #ifndef QH_LOWER_LOWERING_H

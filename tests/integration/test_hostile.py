@@ -443,6 +443,44 @@ def case_output_dir_missing(runner, tmp):
     assert not os.path.exists(os.path.dirname(out)), "the output directory was created"
 
 
+def constant_of_shape_case(runner, tmp, shape, cause, value=None):
+    """x -> Relu -> y, plus ConstantOfShape(shape) as a second output: a few bytes of
+    model asking for a huge (or malformed) constant."""
+    _, _, helper, _ = onnx_modules()
+    attrs = {} if value is None else {"value": value}
+    m = make_model([helper.make_node("Relu", ["x"], ["y"], name="relu"),
+                    helper.make_node("ConstantOfShape", ["shape"], ["big"], name="fill", **attrs)],
+                   [("x", [2, 3])], [("y", [2, 3]), ("big", [1])],
+                   [("shape", np.array(shape, np.int64))])
+    model = save_model(m, os.path.join(tmp, "model.onnx"))
+    out = os.path.join(tmp, "y.npz")
+    expect_failure(runner, [model, "--input", x_npy(tmp), "-o", out], [model], cause, out)
+
+
+def case_constant_of_shape_over_limit(runner, tmp):
+    # 2^60 elements: refused by shape inference before anything is allocated
+    constant_of_shape_case(runner, tmp, [1 << 20, 1 << 20, 1 << 20], r"fill.*(limit|element)")
+
+
+def case_constant_of_shape_huge(runner, tmp):
+    # 2^33 float32 (32 GiB) is within the element limit but past the fold cap, so it
+    # is allocated at run time, where the memory bound makes it a clean error
+    constant_of_shape_case(runner, tmp, [1 << 33], r"memory|limit|allocat")
+
+
+def case_constant_of_shape_bad_value(runner, tmp):
+    _, _, _, numpy_helper = onnx_modules()
+    constant_of_shape_case(runner, tmp, [2, 2], r"fill.*one element",
+                           value=numpy_helper.from_array(np.array([1, 2], np.float32), "v"))
+
+
+def case_cast_to_string(runner, tmp):
+    _, _, helper, _ = onnx_modules()
+    m = make_model([helper.make_node("Cast", ["x"], ["y"], name="tostr", to=8)],
+                   [("x", [2, 3])], [("y", [2, 3])])
+    run_bad_model(runner, tmp, m.SerializeToString(), r"tostr.*(type 8|not supported)")
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 if __name__ == "__main__":

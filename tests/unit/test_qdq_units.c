@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/graph.h"
 #include "exec/qdq-units.h"
+#include "lower/prepare.h"
 #include "io/onnx.h"
 
 #define PAT(name, mask, ...)                                                              \
@@ -412,7 +413,10 @@ static int dump(const char *path) {
   const QhLoweringPattern *p[] = {&conv_add_relu, &conv_relu, &conv, &gemm_relu, &gemm,
                                   &add_relu, &add, &relu, &maxpool, &globalaveragepool,
                                   &flatten, &reshape};
-  GPtrArray *units = qh_qdq_match_units(g, p, G_N_ELEMENTS(p), &error);
+  /* as lowering does: no-op Casts dropped, Constant subgraphs frozen */
+  GPtrArray *units = qh_lower_prepare(g, NULL, &error)
+                         ? qh_qdq_match_units(g, p, G_N_ELEMENTS(p), &error)
+                         : NULL;
   if (!units) {
     fprintf(stderr, "%s\n", error->message);
     qh_graph_free(g);

@@ -90,7 +90,7 @@ def check_ort(a, fails):
     exp = json.load(open(exp_path))
     got_q = os.path.join(a.workdir, f"{tag}_qhost.npy")
     got_o = os.path.join(a.workdir, f"{tag}_ort.npy")
-    run([a.qhost, "run", model, "--input", x, "-o", got_q])
+    run([a.qhost, "run", model, "--input", x, "-o", got_q] + a.qhost_arg)
     run(["node", os.path.join(a.ort_dir, "ort_run.js"), model, x, got_o])
     q, o = np.load(got_q), np.load(got_o)
     if q.shape != o.shape:
@@ -123,6 +123,9 @@ def main():
     ap.add_argument("--keep-relu", action="store_true")
     ap.add_argument("--ort-dir", default=os.path.join(ROOT, "tests", "ort"))
     ap.add_argument("--workdir", required=True)
+    ap.add_argument("--qhost-arg", action="append", default=[],
+                    help="appended to `qhost run` of the ORT-style model "
+                         "(repeat: --qhost-arg=--backend --qhost-arg=NAME)")
     a = ap.parse_args()
     os.makedirs(a.workdir, exist_ok=True)
     fails = []

@@ -1,0 +1,173 @@
+/* qhost-peak: this machine's one-thread int8 and fp32 peaks, measured with a loop of
+ * the best multiply-add the CPU has, so that benchmarks can print kernel speed as a
+ * fraction of what the core can do in the same run. int8: vpdpbusd (AVX-512 VNNI, or
+ * AVX-VNNI on 256-bit registers) when present, else vpmaddubsw + vpmaddwd (AVX-512BW,
+ * else AVX2), which is how int8 kernels without VNNI multiply u8 by s8. fp32:
+ * vfmadd on the widest registers. Each loop keeps 16 (zmm) or 12 (ymm) independent accumulators so the
+ * instruction latency is hidden and only throughput counts. Paths are chosen at run
+ * time (the file is built for baseline x86-64 with per-function target attributes).
+ * Output: one JSON object (ops = 2 per multiply-accumulate). */
+#include <immintrin.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define ITERS 20000000L
+/* Independent accumulators: 16 on 32 zmm registers, 12 on the 16 ymm ones (with the
+ * operands) so that nothing spills. */
+#define NACC 16
+#define NACC_YMM 12
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Keeps results alive without the compiler folding the loop away. */
+static volatile int32_t sink_i;
+static volatile float sink_f;
+
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) static double vnni512(long iters) {
+  __m512i acc[NACC];
+  __m512i a = _mm512_set1_epi8(3), b = _mm512_set1_epi8(-2);
+  for (int i = 0; i < NACC; i++)
+    acc[i] = _mm512_setzero_si512();
+  for (long it = 0; it < iters; it++) {
+    for (int i = 0; i < NACC; i++)
+      acc[i] = _mm512_dpbusd_epi32(acc[i], a, b);
+    __asm__ volatile("" : "+v"(a), "+v"(b));
+  }
+  __m512i s = acc[0];
+  for (int i = 1; i < NACC; i++)
+    s = _mm512_add_epi32(s, acc[i]);
+  sink_i = _mm512_reduce_add_epi32(s);
+  return (double)iters * NACC * 64.0; /* MACs */
+}
+
+__attribute__((target("avx512f,avx512bw"))) static double madd512(long iters) {
+  __m512i acc[NACC];
+  __m512i a = _mm512_set1_epi8(3), b = _mm512_set1_epi8(-2), one = _mm512_set1_epi16(1);
+  for (int i = 0; i < NACC; i++)
+    acc[i] = _mm512_setzero_si512();
+  for (long it = 0; it < iters; it++) {
+    for (int i = 0; i < NACC; i++)
+      acc[i] = _mm512_add_epi32(acc[i], _mm512_madd_epi16(_mm512_maddubs_epi16(a, b), one));
+    __asm__ volatile("" : "+v"(a), "+v"(b));
+  }
+  __m512i s = acc[0];
+  for (int i = 1; i < NACC; i++)
+    s = _mm512_add_epi32(s, acc[i]);
+  sink_i = _mm512_reduce_add_epi32(s);
+  return (double)iters * NACC * 64.0;
+}
+
+__attribute__((target("avx2"))) static double madd256(long iters) {
+  __m256i acc[NACC_YMM];
+  __m256i a = _mm256_set1_epi8(3), b = _mm256_set1_epi8(-2), one = _mm256_set1_epi16(1);
+  for (int i = 0; i < NACC_YMM; i++)
+    acc[i] = _mm256_setzero_si256();
+  for (long it = 0; it < iters; it++) {
+    for (int i = 0; i < NACC_YMM; i++)
+      acc[i] = _mm256_add_epi32(acc[i], _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), one));
+    __asm__ volatile("" : "+x"(a), "+x"(b));
+  }
+  __m256i s = acc[0];
+  for (int i = 1; i < NACC_YMM; i++)
+    s = _mm256_add_epi32(s, acc[i]);
+  int32_t v[8];
+  memcpy(v, &s, sizeof(v));
+  sink_i = v[0];
+  return (double)iters * NACC_YMM * 32.0;
+}
+
+__attribute__((target("avx512f"))) static double fma512(long iters) {
+  __m512 acc[NACC];
+  __m512 a = _mm512_set1_ps(1.0001f), b = _mm512_set1_ps(0.9999f);
+  for (int i = 0; i < NACC; i++)
+    acc[i] = _mm512_setzero_ps();
+  for (long it = 0; it < iters; it++) {
+    for (int i = 0; i < NACC; i++)
+      acc[i] = _mm512_fmadd_ps(a, b, acc[i]);
+    __asm__ volatile("" : "+v"(a), "+v"(b));
+  }
+  __m512 s = acc[0];
+  for (int i = 1; i < NACC; i++)
+    s = _mm512_add_ps(s, acc[i]);
+  sink_f = _mm512_reduce_add_ps(s);
+  return (double)iters * NACC * 16.0;
+}
+
+__attribute__((target("avx2,fma"))) static double fma256(long iters) {
+  __m256 acc[NACC_YMM];
+  __m256 a = _mm256_set1_ps(1.0001f), b = _mm256_set1_ps(0.9999f);
+  for (int i = 0; i < NACC_YMM; i++)
+    acc[i] = _mm256_setzero_ps();
+  for (long it = 0; it < iters; it++) {
+    for (int i = 0; i < NACC_YMM; i++)
+      acc[i] = _mm256_fmadd_ps(a, b, acc[i]);
+    __asm__ volatile("" : "+x"(a), "+x"(b));
+  }
+  __m256 s = acc[0];
+  for (int i = 1; i < NACC_YMM; i++)
+    s = _mm256_add_ps(s, acc[i]);
+  float v[8];
+  memcpy(v, &s, sizeof(v));
+  sink_f = v[0];
+  return (double)iters * NACC_YMM * 8.0;
+}
+
+/* QHOST_CPU_DISABLE=avx512vnni (the variable plugins honour) measures the path a CPU
+ * without VNNI would use. */
+static int getenv_disabled_vnni(void) {
+  const char *v = getenv("QHOST_CPU_DISABLE");
+  return v && strstr(v, "avx512vnni") != NULL;
+}
+
+/* Best of three timings of fn, in Gops (2 ops per multiply-accumulate). */
+static double measure(double (*fn)(long), long iters) {
+  fn(iters / 20); /* warm-up: clocks up, code paged in */
+  double best = 0.0;
+  for (int r = 0; r < 3; r++) {
+    double t0 = now_s();
+    double macs = fn(iters);
+    double g = 2.0 * macs / (now_s() - t0) / 1e9;
+    if (g > best)
+      best = g;
+  }
+  return best;
+}
+
+int main(int argc, char **argv) {
+  long iters = ITERS;
+  if (argc > 1 && strcmp(argv[1], "--quick") == 0)
+    iters /= 20;
+  __builtin_cpu_init();
+  int has512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+  int vnni = has512 && __builtin_cpu_supports("avx512vnni");
+  if (getenv_disabled_vnni())
+    vnni = 0;
+  const char *int8_path;
+  double int8;
+  if (vnni) {
+    int8_path = "vpdpbusd zmm (AVX-512 VNNI)";
+    int8 = measure(vnni512, iters);
+  } else if (has512) {
+    int8_path = "vpmaddubsw+vpmaddwd+vpaddd zmm (AVX-512BW)";
+    int8 = measure(madd512, iters);
+  } else if (__builtin_cpu_supports("avx2")) {
+    int8_path = "vpmaddubsw+vpmaddwd+vpaddd ymm (AVX2)";
+    int8 = measure(madd256, iters);
+  } else {
+    fprintf(stderr, "qhost-peak: this CPU has neither AVX2 nor AVX-512\n");
+    return 1;
+  }
+  const char *fp32_path = has512 ? "vfmadd231ps zmm" : "vfmadd231ps ymm";
+  double fp32 = measure(has512 ? fma512 : fma256, iters);
+  printf("{\"int8_path\": \"%s\", \"int8_gops\": %.1f, \"fp32_path\": \"%s\", \"fp32_gflops\": %.1f, "
+         "\"int8_over_fp32\": %.3f, \"vnni\": %s}\n",
+         int8_path, int8, fp32_path, fp32, int8 / fp32, vnni ? "true" : "false");
+  return 0;
+}

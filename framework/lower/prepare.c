@@ -1,0 +1,67 @@
+/* Normalises a QDQ graph before unit matching (see the header): no-op Casts out,
+ * constant subgraphs frozen into initializers. Q/DQ nodes are never frozen: a folded
+ * DequantizeLinear of an int8 weight would otherwise become a float weight and the
+ * unit would lose its quantized input. */
+#include "lower/prepare.h"
+
+#include <string.h>
+
+#include "core/error.h"
+#include "exec/plan.h"
+#include "lower/noop-cast.h"
+
+static gboolean is_qdq(const QhNode *n) {
+  return (!*n->domain || strcmp(n->domain, "ai.onnx") == 0) &&
+         (strcmp(n->op_type, "QuantizeLinear") == 0 || strcmp(n->op_type, "DequantizeLinear") == 0);
+}
+
+/* Freeze the outputs of folded non-Q/DQ nodes into initializers and remove the nodes.
+ * A node with a graph output stays (the output keeps its producer). */
+static gboolean freeze_constants(QhGraph *g, const QhPlan *plan, GError **error) {
+  const GArray *order = qh_plan_order(plan);
+  for (guint i = 0; i < order->len; i++) {
+    int id = g_array_index(order, int, i);
+    QhNode *n = qh_graph_node(g, id);
+    if (!qh_plan_node_is_folded(plan, id) || is_qdq(n))
+      continue;
+    gboolean graph_output = FALSE;
+    for (int o = 0; o < n->n_outputs; o++)
+      graph_output |= n->outputs[o] >= 0 && qh_graph_value(g, n->outputs[o])->is_output;
+    if (graph_output)
+      continue;
+    QhTensor **copies = g_new0(QhTensor *, (gsize)n->n_outputs + 1);
+    gboolean ok = TRUE;
+    for (int o = 0; o < n->n_outputs && ok; o++) {
+      const QhTensor *t = n->outputs[o] >= 0 ? qh_plan_value_info(plan, n->outputs[o]) : NULL;
+      if (t == NULL || t->data == NULL)
+        continue;
+      ok = (copies[o] = qh_tensor_copy(t, error)) != NULL;
+    }
+    if (ok) {
+      qh_graph_remove_node(g, id);
+      for (int o = 0; o < n->n_outputs; o++)
+        if (copies[o])
+          qh_value_set_initializer(qh_graph_value(g, n->outputs[o]), copies[o]);
+    } else {
+      for (int o = 0; o < n->n_outputs; o++)
+        qh_tensor_free(copies[o]);
+    }
+    g_free(copies);
+    if (!ok)
+      return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean qh_lower_prepare(QhGraph *graph, const QhShape *input_shapes, GError **error) {
+  QhPlan *plan = qh_plan_new(graph, input_shapes, TRUE, error);
+  if (plan == NULL)
+    return FALSE;
+  gboolean ok = qh_lower_drop_noop_casts(graph, plan, NULL, error);
+  qh_plan_free(plan);
+  if (!ok || (plan = qh_plan_new(graph, input_shapes, TRUE, error)) == NULL)
+    return FALSE;
+  ok = freeze_constants(graph, plan, error);
+  qh_plan_free(plan);
+  return ok;
+}

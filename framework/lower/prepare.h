@@ -1,0 +1,23 @@
+/* Making a QDQ graph from any producer matchable: PyTorch's exporter writes scales and
+ * zero points as Constant nodes, computes the int32 bias zero point with
+ * ConstantOfShape -> Cast, and puts a no-op Cast between QuantizeLinear and
+ * DequantizeLinear. qh_lower_prepare drops the no-op Casts and turns every node the
+ * planner folds (except Q/DQ, whose integer inputs the matcher must still see) into
+ * initializers, so that every quantization parameter is a plain constant.
+ *
+ * Ownership: rewrites graph in place. input_shapes as qh_plan_new (NULL: declared).
+ * Errors: as qh_plan_new (shapes-only) and qh_lower_drop_noop_casts. */
+#ifndef QH_LOWER_PREPARE_H
+#define QH_LOWER_PREPARE_H
+
+#include <glib.h>
+
+#include "core/graph.h"
+
+G_BEGIN_DECLS
+
+gboolean qh_lower_prepare(QhGraph *graph, const QhShape *input_shapes, GError **error);
+
+G_END_DECLS
+
+#endif
