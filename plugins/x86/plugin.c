@@ -5,6 +5,8 @@
  * own files with the quantization and lowering issues. */
 #include <qhost/qhost-plugin.h>
 
+#include "backend-config.h"
+
 #ifndef QHOST_PLUGIN_VERSION
 #error "QHOST_PLUGIN_VERSION must be defined by the build (plugins/x86/CMakeLists.txt)"
 #endif
@@ -13,8 +15,9 @@ static const QhPluginDesc x86_desc = {
     QH_STRUCT_HEADER(QhPluginDesc),
     .name = "x86",
     .version = QHOST_PLUGIN_VERSION,
-    .description = "PyTorch x86 semantics (oneDNN); quantizer and int8 kernels not built yet",
+    .description = "PyTorch x86 semantics (x86 BackendConfig, onednn default qconfig); int8 kernels not built yet",
     .flags = 0,
+    .backend_config = &qh_x86_backend_config,
 };
 
 QH_PLUGIN_EXPORT QhStatus *qhost_plugin_init(const QhHostApi *host,

@@ -1,8 +1,10 @@
 #!/usr/bin/python3
-"""Cross-check the fbgemm and qnnpack BackendConfig tables (plugins/common,
-plugins/{fbgemm,qnnpack}/backend-config.c) against PyTorch 1.13's own
-get_fbgemm_backend_config() / get_qnnpack_backend_config() and
-get_default_qconfig_mapping(backend).
+"""Cross-check the fbgemm, qnnpack and x86 BackendConfig tables (plugins/common,
+plugins/{fbgemm,qnnpack,x86}/backend-config.c) against PyTorch 1.13's own
+get_fbgemm_backend_config() / get_qnnpack_backend_config() / get_x86_backend_config()
+(backend_config/x86.py, shipped by Debian's 1.13 but not exported from the package) and
+get_default_qconfig_mapping(backend), "onednn"'s for x86 (with its one documented
+difference: per-tensor ConvTranspose weights, see expected_mapping).
 
 Every PyTorch pattern is mapped to the ONNX op sequence it exports to, or listed as
 unsupported with the reason (docs/backend-config.md has the same table). For each ONNX
@@ -20,8 +22,10 @@ import sys
 try:
     import torch
     from torch.ao.quantization import get_default_qconfig_mapping
+    from torch.ao.quantization import QConfig, default_weight_observer
     from torch.ao.quantization.backend_config import (get_fbgemm_backend_config,
                                                       get_qnnpack_backend_config)
+    from torch.ao.quantization.backend_config.x86 import get_x86_backend_config
     from torch.ao.quantization.qconfig_mapping import _FIXED_QPARAMS_OP_TO_OBSERVER
 except Exception as e:  # pragma: no cover - depends on the machine
     print(f"skip: torch not importable ({e})")
@@ -202,8 +206,23 @@ def observer_matches(spec, ctr, what):
         fail(f"{what}: C {spec} does not describe {cls} {obs.__dict__.get('dtype')}")
 
 
+def expected_mapping(backend):
+    """The default qconfig mapping each C table must equal. x86: onednn's, except that
+    ConvTranspose takes a per-tensor MinMax weight, because 1.13's
+    prepare_fx rejects onednn's per-channel qconfig for ConvTranspose and PyTorch 2.x's
+    x86 mapping uses per-tensor there; the activation stays the global's object."""
+    if backend != "x86":
+        return get_default_qconfig_mapping(backend)
+    qm = get_default_qconfig_mapping("onednn")
+    transpose = QConfig(activation=qm.global_qconfig.activation, weight=default_weight_observer)
+    for key in list(qm.object_type_qconfigs):
+        if name_of(key).lower().replace("_", "").startswith("convtranspose"):
+            qm.set_object_type(key, transpose)
+    return qm
+
+
 def check_qconfig(backend, dump):
-    qm = get_default_qconfig_mapping(backend)
+    qm = expected_mapping(backend)
     entries = {e["key"]: e for e in dump["default_qconfig"] if e["match"] == 1}
     glob = [e for e in dump["default_qconfig"] if e["match"] == 0]
     if len(glob) != 1:
@@ -248,7 +267,8 @@ def main():
     ap.add_argument("--dump", required=True)
     ap.add_argument("--plugin-dir", required=True)
     args = ap.parse_args()
-    for backend, get in (("fbgemm", get_fbgemm_backend_config), ("qnnpack", get_qnnpack_backend_config)):
+    for backend, get in (("fbgemm", get_fbgemm_backend_config), ("qnnpack", get_qnnpack_backend_config),
+                         ("x86", get_x86_backend_config)):
         out = subprocess.run([args.dump, f"{args.plugin_dir}/libqhost-{backend}.so"],
                              capture_output=True, text=True, check=True).stdout
         dump = json.loads(out)

@@ -4,7 +4,7 @@
   check_quant.py --qhost PATH --workdir DIR [--case MODEL.BACKEND.VARIANT ...]
                  [--producer qhost|oracle] [--plugin-dir DIR] [--show N]
 
-For each case (all 20 when no --case is given) the oracle (oracle.py) quantizes the
+For each case (all 30 when no --case is given) the oracle (oracle.py) quantizes the
 model with PyTorch, then the producer writes OUT.onnx from the same float file and
 calibration data: `qhost quantize --backend B --calib CALIB -o OUT MODEL
 [--config qconfig.json] --report R.json` (producer qhost), or make_qdq.py from the

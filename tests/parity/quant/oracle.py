@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """PyTorch 1.13's FX post-training quantization of one parity case, as plain numbers.
 
-  /usr/bin/python3 tests/parity/quant/oracle.py --model M --backend fbgemm|qnnpack
+  /usr/bin/python3 tests/parity/quant/oracle.py --model M --backend fbgemm|qnnpack|x86
       --variant default|minmax --workdir DIR [--self-test]
 
 For one (model, backend, variant) the oracle runs prepare_fx with the backend's
@@ -19,7 +19,12 @@ order (calib[i:i+1]), then convert_to_reference_fx, and writes DIR/M.B.V/:
   ref.npy      the reference model's output on each probe sample, stacked
   float.npy    the float model's output on the probe
   qconfig.json the --config file that means the same mapping to qhost (minmax only)
-Variants: "default" is get_default_qconfig_mapping(backend) (HistogramObserver
+Backend x86 is get_x86_backend_config() (Debian's 1.13 ships backend_config/x86.py,
+not exported from the package: identical to fbgemm's patterns and dtype configs) with
+get_default_qconfig_mapping("onednn") and the onednn quantized engine, as qhost's x86
+plugin defines it (docs/backend-config.md); ConvTranspose gets the per-tensor weights
+qhost uses (1.13's prepare_fx rejects onednn's per-channel ConvTranspose qconfig).
+Variants: "default" is the backend's default qconfig mapping (HistogramObserver
 activations); "minmax" is that mapping with its global qconfig replaced by
 MINMAX_QCONFIG[backend] in every entry that used it (DESIGN.md, QCONFIG.json).
 
@@ -52,6 +57,7 @@ from torch.ao.quantization import QConfig, get_default_qconfig_mapping  # noqa: 
 from torch.ao.quantization import observer as obs  # noqa: E402
 from torch.ao.quantization.backend_config import (get_fbgemm_backend_config,  # noqa: E402
                                                   get_qnnpack_backend_config)
+from torch.ao.quantization.backend_config.x86 import get_x86_backend_config  # noqa: E402
 from torch.ao.quantization.quantize_fx import convert_to_reference_fx, prepare_fx  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -59,9 +65,14 @@ sys.path.insert(0, HERE)
 import models  # noqa: E402
 import onnx_eval  # noqa: E402
 
-BACKENDS = ("fbgemm", "qnnpack")
+BACKENDS = ("fbgemm", "qnnpack", "x86")
 VARIANTS = ("default", "minmax")
-BACKEND_CONFIGS = {"fbgemm": get_fbgemm_backend_config, "qnnpack": get_qnnpack_backend_config}
+BACKEND_CONFIGS = {"fbgemm": get_fbgemm_backend_config, "qnnpack": get_qnnpack_backend_config,
+                   "x86": get_x86_backend_config}
+# get_default_qconfig_mapping's name for each backend, and the quantized engine set
+# while the case runs (None: left as it is; Debian's 1.13 has no fbgemm engine).
+QCONFIG_MAPPING_NAMES = {"fbgemm": "fbgemm", "qnnpack": "qnnpack", "x86": "onednn"}
+ENGINES = {"fbgemm": None, "qnnpack": "qnnpack", "x86": "onednn"}
 
 # The MinMax global qconfig of the "minmax" variant, in QCONFIG.json form: the
 # backend default's activation settings with MinMaxObserver instead of
@@ -78,6 +89,12 @@ MINMAX_QCONFIG = {
                        "qscheme": "per_tensor_affine", "reduce_range": False},
         "weight": {"observer": "MinMaxObserver", "dtype": "qint8",
                    "qscheme": "per_tensor_symmetric", "reduce_range": False},
+    },
+    "x86": {
+        "activation": {"observer": "MinMaxObserver", "dtype": "quint8",
+                       "qscheme": "per_tensor_affine", "reduce_range": False},
+        "weight": {"observer": "PerChannelMinMaxObserver", "dtype": "qint8",
+                   "qscheme": "per_channel_symmetric", "ch_axis": 0, "reduce_range": False},
     },
 }
 
@@ -115,7 +132,15 @@ def observer_from_json(spec):
 
 def qconfig_mapping(backend, variant):
     """Returns (QConfigMapping, QCONFIG.json dict or None)."""
-    mapping = get_default_qconfig_mapping(backend)
+    mapping = get_default_qconfig_mapping(QCONFIG_MAPPING_NAMES[backend])
+    if backend == "x86":
+        # qhost's x86 default: onednn's mapping with per-tensor ConvTranspose weights
+        # (PyTorch 2.x's x86 mapping; 1.13 refuses per-channel ConvTranspose).
+        g = mapping.global_qconfig
+        transpose = QConfig(activation=g.activation, weight=obs.default_weight_observer)
+        for key in list(mapping.object_type_qconfigs):
+            if getattr(key, "__name__", str(key)).lower().replace("_", "").startswith("convtranspose"):
+                mapping.set_object_type(key, transpose)
     if variant == "default":
         return mapping, None
     spec = MINMAX_QCONFIG[backend]
@@ -236,8 +261,8 @@ def run_case(model_name, backend, variant, workdir):
     float_model = models.build(model_name)[0]
     float_state = {k: v.clone() for k, v in float_model.state_dict().items()}
 
-    if backend == "qnnpack":
-        torch.backends.quantized.engine = "qnnpack"
+    if ENGINES[backend] is not None:
+        torch.backends.quantized.engine = ENGINES[backend]
     mapping, config_json = qconfig_mapping(backend, variant)
     bc = BACKEND_CONFIGS[backend]()
     with warnings.catch_warnings():
