@@ -56,6 +56,18 @@ QhStatus *x86_instance_create(const QhHostApi *host, const QhInstanceInfo *info,
   uint64_t cpu = host->cpu_features();
   inst->vnni = (cpu & (QH_CPU_AVX512VNNI | QH_CPU_AVXVNNI)) != 0;
   inst->reduce_range = rr == RR_ON || (rr == RR_AUTO && !inst->vnni);
+  /* oneDNN detects the CPU itself; cap it to what the host reports so that
+   * QHOST_CPU_DISABLE=avx512vnni,avxvnni really runs the vpmaddubsw path. The cap can
+   * only be set before oneDNN's first dispatch; later instances of the process keep
+   * the first cap (the call then fails, which is harmless). */
+  if (!inst->vnni) {
+    dnnl_cpu_isa_t isa = (cpu & (QH_CPU_AVX512F | QH_CPU_AVX512BW | QH_CPU_AVX512VL)) ==
+                                 (QH_CPU_AVX512F | QH_CPU_AVX512BW | QH_CPU_AVX512VL)
+                             ? dnnl_cpu_isa_avx512_core
+                         : (cpu & QH_CPU_AVX2) ? dnnl_cpu_isa_avx2
+                                               : dnnl_cpu_isa_sse41;
+    (void)dnnl_set_max_cpu_isa(isa);
+  }
   inst->n_threads = info && info->struct_size >= sizeof *info && info->n_threads > 0
                         ? (int)info->n_threads : 1;
   omp_set_num_threads(inst->n_threads);

@@ -337,7 +337,37 @@ def case_declines(r, tmp):
     assert not any("saturate" in u.get("reason", "") for u in out["coverage"]["units"])
 
 
+def case_no_vnni(r, tmp):
+    """Without VNNI (QHOST_CPU_DISABLE; the plugin caps oneDNN's ISA to match) oneDNN
+    2.6's u8 x s8 vpmaddubsw path saturates int16 pair sums; reduce_range=auto declines
+    the units where that can happen, so the results stay within one step."""
+    os.environ["QHOST_CPU_DISABLE"] = "avx512vnni,avxvnni"
+    try:
+        worst_off, worst_auto, declined = 0.0, 0.0, 0
+        for i, (name, spec) in enumerate(UNITS.items()):
+            model, npz, so = qdq_unit(os.path.join(tmp, f"{name}.qdq.onnx"), spec, 100 + i)
+            host = os.path.join(tmp, "h.npy")
+            ok(r, "run", model, "--input", npz, "-o", host)
+            for opt in ("auto", "off"):
+                low = os.path.join(tmp, f"{opt}.npy")
+                ok(r, "run", model, "--input", npz, "-o", low, *BACKEND, "--backend-opt", f"reduce_range={opt}")
+                st = np.rint(np.abs(np.load(host) - np.load(low)) / so).max()
+                if opt == "auto":
+                    worst_auto = max(worst_auto, st)
+                else:
+                    worst_off = max(worst_off, st)
+            cov = json.loads(ok(r, "inspect", model, "--json", *BACKEND))["coverage"]
+            declined += any("saturate" in (u.get("reason") or "") for u in cov["units"])
+        print(f"no VNNI: reduce_range=auto worst {worst_auto:.0f} step(s), {declined} of {len(UNITS)} "
+              f"units declined; reduce_range=off worst {worst_off:.0f} steps (oneDNN's saturation)")
+        assert worst_auto <= 1
+        assert declined > 0
+    finally:
+        del os.environ["QHOST_CPU_DISABLE"]
+
+
 CASES = {
+    "no_vnni": case_no_vnni,
     "units": case_units,
     "chain_fbgemm": make_case("fbgemm", -1.0, 1.0, 1),
     "chain_qnnpack": make_case("qnnpack", -0.3, 1.7, 3),
