@@ -5,6 +5,7 @@
  * weights: "wei_adj_scale"); reduce_range makes the plugin decline units where that can
  * happen (see lowering.c). */
 #include <omp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,6 +80,12 @@ QhStatus *x86_instance_create(const QhHostApi *host, const QhInstanceInfo *info,
     x86_instance_destroy(inst);
     return st;
   }
+  const dnnl_version_t *v = dnnl_version();
+  char line[200];
+  snprintf(line, sizeof line, "oneDNN %d.%d.%d, %d thread(s), VNNI %s, reduce_range %s",
+           v ? v->major : 0, v ? v->minor : 0, v ? v->patch : 0, inst->n_threads,
+           inst->vnni ? "yes" : "no", inst->reduce_range ? "on" : "off");
+  host->log(QH_LOG_DEBUG, line);
   *out = inst;
   return NULL;
 }
