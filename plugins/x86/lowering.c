@@ -1,0 +1,386 @@
+/* The x86 plugin's lowering patterns and the unit analysis that accept and create share:
+ * which QDQ node units the oneDNN kernels take (uint8 per-tensor activations, int8
+ * symmetric weights per tensor or per output channel, int32 or float bias, uint8 output)
+ * and, for the rest, the reason they stay on the host. Structure follows the scalar_int8
+ * test plugin (tests/lower/plugins/scalar_int8.c). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onednn.h"
+
+static int qparams_sane(const QhQParams *q) {
+  if (!q || q->struct_size < sizeof(QhQParams) || q->count < 1 || !q->scale || !q->zero_point)
+    return 0;
+  for (size_t i = 0; i < q->count; i++)
+    if (!(q->scale[i] > 0.0f) || !isfinite(q->scale[i]))
+      return 0;
+  return 1;
+}
+
+static const char *act_problem(const QhQParams *q, int output) {
+  if (!q)
+    return output ? "float output is not supported" : "float input activation is not supported";
+  if (!qparams_sane(q))
+    return "activation without valid quantization parameters";
+  if (q->dtype != QH_DTYPE_UINT8)
+    return output ? "int8 output activation is not supported (uint8 only)"
+                  : "int8 input activation is not supported (uint8 only)";
+  if (q->count != 1 || q->zero_point[0] < 0 || q->zero_point[0] > 255)
+    return "per-channel activation is not supported";
+  return NULL;
+}
+
+static int op_is(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *op) {
+  const char *t = host->node_op_type(g, node);
+  return t && strcmp(t, op) == 0;
+}
+
+static int64_t attr_int(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *name,
+                        int64_t def) {
+  int64_t v = def;
+  QhStatus *st = host->node_attr_int(g, node, name, &v);
+  host->status_free(st);
+  return st ? def : v;
+}
+
+static float attr_float(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *name,
+                        float def) {
+  float v = def;
+  QhStatus *st = host->node_attr_float(g, node, name, &v);
+  host->status_free(st);
+  return st ? def : v;
+}
+
+/* n ints of attribute name into out (def when absent); 0 when present with another count. */
+static int attr_ints(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *name,
+                     size_t n, int64_t def, int64_t *out) {
+  const int64_t *v = NULL;
+  size_t count = 0;
+  QhStatus *st = host->node_attr_ints(g, node, name, &v, &count);
+  for (size_t i = 0; i < n; i++)
+    out[i] = def;
+  if (st) {
+    host->status_free(st);
+    return 1;
+  }
+  if (count != n || !v)
+    return 0;
+  memcpy(out, v, n * sizeof *out);
+  return 1;
+}
+
+static int32_t known_shape(const QhHostApi *host, const QhGraphView *g, uint32_t v, int64_t *dims) {
+  int32_t rank = -1;
+  QhStatus *st = host->value_shape(g, v, dims, QH_MAX_RANK, &rank);
+  if (st) {
+    host->status_free(st);
+    return -1;
+  }
+  if (rank < 0 || rank > QH_MAX_RANK)
+    return -1;
+  for (int32_t i = 0; i < rank; i++)
+    if (dims[i] < 0)
+      return -1;
+  return rank;
+}
+
+/* oneDNN has no weight zero points: int8 symmetric, per tensor or per output channel. */
+static const char *weight_problem(const QhQParams *q, int32_t axis, int64_t channels) {
+  if (!q)
+    return "float weights are not supported";
+  if (!qparams_sane(q))
+    return "weight without valid quantization parameters";
+  if (q->dtype != QH_DTYPE_INT8)
+    return "weights other than int8 are not supported";
+  for (size_t i = 0; i < q->count; i++)
+    if (q->zero_point[i] != 0)
+      return "asymmetric weights (non-zero weight zero point) are not supported by oneDNN";
+  if (q->count != 1 && (q->ch_axis != axis || (int64_t)q->count != channels))
+    return "per-channel weights on an axis other than the output channel";
+  return NULL;
+}
+
+static const char *bias_problem(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u,
+                                X86Info *in, size_t slot, int64_t n) {
+  in->b_value = QH_INVALID_ID;
+  in->bq = NULL;
+  if (u->input_roles[slot] != QH_ROLE_BIAS)
+    return "third input is not a bias";
+  uint32_t v = u->inputs[slot];
+  if (!(host->value_flags(g, v) & QH_VALUE_CONSTANT))
+    return "non-constant bias is not supported";
+  int64_t dims[QH_MAX_RANK], numel = 1;
+  int32_t rank = known_shape(host, g, v, dims);
+  for (int32_t i = 0; i < rank; i++)
+    numel *= dims[i];
+  if (rank < 0 || numel != n)
+    return "bias must have one element per output channel";
+  const QhQParams *q = u->input_qparams[slot];
+  if (!q) {
+    if (host->value_dtype(g, v) != QH_DTYPE_FLOAT)
+      return "unquantized bias must be float";
+  } else {
+    if (host->value_dtype(g, v) != QH_DTYPE_INT32 || !qparams_sane(q) || q->dtype != QH_DTYPE_INT32)
+      return "quantized bias must be int32";
+    if (q->count != 1 && (int64_t)q->count != n)
+      return "int32 bias scales must be per tensor or per output channel";
+    for (size_t i = 0; i < q->count; i++)
+      if (q->zero_point[i] != 0)
+        return "int32 bias with a non-zero zero point is not supported";
+  }
+  in->b_value = v;
+  in->bq = q;
+  return NULL;
+}
+
+/* A float constant scalar input of node (Clip's min / max); def when the slot is empty. */
+static const char *const_scalar(const QhHostApi *host, const QhGraphView *g, uint32_t node,
+                                uint32_t slot, float def, float *out) {
+  *out = def;
+  uint32_t v = host->node_input(g, node, slot);
+  if (v == QH_INVALID_ID)
+    return NULL;
+  const void *d = NULL;
+  size_t n = 0;
+  if (!(host->value_flags(g, v) & QH_VALUE_CONSTANT) || host->value_dtype(g, v) != QH_DTYPE_FLOAT)
+    return "Clip bounds must be float constants";
+  QhStatus *st = host->value_data(g, v, &d, &n);
+  if (st || !d || n != sizeof(float)) {
+    host->status_free(st);
+    return "Clip bounds must be float scalars";
+  }
+  memcpy(out, d, sizeof *out);
+  return isnan(*out) ? "Clip bound is NaN" : NULL;
+}
+
+/* The ops after the conv/linear: [Add] then [Relu | Clip]. */
+static const char *tail_problem(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u,
+                                X86Info *in) {
+  size_t i = 1;
+  in->add = 0;
+  in->post = POST_NONE;
+  if (i < u->n_nodes && op_is(host, g, u->nodes[i], "Add")) {
+    if (in->kind != K_CONV)
+      return "only conv fuses a residual Add";
+    in->add = 1, i++;
+  }
+  if (i < u->n_nodes) {
+    uint32_t node = u->nodes[i++];
+    if (op_is(host, g, node, "Relu"))
+      in->post = POST_RELU;
+    else if (op_is(host, g, node, "Clip")) {
+      const char *p;
+      in->post = POST_CLIP;
+      if ((p = const_scalar(host, g, node, 1, -INFINITY, &in->clip_lo)) ||
+          (p = const_scalar(host, g, node, 2, INFINITY, &in->clip_hi)))
+        return p;
+      if (in->clip_lo > in->clip_hi)
+        return "Clip with min > max";
+    } else
+      return "only Add, Relu or Clip may follow the op";
+  }
+  return i == u->n_nodes ? NULL : "unexpected ops in the unit";
+}
+
+/* Without VNNI, vpmaddubsw adds two u8*s8 products in int16 with saturation: safe when
+ * the activation range stops at 127 or no two weights of a channel exceed 128 in |w|. */
+static const char *saturation_problem(const QhHostApi *host, const QhGraphView *g, const X86Info *in,
+                                      int64_t nc, int64_t per, int channel_major) {
+  if (in->xq->quant_max <= 127)
+    return NULL;
+  const void *d = NULL;
+  size_t n = 0;
+  QhStatus *st = host->value_data(g, in->w_value, &d, &n);
+  if (st || !d || n != (size_t)(nc * per)) {
+    host->status_free(st);
+    return "weight data size differs from its shape";
+  }
+  const int8_t *w = d;
+  for (int64_t c = 0; c < nc; c++) {
+    int a = 0, b = 0; /* the two largest |w| of channel c */
+    for (int64_t j = 0; j < per; j++) {
+      int v = abs(w[channel_major ? c * per + j : j * nc + c]);
+      if (v > a)
+        b = a, a = v;
+      else if (v > b)
+        b = v;
+    }
+    if (a + b > 128)
+      return "without VNNI oneDNN's u8*s8 int16 pair sums may saturate for these weights "
+             "(reduce_range; use --backend-opt reduce_range=off to force)";
+  }
+  return NULL;
+}
+
+static const char *analyze_linear(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u,
+                                  X86Info *in) {
+  uint32_t node = u->nodes[0];
+  in->matmul = op_is(host, g, node, "MatMul");
+  if (!in->matmul && !op_is(host, g, node, "Gemm"))
+    return "linear pattern on an op other than Gemm or MatMul";
+  if (u->n_inputs < 2 || u->n_inputs > 3 || u->input_roles[0] != QH_ROLE_ACTIVATION ||
+      u->input_roles[1] != QH_ROLE_WEIGHT)
+    return "expected an activation, a weight and an optional bias";
+  if (in->matmul && u->n_inputs != 2)
+    return "MatMul with extra inputs";
+  if (!in->matmul) {
+    if (attr_int(host, g, node, "transA", 0) != 0)
+      return "Gemm with transA=1 is not supported";
+    if (attr_int(host, g, node, "transB", 0) != 1)
+      return "Gemm with transB=0 is not supported (weight must be [N, K])";
+    if (attr_float(host, g, node, "alpha", 1.0f) != 1.0f || attr_float(host, g, node, "beta", 1.0f) != 1.0f)
+      return "Gemm with alpha or beta other than 1 is not supported";
+  }
+  uint32_t w = u->inputs[1];
+  if (!(host->value_flags(g, w) & QH_VALUE_CONSTANT))
+    return "non-constant weights are not supported";
+  int64_t d[QH_MAX_RANK];
+  if (known_shape(host, g, w, d) != 2 || d[0] < 1 || d[1] < 1)
+    return "weight must be a 2-D constant";
+  if (host->value_dtype(g, w) != QH_DTYPE_INT8)
+    return "weights other than int8 are not supported";
+  in->n = in->matmul ? d[1] : d[0];
+  in->k = in->matmul ? d[0] : d[1];
+  const char *p = weight_problem(u->input_qparams[1], in->matmul ? 1 : 0, in->n);
+  if (p)
+    return p;
+  in->w_value = w;
+  in->wq = u->input_qparams[1];
+  return u->n_inputs == 3 ? bias_problem(host, g, u, in, 2, in->n) : NULL;
+}
+
+static const char *analyze_conv(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u,
+                                X86Info *in) {
+  uint32_t node = u->nodes[0];
+  if (!op_is(host, g, node, "Conv"))
+    return "conv pattern on an op other than Conv";
+  /* Inputs come in op order: the Conv's, then the residual, then Clip's bounds. */
+  size_t n_conv = host->node_input(g, node, 2) != QH_INVALID_ID ? 3 : 2;
+  if (u->n_inputs < n_conv + (size_t)in->add || u->input_roles[0] != QH_ROLE_ACTIVATION ||
+      u->input_roles[1] != QH_ROLE_WEIGHT)
+    return "expected an activation, a weight and an optional bias";
+  uint32_t w = u->inputs[1];
+  int64_t d[QH_MAX_RANK];
+  if (!(host->value_flags(g, w) & QH_VALUE_CONSTANT))
+    return "non-constant weights are not supported";
+  if (known_shape(host, g, w, d) != 4)
+    return "only 2-D convolution is supported";
+  if (host->value_dtype(g, w) != QH_DTYPE_INT8)
+    return "weights other than int8 are not supported";
+  const char *auto_pad = NULL;
+  QhStatus *st = host->node_attr_string(g, node, "auto_pad", &auto_pad);
+  if (st)
+    host->status_free(st);
+  else if (auto_pad && strcmp(auto_pad, "NOTSET") != 0 && strcmp(auto_pad, "VALID") != 0)
+    return "auto_pad SAME is not supported";
+  int64_t ks[2];
+  if (!attr_ints(host, g, node, "strides", 2, 1, in->stride) ||
+      !attr_ints(host, g, node, "pads", 4, 0, in->pad) ||
+      !attr_ints(host, g, node, "dilations", 2, 1, in->dil) ||
+      !attr_ints(host, g, node, "kernel_shape", 2, -1, ks))
+    return "malformed strides, pads, dilations or kernel_shape";
+  in->co = d[0], in->kh = d[2], in->kw = d[3];
+  in->grp = attr_int(host, g, node, "group", 1);
+  if ((ks[0] >= 0 && ks[0] != in->kh) || (ks[1] >= 0 && ks[1] != in->kw))
+    return "kernel_shape differs from the weight";
+  if (in->stride[0] < 1 || in->stride[1] < 1 || in->dil[0] < 1 || in->dil[1] < 1 || in->pad[0] < 0 ||
+      in->pad[1] < 0 || in->pad[2] < 0 || in->pad[3] < 0 || in->grp < 1 || d[0] < 1 || d[1] < 1 ||
+      d[2] < 1 || d[3] < 1 || in->co % in->grp != 0)
+    return "invalid convolution geometry";
+  in->ci = d[1] * in->grp;
+  int64_t xd[QH_MAX_RANK];
+  int32_t xr = known_shape(host, g, u->inputs[0], xd);
+  if (xr >= 0 && (xr != 4 || xd[1] != in->ci))
+    return "input channels differ from the weight's";
+  const char *p = weight_problem(u->input_qparams[1], 0, in->co);
+  if (p)
+    return p;
+  in->w_value = w;
+  in->wq = u->input_qparams[1];
+  if (n_conv == 3 && (p = bias_problem(host, g, u, in, 2, in->co)))
+    return p;
+  if (in->add) {
+    in->res_input = n_conv;
+    if (u->input_roles[in->res_input] != QH_ROLE_ACTIVATION)
+      return "the residual input is not an activation";
+    if ((p = act_problem(u->input_qparams[in->res_input], 0)))
+      return p;
+    in->rq = u->input_qparams[in->res_input];
+    /* The sum post-op needs the residual exactly in the output's shape; with unknown
+     * shapes reshape checks it. */
+    int64_t rd[QH_MAX_RANK];
+    int32_t rrank = known_shape(host, g, u->inputs[in->res_input], rd);
+    if (xr == 4 && rrank >= 0) {
+      int64_t eh = xd[2] + in->pad[0] + in->pad[2] - ((in->kh - 1) * in->dil[0] + 1);
+      int64_t ew = xd[3] + in->pad[1] + in->pad[3] - ((in->kw - 1) * in->dil[1] + 1);
+      int64_t od[4] = {xd[0], in->co, eh / in->stride[0] + 1, ew / in->stride[1] + 1};
+      if (eh < 0 || ew < 0 || rrank != 4 || memcmp(od, rd, sizeof od) != 0)
+        return "residual Add with broadcasting is not supported";
+    }
+  }
+  return NULL;
+}
+
+QhStatus *x86_analyze(void *instance, const QhHostApi *host, const QhGraphView *g,
+                      const QhNodeUnit *u, int kind, X86Info *in) {
+  const X86Instance *inst = instance;
+  if (!u || u->struct_size < sizeof(QhNodeUnit) || u->n_nodes < 1 || u->n_nodes > QH_PATTERN_MAX_OPS ||
+      !u->nodes || (u->n_inputs > 0 && (!u->inputs || !u->input_roles || !u->input_qparams)) ||
+      u->n_outputs != 1 || !u->outputs || !u->output_qparams)
+    return host->status_new(QH_ERR_INVALID_ARGUMENT, "malformed node unit");
+  memset(in, 0, sizeof *in);
+  in->kind = kind;
+  in->b_value = QH_INVALID_ID;
+  const char *p = tail_problem(host, g, u, in);
+  if (!p && u->n_inputs < 1)
+    p = "unit without inputs";
+  if (!p && !(p = act_problem(u->input_qparams[0], 0)) && !(p = act_problem(u->output_qparams[0], 1))) {
+    in->xq = u->input_qparams[0];
+    in->yq = u->output_qparams[0];
+    p = kind == K_CONV ? analyze_conv(host, g, u, in) : analyze_linear(host, g, u, in);
+  }
+  if (!p && inst && inst->reduce_range) {
+    int64_t nc = kind == K_CONV ? in->co : in->n;
+    int64_t per = kind == K_CONV ? (in->ci / in->grp) * in->kh * in->kw : in->k;
+    p = saturation_problem(host, g, in, nc, per, !(kind == K_LINEAR && in->matmul));
+  }
+  return p ? host->status_new(QH_ERR_UNSUPPORTED, p) : NULL;
+}
+
+static QhStatus *accept_conv(void *i, const QhHostApi *h, const QhGraphView *g, const QhNodeUnit *u) {
+  X86Info in;
+  return x86_analyze(i, h, g, u, K_CONV, &in);
+}
+
+static QhStatus *accept_linear(void *i, const QhHostApi *h, const QhGraphView *g, const QhNodeUnit *u) {
+  X86Info in;
+  return x86_analyze(i, h, g, u, K_LINEAR, &in);
+}
+
+static const char *const conv_add_relu_ops[] = {"Conv", "Add", "Relu"},
+                  *const conv_add_ops[] = {"Conv", "Add"}, *const conv_relu_ops[] = {"Conv", "Relu"},
+                  *const conv_clip_ops[] = {"Conv", "Clip"}, *const conv_ops[] = {"Conv"},
+                  *const gemm_relu_ops[] = {"Gemm", "Relu"}, *const gemm_ops[] = {"Gemm"},
+                  *const matmul_relu_ops[] = {"MatMul", "Relu"}, *const matmul_ops[] = {"MatMul"};
+
+#define PATTERN(name, list, mask, kern, acc)                                                     \
+  static const QhLoweringPattern name = {QH_STRUCT_HEADER(QhLoweringPattern), .id = #name,      \
+                                         .ops = list, .n_ops = sizeof list / sizeof list[0],    \
+                                         .extra_inputs_mask = mask, .kernel = &kern, .accept = acc}
+PATTERN(conv_add_relu, conv_add_relu_ops, 1u << 1, x86_conv_kernel, accept_conv);
+PATTERN(conv_add, conv_add_ops, 1u << 1, x86_conv_kernel, accept_conv);
+PATTERN(conv_relu, conv_relu_ops, 0, x86_conv_kernel, accept_conv);
+PATTERN(conv_clip, conv_clip_ops, 1u << 1, x86_conv_kernel, accept_conv); /* bounds */
+PATTERN(conv, conv_ops, 0, x86_conv_kernel, accept_conv);
+PATTERN(linear_relu, gemm_relu_ops, 0, x86_linear_kernel, accept_linear);
+PATTERN(linear, gemm_ops, 0, x86_linear_kernel, accept_linear);
+PATTERN(matmul_relu, matmul_relu_ops, 0, x86_linear_kernel, accept_linear);
+PATTERN(matmul, matmul_ops, 0, x86_linear_kernel, accept_linear);
+
+/* Most fused first: the first pattern that matches and accepts wins. */
+static const QhLoweringPattern *const patterns[] = {
+    &conv_add_relu, &conv_add, &conv_relu, &conv_clip, &conv,
+    &linear_relu, &linear, &matmul_relu, &matmul};
+const QhLoweringOps x86_lowering = {QH_STRUCT_HEADER(QhLoweringOps), patterns,
+                                    sizeof patterns / sizeof patterns[0]};

@@ -1,0 +1,65 @@
+/* Shared declarations of the x86 plugin's oneDNN lowering: the instance (engine, stream,
+ * thread count, VNNI), the unit analysis that accept and create share, and the kernels.
+ *
+ * Numerics (oneDNN 2.6, output-scale API): the primitive computes
+ *   v = f32(acc + bq[c]) * M[c]  (then post-ops: sum, eltwise), out = sat_u8(rint(v + zo))
+ * with bq[c] the int32 bias in units of sb[c] = f32(sx*sw[c]) and M[c] = f32(sb * f32(1/so)):
+ * the bias is added BEFORE the output scale, so this is int8-reference.h's QNNPACK rule,
+ * not its ONEDNN rule (oneDNN 3.x's float bias after the scales). The only difference from
+ * QNNPACK is that oneDNN adds the zero point in float before rounding, which can move a
+ * near-tie by one step. */
+#ifndef QH_X86_ONEDNN_H
+#define QH_X86_ONEDNN_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include <oneapi/dnnl/dnnl.h>
+#include <qhost/qhost-plugin.h>
+
+enum { RR_AUTO, RR_ON, RR_OFF };
+
+typedef struct {
+  dnnl_engine_t engine;
+  dnnl_stream_t stream;
+  /* oneDNN's OpenMP runtime already uses every thread for one primitive, so concurrent
+   * run() calls are serialised instead of oversubscribing the cores. */
+  pthread_mutex_t lock;
+  int n_threads;
+  int vnni;
+  int reduce_range; /* resolved: 1 = guard against vpmaddubsw saturation */
+} X86Instance;
+
+enum { K_CONV, K_LINEAR };
+enum { POST_NONE, POST_RELU, POST_CLIP };
+
+/* Everything accept and create learn about a unit. */
+typedef struct {
+  int kind;
+  int post;             /* POST_* after the (optional) residual add */
+  int add;              /* conv + Add(residual) */
+  float clip_lo, clip_hi;
+  int matmul;           /* linear: MatMul ([K, N] weight) rather than Gemm transB=1 */
+  int64_t n, k;         /* linear */
+  int64_t co, ci, kh, kw, grp, stride[2], pad[4], dil[2];
+  uint32_t w_value, b_value;
+  size_t res_input;     /* index of the residual input in the unit */
+  const QhQParams *xq, *wq, *bq, *rq, *yq;
+} X86Info;
+
+QhStatus *x86_analyze(void *instance, const QhHostApi *host, const QhGraphView *g,
+                      const QhNodeUnit *u, int kind, X86Info *in);
+
+/* Message for a failed oneDNN call, NULL on success. */
+QhStatus *x86_dnnl_status(const QhHostApi *host, dnnl_status_t s, const char *what);
+
+extern const QhKernelOps x86_conv_kernel, x86_linear_kernel;
+
+QhStatus *x86_instance_create(const QhHostApi *host, const QhInstanceInfo *info,
+                              const QhOption *options, size_t n_options, void **out);
+void x86_instance_destroy(void *instance);
+#define X86_N_OPTIONS 1
+extern const QhOptionDecl *const x86_options[X86_N_OPTIONS];
+extern const QhLoweringOps x86_lowering;
+
+#endif
