@@ -1,28 +1,44 @@
 #!/bin/sh
 # The main job: install what is missing, build qhost, and run it on the bundled
-# example model (a digits CNN): inspect it, run the float model on the test set with
-# the host's kernels and print predictions and accuracy, then quantize it for the
-# fbgemm and qnnpack backends and print the int8 accuracy of each.
+# example model (a digits CNN) with the default backend, x86: inspect it, run the
+# float model on the test set (predictions and accuracy), quantize it for x86, run
+# the int8 model on x86's oneDNN kernels (int8 accuracy), and time int8 against fp32
+# in one `qhost bench`. Then the QDQ models of fbgemm and qnnpack on the host's
+# reference path, for comparison.
 set -eu
 cd "$(dirname "$0")/.."
 sh tools/deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j"$(nproc)"
+model=examples/digits_cnn.onnx
+data="--input examples/digits_test.npy --labels examples/digits_labels.npy"
 echo
-echo "== qhost inspect examples/digits_cnn.onnx"
-./build/qhost inspect examples/digits_cnn.onnx
+echo "== qhost inspect $model"
+./build/qhost inspect "$model"
 echo
 echo "== qhost run (fp32, host reference kernels) on $(basename examples/digits_test.npy)"
-./build/qhost run examples/digits_cnn.onnx --input examples/digits_test.npy \
-  --labels examples/digits_labels.npy -o build/digits_logits.npy
+# shellcheck disable=SC2086
+./build/qhost run "$model" $data -o build/digits_logits.npy
 echo "logits written to build/digits_logits.npy"
+echo
+echo "== qhost quantize --backend x86 (calibration: $(basename examples/digits_calib.npy))"
+./build/qhost quantize --backend x86 --calib examples/digits_calib.npy \
+  -o build/digits_x86.qdq.onnx "$model"
+echo
+echo "== qhost run --backend x86 (int8, oneDNN kernels)"
+# shellcheck disable=SC2086
+./build/qhost run build/digits_x86.qdq.onnx --backend x86 $data \
+  -o build/digits_x86_logits.npy | tail -n 1
+echo
+echo "== qhost bench --backend x86 (int8 vs the fp32 model, timed in the same run)"
+./build/qhost bench build/digits_x86.qdq.onnx --backend x86 --input examples/digits_test.npy \
+  --runs 20
 for backend in fbgemm qnnpack; do
   echo
-  echo "== qhost quantize --backend $backend (calibration: $(basename examples/digits_calib.npy))"
-  ./build/qhost quantize --backend "$backend" --calib examples/digits_calib.npy \
-    -o "build/digits_$backend.qdq.onnx" examples/digits_cnn.onnx
-  echo
-  echo "== qhost run (int8 QDQ for $backend, host reference kernels)"
-  ./build/qhost run "build/digits_$backend.qdq.onnx" --input examples/digits_test.npy \
-    --labels examples/digits_labels.npy -o "build/digits_${backend}_logits.npy" | tail -n 1
+  echo "== qhost quantize --backend $backend, then run the QDQ model on the host's reference path"
+  ./build/qhost quantize --backend "$backend" --calib examples/digits_calib.npy --quiet \
+    -o "build/digits_$backend.qdq.onnx" "$model"
+  # shellcheck disable=SC2086
+  ./build/qhost run "build/digits_$backend.qdq.onnx" $data \
+    -o "build/digits_${backend}_logits.npy" | tail -n 1
 done
