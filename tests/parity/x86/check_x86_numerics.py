@@ -1,0 +1,304 @@
+#!/usr/bin/python3
+"""The x86 backend's lowered int8 outputs against PyTorch 1.13 (issue 7, "Numerics").
+
+  check_x86_numerics.py --qhost PATH --plugin-dir DIR --workdir DIR
+                        [--model M ...] [--setting S ...] [--asan]
+
+For each model (the quantization suite's tutorial, cnn and mlp, and torchvision's
+resnet18 with seeded random weights at 1x3x64x64) PyTorch quantizes the float model
+with prepare_fx (get_x86_backend_config(), get_default_qconfig_mapping('onednn'),
+one forward per calibration sample in file order, as tests/parity/quant/oracle.py
+does), then gives two oracles on the same test inputs:
+  ref     convert_to_reference_fx's reference model (float ops between Q/DQ)
+  onednn  convert_fx's quantized model run by PyTorch's own oneDNN int8 kernels
+          (torch.backends.quantized.engine = 'onednn')
+qhost quantizes the exported float ONNX file with the same calibration data
+(`qhost quantize --backend x86`) and runs the QDQ file with `qhost run --backend x86`
+(oneDNN int8 units). The bar: qhost within 1 output step (the scale of PyTorch's final
+quantized output) of each oracle on >= 99% of elements. Coverage is `qhost bench
+--json --backend x86 --runs 1`'s plugin_mac_share. Settings (VNNI hidden: QHOST_CPU_DISABLE=
+avx512vnni,avxvnni, so oneDNN runs its non-VNNI vpmaddubsw path, as on an AVX2 EPYC):
+  default     the onednn mapping; the plugin's reduce_range=auto (off with VNNI): every
+              unit with MACs on the plugin (but KNOWN_DECLINES)
+  rr_on       the same QDQ file, --backend-opt reduce_range=on: the plugin declines
+              units whose u8*s8 pairs could saturate int16 (declined units run on the
+              host reference); outputs within the bar, coverage reported
+  novnni_off  the same QDQ file, VNNI hidden, reduce_range=off forced: what oneDNN's
+              non-VNNI path does with [0, 255] activations; reported, no bar
+  rrq         a non-VNNI machine's quantization: activations observed with
+              reduce_range=True ([0, 127]) on both sides (qhost: --config,
+              docs/qconfig.md); VNNI hidden, reduce_range=auto (on): outputs within the
+              bar, coverage reported (a QDQ file does not carry the [0, 127] range, so
+              the plugin's guard cannot know it)
+  rrq_off     the rrq file, VNNI hidden, reduce_range=off: oneDNN's non-VNNI path on
+              [0, 127] activations: outputs within the bar, every unit on the plugin
+Prints one row per (model, setting). Exit 0 when all pass, 1 otherwise.
+"""
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+QUANT = os.path.join(os.path.dirname(HERE), "quant")
+sys.path.insert(0, QUANT)
+import oracle  # noqa: E402  (first: it sets ATEN_CPU_CAPABILITY before torch loads)
+
+import argparse  # noqa: E402
+import copy  # noqa: E402
+import json  # noqa: E402
+import subprocess  # noqa: E402
+import warnings  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from torch.ao.quantization import QConfig  # noqa: E402
+from torch.ao.quantization.quantize_fx import convert_fx, convert_to_reference_fx, prepare_fx  # noqa: E402
+
+import models  # noqa: E402
+
+MODELS = ("tutorial", "cnn", "mlp", "resnet18")
+SETTINGS = ("default", "rr_on", "novnni_off", "rrq", "rrq_off")
+# setting -> (quantization, backend options, VNNI hidden, outputs must meet the bar,
+# every unit with MACs must be on the plugin)
+SETTING_INFO = {
+    "default": ("default", [], False, True, True),
+    "rr_on": ("default", ["reduce_range=on"], False, True, False),
+    "novnni_off": ("default", ["reduce_range=off"], True, False, False),
+    "rrq": ("rrq", [], True, True, False),
+    "rrq_off": ("rrq", ["reduce_range=off"], True, True, True),
+}
+# Units the plugin is known not to take, with the reason's text: reported, not failed.
+# The tutorial's Linear on a 4-D input exports as MatMul + Add (bias): the MatMul's own
+# output is float, and the plugin's matmul needs a quantized output.
+KNOWN_DECLINES = {("tutorial", "/linear/MatMul"): "float output is not supported"}
+AGREEMENT = 0.99
+TEST_SAMPLES = 32
+RESNET_SHAPE = (3, 64, 64)
+RESNET_CALIB = 8
+NO_VNNI = "avx512vnni,avxvnni"
+# The x86 default's activation observer with reduce_range=True; weights unchanged.
+RRQ_QCONFIG = {"global": {
+    "activation": {"observer": "HistogramObserver", "dtype": "quint8",
+                   "qscheme": "per_tensor_affine", "reduce_range": True},
+    "weight": {"observer": "PerChannelMinMaxObserver", "dtype": "qint8",
+               "qscheme": "per_channel_symmetric", "ch_axis": 0, "reduce_range": False}}}
+
+
+def build_model(name):
+    """(float model, calib tensor, test tensor, keeps BN in ONNX)."""
+    if name == "resnet18":
+        import torchvision
+        torch.manual_seed(models.seed_of(name))
+        model = torchvision.models.resnet18(weights=None)
+        models.perturb_bn(model)
+        model.eval()
+        gen = torch.Generator().manual_seed(models.seed_of(name) + 1)
+        calib = torch.randn(RESNET_CALIB, *RESNET_SHAPE, generator=gen)
+        test = torch.randn(TEST_SAMPLES // 4, *RESNET_SHAPE, generator=gen)
+        return model, calib, test, False
+    model, calib, _ = models.build(name)
+    shape, keep_bn = models.MODELS[name][1], models.MODELS[name][2]
+    gen = torch.Generator().manual_seed(models.seed_of(name) + 7)
+    draw = torch.rand if name.startswith("tutorial") else torch.randn
+    return model, calib, draw(TEST_SAMPLES, *shape, generator=gen), keep_bn
+
+
+def mapping_for(setting):
+    mapping, _ = oracle.qconfig_mapping("x86", "default")
+    if setting != "rrq":
+        return mapping
+    spec = RRQ_QCONFIG["global"]
+    new = QConfig(activation=oracle.observer_from_json(spec["activation"]),
+                  weight=oracle.observer_from_json(spec["weight"]))
+    old = mapping.global_qconfig
+    mapping.set_global(new)
+    for key, qc in list(mapping.object_type_qconfigs.items()):
+        if qc is old:  # qhost's layering: entries that were the global follow it
+            mapping.set_object_type(key, new)
+    return mapping
+
+
+def output_qparams(ref):
+    """(scale, zero point, quant_max) of the reference model's final quantize."""
+    out = next(n for n in ref.graph.nodes if n.op == "output")
+    node = out.args[0]
+    while not (node.op == "call_function" and node.target == torch.quantize_per_tensor):
+        if not node.args or not isinstance(node.args[0], torch.fx.Node):
+            raise RuntimeError(f"no quantize_per_tensor before the output ({node.name})")
+        node = node.args[0]
+    scale, zp = (oracle.attr_value(ref, a) for a in node.args[1:3])
+    return float(scale), int(zp)
+
+
+def pytorch_side(model, calib, test, setting):
+    """Returns (ref outputs, onednn engine outputs, output scale)."""
+    torch.set_num_threads(1)
+    torch.backends.quantized.engine = "onednn"
+    bc = oracle.BACKEND_CONFIGS["x86"]()
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore")
+        prepared = prepare_fx(copy.deepcopy(model), mapping_for(setting), (calib[0:1],), backend_config=bc)
+        with torch.no_grad():
+            for i in range(calib.shape[0]):
+                prepared(calib[i:i + 1])
+            ref = convert_to_reference_fx(copy.deepcopy(prepared), backend_config=bc)
+            quant = convert_fx(copy.deepcopy(prepared), backend_config=bc)
+            ref_out = torch.cat([ref(test[i:i + 1]) for i in range(test.shape[0])]).numpy()
+            q_out = torch.cat([quant(test[i:i + 1]) for i in range(test.shape[0])]).numpy()
+    return ref_out, q_out, output_qparams(ref)[0]
+
+
+def qhost(args, *argv, env=None):
+    cmd = [args.qhost, *map(str, argv), "--plugin-dir", args.plugin_dir]
+    e = dict(os.environ)
+    if args.asan:
+        # As tests/lower/x86: libsanitizer misrecords the DTLS of libdnnl/libgomp loaded by
+        # dlopen, and LSan's exit scan then crashes; not tracking DTLS avoids that.
+        e.setdefault("ASAN_OPTIONS", "detect_leaks=1:intercept_tls_get_addr=0")
+        e.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
+    e.update(env or {})
+    p = subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=900)
+    if p.returncode != 0:
+        raise RuntimeError(f"exit {p.returncode}: {' '.join(cmd)}\n{p.stderr.strip()}")
+    return p.stdout
+
+
+def find_key(obj, key):
+    if isinstance(obj, dict):
+        if key in obj:
+            return obj
+        for v in obj.values():
+            hit = find_key(v, key)
+            if hit is not None:
+                return hit
+    if isinstance(obj, list):
+        for v in obj:
+            hit = find_key(v, key)
+            if hit is not None:
+                return hit
+    return None
+
+
+def steps_between(a, b, step):
+    s = np.abs(a.astype(np.float64) - b.astype(np.float64)) / step
+    s[~np.isfinite(a)] = np.inf
+    # Both sides sit on the float32 grid of (q - zp) * scale: slack for its rounding.
+    return float(np.mean(s <= 1.0 + 1e-3)), float(np.max(s)), s
+
+
+def worst_elements(s, n=3):
+    flat = np.argsort(s.ravel())[::-1][:n]
+    return ", ".join(f"#{int(i)}: {s.ravel()[i]:.3g}" for i in flat if s.ravel()[i] > 1.0 + 1e-3)
+
+
+def run_case(args, name, setting, cache):
+    row = {"model": name, "setting": setting, "fail": []}
+    d = os.path.join(args.workdir, name)
+    os.makedirs(d, exist_ok=True)
+    if name not in cache:
+        model, calib, test, keep_bn = build_model(name)
+        onnx_path = os.path.join(d, f"{name}.onnx")
+        if name == "resnet18":  # BN folded by the exporter: module names are not kept
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore")
+                torch.onnx.export(model, calib[0:1], onnx_path, opset_version=models.OPSET,
+                                  input_names=["input"], output_names=["output"])
+        else:
+            models.export_onnx(model, calib[0:1], onnx_path, keep_bn)
+        np.save(os.path.join(d, "calib.npy"), calib.numpy().astype(np.float32))
+        np.save(os.path.join(d, "test.npy"), test.numpy().astype(np.float32))
+        cache[name] = (model, calib, test)
+        for f in os.listdir(d):  # QDQ files of an earlier run
+            if f.endswith(".qdq.onnx"):
+                os.remove(os.path.join(d, f))
+    model, calib, test = cache[name]
+    onnx_path, calib_path, test_path = (os.path.join(d, f) for f in (f"{name}.onnx", "calib.npy", "test.npy"))
+
+    variant, backend_opts, no_vnni, bar, full = SETTING_INFO[setting]
+    if (name, variant) not in cache:
+        cache[name, variant] = pytorch_side(model, calib, test, variant)
+    ref_out, q_out, step = cache[name, variant]
+    qdq = os.path.join(d, f"{name}.{variant}.qdq.onnx")
+    if not os.path.exists(qdq):
+        cmd = ["quantize", "--backend", "x86", "--calib", calib_path, "-o", qdq]
+        if variant == "rrq":
+            cfg = os.path.join(d, "rrq.json")
+            with open(cfg, "w") as f:
+                json.dump(RRQ_QCONFIG, f)
+            cmd += ["--config", cfg]
+        qhost(args, *cmd, onnx_path)
+    opts = [a for o in backend_opts for a in ("--backend-opt", o)]
+    env = {"QHOST_CPU_DISABLE": NO_VNNI} if no_vnni else {}
+    y_path = os.path.join(d, f"{setting}.out.npy")
+    qhost(args, "run", qdq, "--backend", "x86", *opts, "--input", test_path, "-o", y_path, env=env)
+    got = np.load(y_path)
+    if got.shape != ref_out.shape:
+        row["fail"].append(f"output shape {list(got.shape)} vs PyTorch {list(ref_out.shape)}")
+        return row
+    row["step"] = step
+    row["ref"], row["ref_max"], s_ref = steps_between(got, ref_out, step)
+    row["dnnl"], row["dnnl_max"], s_dnnl = steps_between(got, q_out, step)
+    row["pt"], row["pt_max"], _ = steps_between(q_out, ref_out, step)
+    for key, s, who in (("ref", s_ref, "PyTorch's reference model"), ("dnnl", s_dnnl, "PyTorch's onednn engine")):
+        if bar and row[key] < AGREEMENT:
+            row["fail"].append(f"{100 * row[key]:.2f}% of {s.size} elements within 1 step ({step:.6g}) "
+                               f"of {who}, max {row[key + '_max']:.3g} steps (worst {worst_elements(s)})")
+
+    bench = json.loads(qhost(args, "bench", qdq, "--backend", "x86", *opts, "--json", "--runs", "1",
+                             "--warmup", "0", "--no-fp32", env=env))
+    cov = find_key(bench, "plugin_mac_share")
+    row["share"] = cov["plugin_mac_share"]
+    declined = [u for u in cov.get("units", []) if u.get("macs", 0) > 0 and u.get("kernel") == "host:reference"]
+    row["declined"] = [(u["name"], u.get("reason", "")) for u in declined]
+    unexpected = [(n, r) for n, r in row["declined"] if KNOWN_DECLINES.get((name, n), "\0") not in r]
+    if full and unexpected:
+        row["fail"].append(f"plugin_mac_share {row['share']:.4f}; declined: "
+                           + "; ".join(f"{n} ({r})" for n, r in unexpected))
+    return row
+
+
+def print_rows(rows):
+    head = (f"{'model':<10}{'setting':<12}{'step':>10}{'vs ref':>9}{'max':>6}{'vs onednn':>11}{'max':>6}"
+            f"{'pt:dnnl~ref':>13}{'max':>6}{'MAC share':>11}{'declined':>9}  result")
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        if "ref" not in r:
+            print(f"{r['model']:<10}{r['setting']:<12}  FAIL")
+            continue
+        print(f"{r['model']:<10}{r['setting']:<12}{r['step']:>10.4g}{100 * r['ref']:>8.2f}%{r['ref_max']:>6.2g}"
+              f"{100 * r['dnnl']:>10.2f}%{r['dnnl_max']:>6.2g}{100 * r['pt']:>12.2f}%{r['pt_max']:>6.2g}"
+              f"{r.get('share', float('nan')):>11.4f}{len(r.get('declined', [])):>9}  "
+              f"{'PASS' if not r['fail'] else 'FAIL'}")
+    for r in rows:
+        for n, why in r.get("declined", []):
+            known = " (known)" if (r["model"], n) in KNOWN_DECLINES else ""
+            print(f"{r['model']}.{r['setting']}: declined{known} {n}: {why}")
+        for f in r["fail"]:
+            print(f"FAIL {r['model']}.{r['setting']}: {f}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description="x86 lowered outputs vs PyTorch's reference and onednn engine")
+    ap.add_argument("--qhost", required=True)
+    ap.add_argument("--plugin-dir", required=True)
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("--asan", action="store_true", help="qhost is sanitized (sets ASAN_OPTIONS)")
+    ap.add_argument("--model", action="append", choices=MODELS)
+    ap.add_argument("--setting", action="append", choices=SETTINGS)
+    args = ap.parse_args()
+    if oracle.cpu_capability() != "AVX2":
+        print(f"FAIL: torch runs with CPU capability {oracle.cpu_capability()}, not AVX2")
+        return 1
+    rows, cache = [], {}
+    for name in args.model or MODELS:
+        for setting in args.setting or SETTINGS:
+            try:
+                rows.append(run_case(args, name, setting, cache))
+            except Exception as e:  # noqa: BLE001 - one failing case is one row
+                rows.append({"model": name, "setting": setting, "fail": [str(e)]})
+    print_rows(rows)
+    return 0 if all(not r["fail"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
