@@ -281,6 +281,26 @@ def unit_medians(rounds):
     return out
 
 
+def time_split(rounds):
+    """Medians over rounds of where a run's node time goes: plugin kernels, host units,
+    host Q/DQ and the rest, which is the layout transposes (qhost's JSON gives their
+    count, not their time: total = plugin time / plugin_time_share)."""
+    parts = {"total_ms": [], "plugin_ms": [], "host_units_ms": [], "host_qdq_ms": [], "layout_ms": []}
+    for r in rounds:
+        c = r.get("coverage") if r else None
+        if not isinstance(c, dict) or not isinstance(c.get("units"), list) or not c.get("plugin_time_share"):
+            continue
+        units = [u for u in c["units"] if isinstance(u, dict) and isinstance(u.get("time_ms"), (int, float))]
+        plugin = sum(u["time_ms"] for u in units if u.get("kernel") != "host:reference")
+        host = sum(u["time_ms"] for u in units if u.get("kernel") == "host:reference")
+        total = plugin / c["plugin_time_share"]
+        qdq = c.get("host_qdq_ms") or 0.0
+        for k, v in (("total_ms", total), ("plugin_ms", plugin), ("host_units_ms", host),
+                     ("host_qdq_ms", qdq), ("layout_ms", max(0.0, total - plugin - host - qdq))):
+            parts[k].append(v)
+    return {k: statistics.median(v) if v else None for k, v in parts.items()}
+
+
 def gops_of(macs, ms):
     return 2.0 * macs / (ms * 1e6) if macs and ms else None
 
@@ -324,7 +344,7 @@ def x86_figures(results, unit_class, peak, vnni):
             "model": r["model"], "threads": t, "units": units,
             "by_class": aggregate([u for u in units if u["macs"]], lambda u: u["cls"], peak_t),
             "by_kernel": aggregate(units, lambda u: u["kernel"], peak_t),
-            "unit_time_ms": total, "host_unit_time_ms": host_units,
+            "unit_time_ms": total, "host_unit_time_ms": host_units, "time_split_ms": r["time_split_ms"],
             "plugin_time_share": f.get("plugin_time_share"), "plugin_mac_share": f.get("plugin_mac_share"),
             "host_qdq_ms": median_field(r, "host_qdq_ms"),
             "layout_transposes": median_field(r, "layout_transposes"),
@@ -377,6 +397,12 @@ def print_x86(x86, peak, cpu, load_before, load_after):
               f"{fmt_num(row['int8_speedup_in_run'])}), machine int8/fp32 peak ratio "
               f"{fmt_num(row['peak_int8_over_fp32'])}")
         share = row["plugin_time_share"]
+        ts = row["time_split_ms"]
+        if ts.get("total_ms"):
+            print(f"  node time per run {ts['total_ms']:.2f} ms = oneDNN kernels {ts['plugin_ms']:.2f} "
+                  f"({fmt_pct(ts['plugin_ms'] / ts['total_ms'])}) + host units {ts['host_units_ms']:.2f} + "
+                  f"host Q/DQ {ts['host_qdq_ms']:.2f} + layout transposes {ts['layout_ms']:.2f} "
+                  f"({fmt_pct(ts['layout_ms'] / ts['total_ms'])}, derived)")
         print(f"  unit time {row['unit_time_ms']:.2f} ms, of it host units {row['host_unit_time_ms']:.2f} ms; "
               f"plugin time share {fmt_pct(share)}, host {fmt_pct(1 - share if share is not None else None)}"
               f" (host Q/DQ {fmt_num(row['host_qdq_ms'])} ms); MACs on plugin {fmt_pct(row['plugin_mac_share'])}; "
@@ -503,6 +529,7 @@ def main():
                 "qdq_over_fp32": ratio(s["qhost_qdq"], s["qhost_fp32"]),
                 "qhost_fields": optional_fields(rounds["qhost_qdq"]),
                 "unit_times_ms": unit_medians(rounds["qhost_qdq"]),
+                "time_split_ms": time_split(rounds["qhost_qdq"]),
                 "round_medians_ms": {side: [r["median_ms"] if r else None for r in rounds[side]]
                                      for side in SIDES},
                 "blas": sorted({r.get("blas") for side in ("qhost_qdq", "qhost_fp32")
