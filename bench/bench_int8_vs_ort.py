@@ -396,6 +396,9 @@ def print_x86(x86, peak, cpu, load_before, load_after):
               f"{fmt_num(row['int8_speedup_alternating'])} (alternating runs; in-run "
               f"{fmt_num(row['int8_speedup_in_run'])}), machine int8/fp32 peak ratio "
               f"{fmt_num(row['peak_int8_over_fp32'])}")
+        if not row["units"]:
+            print("  (no coverage units in qhost's JSON: no --backend?)")
+            continue
         share = row["plugin_time_share"]
         ts = row["time_split_ms"]
         if ts.get("total_ms"):
