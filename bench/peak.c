@@ -1,9 +1,10 @@
 /* qhost-peak: this machine's one-thread int8 and fp32 peaks, measured with a loop of
  * the best multiply-add the CPU has, so that benchmarks can print kernel speed as a
- * fraction of what the core can do in the same run. int8: vpdpbusd (AVX-512 VNNI, or
- * AVX-VNNI on 256-bit registers) when present, else vpmaddubsw + vpmaddwd (AVX-512BW,
- * else AVX2), which is how int8 kernels without VNNI multiply u8 by s8. fp32:
- * vfmadd on the widest registers. Each loop keeps 16 (zmm) or 12 (ymm) independent accumulators so the
+ * fraction of what the core can do in the same run. int8: vpdpbusd zmm (AVX-512 VNNI)
+ * when present, else vpmaddubsw + vpmaddwd (AVX-512BW, else AVX2), which is how int8
+ * kernels without VNNI multiply u8 by s8 (AVX-VNNI on ymm alone is not measured: such a
+ * CPU gets the AVX2 madd figure). fp32: vfmadd on the widest registers. Each loop keeps
+ * 16 (zmm), 12 (ymm) or 10 (ymm madd) independent accumulators in registers so the
  * instruction latency is hidden and only throughput counts. Paths are chosen at run
  * time (the file is built for baseline x86-64 with per-function target attributes).
  * Output: one JSON object (ops = 2 per multiply-accumulate). */
