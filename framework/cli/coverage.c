@@ -178,6 +178,8 @@ void qh_cli_coverage_json(const QhLowering *l, const QhPlan *plan, const QhCliCo
     json_builder_add_int_value(b, c->qdq_between_kernels);
     json_builder_set_member_name(b, "layout_transposes");
     json_builder_add_int_value(b, c->layout_nodes);
+    json_builder_set_member_name(b, "layout_ms");
+    json_builder_add_double_value(b, c->layout_ms);
   }
   json_builder_end_object(b);
 }
