@@ -3,12 +3,14 @@
  * multiplies u8 x s8 with vpmaddubsw, whose int16 pair sums saturate when
  * x0*w0 + x1*w1 > 32767 (oneDNN only compensates signed s8 sources, by halving the
  * weights: "wei_adj_scale"); reduce_range makes the plugin decline units where that can
- * happen (see lowering.c). */
+ * happen (see lowering.c), and the quantizer narrows its default activations to
+ * [0, 127] (inductor.c), which keeps every pair sum below 2 * 127 * 128 = 32512. */
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "inductor.h"
 #include "onednn.h"
 
 QhStatus *x86_dnnl_status(const QhHostApi *host, dnnl_status_t s, const char *what) {
@@ -18,12 +20,20 @@ QhStatus *x86_dnnl_status(const QhHostApi *host, dnnl_status_t s, const char *wh
                         "oneDNN %s failed (dnnl_status %d)", what, (int)s);
 }
 
+static const QhOptionDecl opt_quantizer = {
+    QH_STRUCT_HEADER(QhOptionDecl), .name = "quantizer", .type = QH_OPTION_ENUM,
+    .default_value = "fx",
+    .help = "fx: PyTorch 1.13's FX x86 BackendConfig with the onednn qconfig mapping; "
+            "inductor: X86InductorQuantizer's PT2E recipe (conv/linear fusions, no output spec)",
+    .choices = "fx|inductor"};
 static const QhOptionDecl opt_reduce_range = {
     QH_STRUCT_HEADER(QhOptionDecl), .name = "reduce_range", .type = QH_OPTION_ENUM,
     .default_value = "auto",
-    .help = "decline units whose u8*s8 pairs could saturate int16 (auto: on without VNNI)",
+    .help = "on: default activations quantized to [0, 127] (PyTorch's reduce_range) and units "
+            "whose u8*s8 int16 pair sums could still saturate declined; auto: on without VNNI",
     .choices = "auto|on|off"};
-const QhOptionDecl *const x86_options[X86_N_OPTIONS] = {&opt_reduce_range};
+const QhOptionDecl *const x86_plugin_options[X86_PLUGIN_N_OPTIONS] = {&opt_quantizer,
+                                                                      &opt_reduce_range};
 
 void x86_instance_destroy(void *instance) {
   X86Instance *inst = instance;
@@ -41,18 +51,26 @@ QhStatus *x86_instance_create(const QhHostApi *host, const QhInstanceInfo *info,
                               const QhOption *opts, size_t n_opts, void **out) {
   if (!out || (n_opts && !opts))
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "instance_create: bad arguments");
-  int rr = RR_AUTO;
+  int rr = RR_AUTO, quantizer = X86_QUANTIZER_FX;
   for (size_t i = 0; i < n_opts; i++) {
-    if (!opts[i].key || !opts[i].value || strcmp(opts[i].key, "reduce_range") != 0)
+    if (!opts[i].key || !opts[i].value)
       continue;
     const char *v = opts[i].value;
-    rr = strcmp(v, "on") == 0 ? RR_ON : strcmp(v, "off") == 0 ? RR_OFF : strcmp(v, "auto") == 0 ? RR_AUTO : -1;
-    if (rr < 0)
-      return host->status_new(QH_ERR_INVALID_ARGUMENT, "reduce_range must be auto, on or off");
+    if (strcmp(opts[i].key, "reduce_range") == 0) {
+      rr = strcmp(v, "on") == 0 ? RR_ON : strcmp(v, "off") == 0 ? RR_OFF : strcmp(v, "auto") == 0 ? RR_AUTO : -1;
+      if (rr < 0)
+        return host->status_new(QH_ERR_INVALID_ARGUMENT, "reduce_range must be auto, on or off");
+    } else if (strcmp(opts[i].key, "quantizer") == 0) {
+      quantizer = strcmp(v, "fx") == 0 ? X86_QUANTIZER_FX : strcmp(v, "inductor") == 0 ? X86_QUANTIZER_INDUCTOR : -1;
+      if (quantizer < 0)
+        return host->status_new(QH_ERR_INVALID_ARGUMENT, "quantizer must be fx or inductor");
+    }
   }
-  X86Instance *inst = calloc(1, sizeof *inst);
-  if (!inst)
+  X86PluginInstance *pinst = calloc(1, sizeof *pinst);
+  if (!pinst)
     return host->status_new(QH_ERR_OUT_OF_MEMORY, "out of memory");
+  pinst->quantizer = quantizer;
+  X86Instance *inst = &pinst->base;
   pthread_mutex_init(&inst->lock, NULL);
   uint64_t cpu = host->cpu_features();
   inst->vnni = (cpu & (QH_CPU_AVX512VNNI | QH_CPU_AVXVNNI)) != 0;
@@ -82,10 +100,11 @@ QhStatus *x86_instance_create(const QhHostApi *host, const QhInstanceInfo *info,
   }
   const dnnl_version_t *v = dnnl_version();
   char line[200];
-  snprintf(line, sizeof line, "oneDNN %d.%d.%d, %d thread(s), VNNI %s, reduce_range %s",
+  snprintf(line, sizeof line, "oneDNN %d.%d.%d, %d thread(s), VNNI %s, reduce_range %s, quantizer %s",
            v ? v->major : 0, v ? v->minor : 0, v ? v->patch : 0, inst->n_threads,
-           inst->vnni ? "yes" : "no", inst->reduce_range ? "on" : "off");
+           inst->vnni ? "yes" : "no", inst->reduce_range ? "on" : "off",
+           quantizer == X86_QUANTIZER_INDUCTOR ? "inductor" : "fx");
   host->log(QH_LOG_DEBUG, line);
-  *out = inst;
+  *out = pinst;
   return NULL;
 }

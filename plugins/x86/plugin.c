@@ -6,6 +6,7 @@
 #include <qhost/qhost-plugin.h>
 
 #include "backend-config.h"
+#include "inductor.h"
 #include "onednn.h"
 
 #ifndef QHOST_PLUGIN_VERSION
@@ -16,13 +17,14 @@ static const QhPluginDesc x86_desc = {
     QH_STRUCT_HEADER(QhPluginDesc),
     .name = "x86",
     .version = QHOST_PLUGIN_VERSION,
-    .description = "PyTorch x86 semantics (x86 BackendConfig, onednn default qconfig); oneDNN int8 conv and linear kernels",
+    .description = "PyTorch x86 semantics (x86 BackendConfig + onednn qconfig, or X86InductorQuantizer); oneDNN int8 conv and linear kernels",
     .flags = 0,
-    .options = x86_options,
-    .n_options = X86_N_OPTIONS,
+    .options = x86_plugin_options,
+    .n_options = X86_PLUGIN_N_OPTIONS,
     .instance_create = x86_instance_create,
     .instance_destroy = x86_instance_destroy,
     .backend_config = &qh_x86_backend_config,
+    .annotate = &x86_annotate,
     .lowering = &x86_lowering,
 };
 
