@@ -8,7 +8,11 @@
  * summing in double and dividing by the tap count, as framework/exec/kernels/pool.c), and
  * quantize rint(f32(v / so)) + zo saturated (exact division, as qdq.c, not the
  * reciprocal). Monotonic unary work (Relu, max, Flatten's requantization) goes through a
- * 256-entry table built with those same formulas. */
+ * 256-entry table built with those same formulas. Add and MaxPool's inner loops are SSE2
+ * intrinsics (baseline x86-64: GCC's -O2 cost model does not vectorise them), with the
+ * scalar loop's exact operations. Intermediate shapes are often unknown when units are
+ * accepted, so a broadcasting Add or non-4-D GlobalAveragePool whose shapes are unknown
+ * then fails at reshape instead of being declined. */
 #include <emmintrin.h>
 #include <math.h>
 #include <stdlib.h>
