@@ -348,6 +348,20 @@ QhStatus *x86_analyze(void *instance, const QhHostApi *host, const QhGraphView *
   return p ? host->status_new(QH_ERR_UNSUPPORTED, p) : NULL;
 }
 
+/* The helpers the element-wise and pooling analysis (onednn-u8ops.c) shares. */
+const char *x86_act_problem(const QhQParams *q, int output) { return act_problem(q, output); }
+int64_t x86_attr_int(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *name,
+                     int64_t def) {
+  return attr_int(host, g, node, name, def);
+}
+int x86_attr_ints(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *name, size_t n,
+                  int64_t def, int64_t *out) {
+  return attr_ints(host, g, node, name, n, def, out);
+}
+int32_t x86_known_shape(const QhHostApi *host, const QhGraphView *g, uint32_t v, int64_t *dims) {
+  return known_shape(host, g, v, dims);
+}
+
 static QhStatus *accept_conv(void *i, const QhHostApi *h, const QhGraphView *g, const QhNodeUnit *u) {
   X86Info in;
   return x86_analyze(i, h, g, u, K_CONV, &in);
@@ -362,7 +376,11 @@ static const char *const conv_add_relu_ops[] = {"Conv", "Add", "Relu"},
                   *const conv_add_ops[] = {"Conv", "Add"}, *const conv_relu_ops[] = {"Conv", "Relu"},
                   *const conv_clip_ops[] = {"Conv", "Clip"}, *const conv_ops[] = {"Conv"},
                   *const gemm_relu_ops[] = {"Gemm", "Relu"}, *const gemm_ops[] = {"Gemm"},
-                  *const matmul_relu_ops[] = {"MatMul", "Relu"}, *const matmul_ops[] = {"MatMul"};
+                  *const matmul_relu_ops[] = {"MatMul", "Relu"}, *const matmul_ops[] = {"MatMul"},
+                  *const add_relu_ops[] = {"Add", "Relu"}, *const add_ops[] = {"Add"},
+                  *const relu_ops[] = {"Relu"}, *const maxpool_ops[] = {"MaxPool"},
+                  *const avgpool_ops[] = {"AveragePool"}, *const gap_ops[] = {"GlobalAveragePool"},
+                  *const flatten_ops[] = {"Flatten"};
 
 #define PATTERN(name, list, mask, kern, acc)                                                     \
   static const QhLoweringPattern name = {QH_STRUCT_HEADER(QhLoweringPattern), .id = #name,      \
@@ -377,10 +395,18 @@ PATTERN(linear_relu, gemm_relu_ops, 0, x86_linear_kernel, accept_linear);
 PATTERN(linear, gemm_ops, 0, x86_linear_kernel, accept_linear);
 PATTERN(matmul_relu, matmul_relu_ops, 0, x86_linear_kernel, accept_linear);
 PATTERN(matmul, matmul_ops, 0, x86_linear_kernel, accept_linear);
+PATTERN(add_relu, add_relu_ops, 0, x86_add_kernel, x86_accept_u8op);
+PATTERN(add, add_ops, 0, x86_add_kernel, x86_accept_u8op);
+PATTERN(relu, relu_ops, 0, x86_relu_kernel, x86_accept_u8op);
+PATTERN(maxpool, maxpool_ops, 0, x86_maxpool_kernel, x86_accept_u8op);
+PATTERN(avgpool, avgpool_ops, 0, x86_avgpool_kernel, x86_accept_u8op);
+PATTERN(global_avgpool, gap_ops, 0, x86_gap_kernel, x86_accept_u8op);
+PATTERN(flatten, flatten_ops, 0, x86_flatten_kernel, x86_accept_u8op);
 
 /* Most fused first: the first pattern that matches and accepts wins. */
 static const QhLoweringPattern *const patterns[] = {
     &conv_add_relu, &conv_add, &conv_relu, &conv_clip, &conv,
-    &linear_relu, &linear, &matmul_relu, &matmul};
+    &linear_relu, &linear, &matmul_relu, &matmul,
+    &add_relu, &add, &relu, &maxpool, &avgpool, &global_avgpool, &flatten};
 const QhLoweringOps x86_lowering = {QH_STRUCT_HEADER(QhLoweringOps), patterns,
                                     sizeof patterns / sizeof patterns[0]};

@@ -55,6 +55,21 @@ QhStatus *x86_dnnl_status(const QhHostApi *host, dnnl_status_t s, const char *wh
 
 extern const QhKernelOps x86_conv_kernel, x86_linear_kernel;
 
+/* lowering.c's analysis helpers, shared with onednn-u8ops.c. */
+const char *x86_act_problem(const QhQParams *q, int output);
+int64_t x86_attr_int(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *name,
+                     int64_t def);
+int x86_attr_ints(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *name, size_t n,
+                  int64_t def, int64_t *out);
+int32_t x86_known_shape(const QhHostApi *host, const QhGraphView *g, uint32_t v, int64_t *dims);
+
+/* onednn-u8ops.c: uint8 Add (+Relu), Relu, MaxPool, AveragePool, GlobalAveragePool and
+ * Flatten, channels-last, bit-exact with the host's QDQ run. */
+QhStatus *x86_accept_u8op(void *instance, const QhHostApi *host, const QhGraphView *g,
+                          const QhNodeUnit *u);
+extern const QhKernelOps x86_add_kernel, x86_relu_kernel, x86_maxpool_kernel, x86_avgpool_kernel,
+    x86_gap_kernel, x86_flatten_kernel;
+
 QhStatus *x86_instance_create(const QhHostApi *host, const QhInstanceInfo *info,
                               const QhOption *options, size_t n_options, void **out);
 void x86_instance_destroy(void *instance);

@@ -6,7 +6,10 @@ per-channel weights; qnnpack: per-tensor) with input ranges that give zero point
 ~128 and others, run with `--backend x86` and compared with the host's QDQ reference run
 (within one output step everywhere, identical on >= 99%); bench coverage shows every MAC
 on the plugin with no Q/DQ between kernels; the digits model lowers too; units oneDNN
-cannot run are declined with a reason; 1 and 2 threads agree.
+cannot run are declined with a reason; 1 and 2 threads agree. The uint8 Add (+Relu),
+Relu, MaxPool, AveragePool, GlobalAveragePool and Flatten kernels are identical to the
+host's QDQ run unit by unit, and a residual CNN quantized for x86 runs entirely on the
+plugin, channels-last from its input transpose to the end.
 """
 import json
 import os
@@ -375,7 +378,155 @@ def case_no_vnni(r, tmp):
         del os.environ["QHOST_CPU_DISABLE"]
 
 
+def u8op_unit(path, spec, seed):
+    """A hand-built QDQ graph of one uint8 unit: Q/DQ inputs with the given qparams, the
+    op (and Relu), Q/DQ output with its own qparams. Returns (model, inputs npz, so)."""
+    onnx, TP, helper, nh = qhtest.onnx_modules()
+    rng = np.random.default_rng(seed)
+    op, shape = spec["op"], spec.get("shape", [2, 16, 9, 9])
+    n_in = 2 if op == "Add" else 1
+    names, feeds, nodes, inits, ginputs = [], {}, [], [], []
+    for i, (s, z) in enumerate(spec["in"][:n_in]):
+        x = f"x{i}"
+        # per-channel centres so that averages spread over many output values
+        centre = rng.integers(0, 256, [1, shape[1]] + [1] * (len(shape) - 2))
+        q = np.clip(centre + rng.integers(-60, 61, shape), 0, 255).astype(np.float32)
+        feeds[x] = ((q - z) * np.float32(s)).astype(np.float32)
+        ginputs.append(helper.make_tensor_value_info(x, TP.FLOAT, shape))
+        inits += [nh.from_array(np.array(s, np.float32), f"s{i}"), nh.from_array(np.array(z, np.uint8), f"z{i}")]
+        nodes += [helper.make_node("QuantizeLinear", [x, f"s{i}", f"z{i}"], [f"{x}q"]),
+                  helper.make_node("DequantizeLinear", [f"{x}q", f"s{i}", f"z{i}"], [f"{x}d"])]
+        names.append(f"{x}d")
+    nodes.append(helper.make_node(op, names, ["o"], **spec.get("attrs", {})))
+    last = "o"
+    if spec.get("relu"):
+        nodes.append(helper.make_node("Relu", ["o"], ["p"]))
+        last = "p"
+    so, zo = spec["out"]
+    inits += [nh.from_array(np.array(so, np.float32), "so"), nh.from_array(np.array(zo, np.uint8), "zo")]
+    nodes += [helper.make_node("QuantizeLinear", [last, "so", "zo"], ["yq"]),
+              helper.make_node("DequantizeLinear", ["yq", "so", "zo"], ["y"])]
+    graph = helper.make_graph(nodes, "unit", ginputs, [helper.make_tensor_value_info("y", TP.FLOAT, None)],
+                              initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    qhtest.save_model(model, path)
+    npz = path + ".in.npz"
+    np.savez(npz, **feeds)
+    return path, npz, float(so)
+
+
+POOL = dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+U8OPS = {
+    "add_diff_qparams": dict(op="Add", **{"in": [(0.03, 128), (0.05, 7)]}, out=(0.06, 100)),
+    "add_relu": dict(op="Add", relu=True, **{"in": [(0.02, 0), (0.045, 200)]}, out=(0.04, 0)),
+    "add_relu_zo_nonzero": dict(op="Add", relu=True, **{"in": [(0.1, 60), (0.013, 131)]}, out=(0.07, 20)),
+    "add_rank2": dict(op="Add", shape=[3, 50], **{"in": [(0.03, 10), (0.03, 250)]}, out=(0.05, 128)),
+    "relu": dict(op="Relu", **{"in": [(0.05, 128)]}, out=(0.03, 0)),
+    "maxpool_shared": dict(op="MaxPool", attrs=POOL, **{"in": [(0.04, 3)]}, out=(0.04, 3)),
+    "maxpool_requant": dict(op="MaxPool", attrs=dict(kernel_shape=[2, 3], strides=[1, 2], pads=[0, 1, 1, 0]),
+                            **{"in": [(0.04, 128)]}, out=(0.03, 90)),
+    "maxpool_20ch_tail": dict(op="MaxPool", attrs=POOL, shape=[2, 20, 8, 8], **{"in": [(0.04, 3)]},
+                              out=(0.04, 3)),
+    "avgpool_exclude_pad": dict(op="AveragePool", attrs=POOL, **{"in": [(0.02, 128)]}, out=(0.021, 127)),
+    "avgpool_include_pad": dict(op="AveragePool", attrs=dict(POOL, count_include_pad=1),
+                                **{"in": [(0.02, 5)]}, out=(0.02, 5)),
+    "global_avgpool": dict(op="GlobalAveragePool", shape=[2, 80, 7, 7], **{"in": [(0.033, 0)]},
+                           out=(0.011, 3)),
+    "flatten_1x1": dict(op="Flatten", shape=[2, 24, 1, 1], **{"in": [(0.03, 9)]}, out=(0.03, 9)),
+    "flatten_transposes": dict(op="Flatten", shape=[2, 6, 3, 5], **{"in": [(0.03, 9)]}, out=(0.02, 50)),
+    "flatten_axis2": dict(op="Flatten", attrs=dict(axis=2), shape=[2, 6, 3, 5], **{"in": [(0.03, 9)]},
+                          out=(0.03, 9)),
+}
+
+
+def case_u8ops(r, tmp):
+    """Each uint8 unit alone: the kernels compute the host's QDQ formulas, so identical."""
+    for i, (name, spec) in enumerate(U8OPS.items()):
+        model, npz, so = u8op_unit(os.path.join(tmp, f"{name}.qdq.onnx"), spec, 200 + i)
+        host, low = os.path.join(tmp, f"{name}.host.npy"), os.path.join(tmp, f"{name}.x86.npy")
+        ok(r, "run", model, "--input", npz, "-o", host)
+        ok(r, "run", model, "--input", npz, "-o", low, *BACKEND, "--threads", "2")
+        a, b = np.load(host).astype(np.float64), np.load(low).astype(np.float64)
+        steps = np.rint(np.abs(a - b) / so)
+        cov = json.loads(ok(r, "inspect", model, "--json", *BACKEND))["coverage"]
+        kernels = [u.get("kernel", "") for u in cov["units"]]
+        print(f"{name}: {100 * np.mean(steps == 0):.2f}% identical over {steps.size}, kernels {kernels}")
+        assert a.shape == b.shape, (a.shape, b.shape)
+        assert kernels and all(k.startswith("x86_") for k in kernels), cov["units"]
+        assert steps.max() == 0, f"{name}: {steps.max()} steps from the host's"
+        assert len(np.unique(a)) > 3, f"{name}: degenerate test output"
+    declines = {"ceil_mode": dict(op="MaxPool", attrs=dict(POOL, ceil_mode=1), **{"in": [(0.04, 3)]}, out=(0.04, 3)),
+                "dilated": dict(op="MaxPool", attrs=dict(POOL, dilations=[2, 2]), **{"in": [(0.04, 3)]},
+                                out=(0.04, 3)),
+                "SAME": dict(op="AveragePool", attrs=dict(kernel_shape=[3, 3], auto_pad="SAME_UPPER"),
+                             **{"in": [(0.04, 3)]}, out=(0.04, 3))}
+    for i, (reason, spec) in enumerate(declines.items()):
+        model, _, _ = u8op_unit(os.path.join(tmp, f"decline{i}.qdq.onnx"), spec, 300 + i)
+        units = json.loads(ok(r, "inspect", model, "--json", *BACKEND))["coverage"]["units"]
+        print(f"declined: {[u.get('reason') for u in units]}")
+        assert all(not u.get("kernel", "").startswith("x86_") and reason in (u.get("reason") or "")
+                   for u in units), units
+
+
+def residual_cnn(path, rng):
+    """conv-relu, maxpool, two residual blocks (identity and strided 1x1 downsample),
+    global average pool, flatten, gemm: ResNet's structure at toy size."""
+    nodes, inits = [], []
+
+    def add(parts):
+        nodes.extend(parts[0])
+        inits.extend(parts[1])
+
+    add(conv("c1", "x", 3, 16, 3, rng, stride=2))
+    nodes.append(node("Relu", ["c1"], "r1"))
+    nodes.append(node("MaxPool", ["r1"], "p1", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]))
+    add(conv("b1a", "p1", 16, 16, 3, rng))
+    nodes.append(node("Relu", ["b1a"], "b1r"))
+    add(conv("b1b", "b1r", 16, 16, 3, rng))
+    nodes.append(node("Add", ["b1b", "p1"], "s1"))
+    nodes.append(node("Relu", ["s1"], "o1"))
+    add(conv("b2a", "o1", 16, 32, 3, rng, stride=2))
+    nodes.append(node("Relu", ["b2a"], "b2r"))
+    add(conv("b2b", "b2r", 32, 32, 3, rng))
+    add(conv("ds", "o1", 16, 32, 1, rng, stride=2, pads=[0, 0, 0, 0]))
+    nodes.append(node("Add", ["b2b", "ds"], "s2"))
+    nodes.append(node("Relu", ["s2"], "o2"))
+    nodes.append(node("GlobalAveragePool", ["o2"], "gap"))
+    nodes.append(node("Flatten", ["gap"], "f"))
+    inits.append(("fc_w", (rng.standard_normal((10, 32)) * 0.2).astype(np.float32)))
+    inits.append(("fc_b", (rng.standard_normal(10) * 0.1).astype(np.float32)))
+    nodes.append(node("Gemm", ["f", "fc_w", "fc_b"], "y", transB=1))
+    model = qhtest.make_model(nodes, [("x", [1, 3, 32, 32])], [("y", [1, 10])], inits)
+    return qhtest.save_model(model, path)
+
+
+def case_residual_x86(r, tmp):
+    """A ResNet-shaped CNN quantized for x86: every unit on the plugin, no Q/DQ between
+    kernels, the input's transpose the only layout change; within 3 steps of the host."""
+    rng = np.random.default_rng(11)
+    fmodel = residual_cnn(os.path.join(tmp, "res.onnx"), rng)
+    calib, x = os.path.join(tmp, "calib.npy"), os.path.join(tmp, "x.npy")
+    np.save(calib, rng.uniform(-1, 1, (16, 3, 32, 32)).astype(np.float32))
+    np.save(x, rng.uniform(-1, 1, (8, 3, 32, 32)).astype(np.float32))
+    model = os.path.join(tmp, "res.x86.qdq.onnx")
+    ok(r, "quantize", fmodel, "--backend", "x86", "--calib", calib, "-o", model, "--quiet")
+    compare(r, model, x, tmp, "residual_x86", max_steps=3, min_same=0.6)
+    cov = bench(r, model, x)["coverage"]
+    host_units = [(u.get("name"), u.get("reason")) for u in cov["units"] if not u.get("kernel", "").startswith(("onednn_", "x86_"))]
+    print(f"coverage: plugin_mac_share {cov['plugin_mac_share']:.4f}, qdq_between_kernels "
+          f"{cov['qdq_between_kernels']}, layout_transposes {cov['layout_transposes']}, "
+          f"host_qdq_nodes {cov['host_qdq_nodes']}, host units {host_units}")
+    assert not host_units, host_units
+    assert cov["plugin_mac_share"] >= 0.99, cov
+    assert cov["qdq_between_kernels"] == 0, cov
+    assert cov["layout_transposes"] == 1, cov   # the graph input's NCHW -> NHWC
+    assert cov["host_qdq_nodes"] == 2, cov      # the model's input Q and output DQ
+
+
 CASES = {
+    "u8ops": case_u8ops,
+    "residual_x86": case_residual_x86,
     "no_vnni": case_no_vnni,
     "units": case_units,
     "chain_fbgemm": make_case("fbgemm", -1.0, 1.0, 1),

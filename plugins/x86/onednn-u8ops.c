@@ -1,0 +1,471 @@
+/* The x86 plugin's uint8 kernels for the units between its oneDNN convs: Add (+Relu), Relu,
+ * MaxPool, AveragePool, GlobalAveragePool and Flatten, channels-last, so that a ResNet runs
+ * conv -> add -> pool -> conv without leaving NHWC int8. They are plain C loops rather
+ * than oneDNN primitives because they are memory-bound and because oneDNN 2.6 binary and
+ * pooling cannot reproduce the host's QDQ numerics: each kernel computes exactly what the
+ * host's DequantizeLinear -> float op -> QuantizeLinear does, so its output is identical
+ * to the reference run's: dequantize f32((q - z) * s), the float op (Add in f32, pools
+ * summing in double and dividing by the tap count, as framework/exec/kernels/pool.c), and
+ * quantize rint(f32(v / so)) + zo saturated (exact division, as qdq.c, not the
+ * reciprocal). Monotonic unary work (Relu, max, Flatten's requantization) goes through a
+ * 256-entry table built with those same formulas. Add and MaxPool's inner loops are SSE2
+ * intrinsics (baseline x86-64: GCC's -O2 cost model does not vectorise them), with the
+ * scalar loop's exact operations. Intermediate shapes are often unknown when units are
+ * accepted, so a broadcasting Add or non-4-D GlobalAveragePool whose shapes are unknown
+ * then fails at reshape instead of being declined. */
+#include <emmintrin.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onednn.h"
+
+enum { U_ADD, U_RELU, U_MAXPOOL, U_AVGPOOL, U_GAP, U_FLATTEN };
+
+#define ROUND_MAGIC 12582912.0f /* 1.5 * 2^23: (v + M) - M rounds half-even for |v| < 2^22 */
+#define VEC 16
+#define CHUNK 65536             /* Add / Relu elements per parallel task */
+
+typedef struct {
+  int op;
+  int relu;        /* Add followed by Relu */
+  int include_pad; /* AveragePool count_include_pad */
+  int identity;    /* lut is the identity: MaxPool / Flatten with shared qparams */
+  int64_t axis;    /* Flatten */
+  int64_t kh, kw, sh, sw, pad[4];
+  float sa, sb, so;
+  int32_t za, zb, zo;
+  float dq[256]; /* the first input's dequantized values */
+  uint8_t lut[256];
+  /* set by reshape */
+  int reshaped, rank;
+  int64_t dims[QH_MAX_RANK];
+  int64_t n, h, w, c, oh, ow;
+  size_t in_bytes, out_bytes;
+} U8Op;
+
+/* The host's QuantizeLinear of one float (qdq.c's quantize_fast_one): clamping before
+ * rounding to the integer bounds gives the same result as saturating after. */
+static inline uint8_t quant(float v, float so, float lo, float hi, int32_t zo) {
+  float r = v / so;
+  r = r < lo ? lo : r;
+  r = r > hi ? hi : r;
+  r = (r + ROUND_MAGIC) - ROUND_MAGIC;
+  return (uint8_t)((int32_t)r + zo);
+}
+
+static const char *op_name(int op) {
+  static const char *const names[] = {"Add", "Relu", "MaxPool", "AveragePool", "GlobalAveragePool",
+                                      "Flatten"};
+  return names[op];
+}
+
+static const char *window_problem(const QhHostApi *host, const QhGraphView *g, uint32_t node, U8Op *k) {
+  const char *auto_pad = NULL;
+  QhStatus *st = host->node_attr_string(g, node, "auto_pad", &auto_pad);
+  if (st)
+    host->status_free(st);
+  else if (auto_pad && strcmp(auto_pad, "NOTSET") != 0 && strcmp(auto_pad, "VALID") != 0)
+    return "auto_pad SAME is not supported";
+  int64_t ks[2], s[2], d[2];
+  if (!x86_attr_ints(host, g, node, "kernel_shape", 2, -1, ks) ||
+      !x86_attr_ints(host, g, node, "strides", 2, 1, s) || !x86_attr_ints(host, g, node, "pads", 4, 0, k->pad) ||
+      !x86_attr_ints(host, g, node, "dilations", 2, 1, d))
+    return "only 2-D pooling is supported (kernel_shape, strides, pads, dilations of 2)";
+  if (x86_attr_int(host, g, node, "ceil_mode", 0) != 0)
+    return "ceil_mode=1 is not supported";
+  if (d[0] != 1 || d[1] != 1)
+    return "dilated pooling is not supported";
+  k->kh = ks[0], k->kw = ks[1], k->sh = s[0], k->sw = s[1];
+  if (k->kh < 1 || k->kw < 1 || k->sh < 1 || k->sw < 1)
+    return "invalid pooling window";
+  /* pads smaller than the window: no window lies entirely in the padding */
+  for (int i = 0; i < 4; i++)
+    if (k->pad[i] < 0 || k->pad[i] >= (i % 2 ? k->kw : k->kh))
+      return "pads must be smaller than the pooling window";
+  return NULL;
+}
+
+/* The shape of input i: the integer tensor's, else that of the float value the op reads
+ * (its DequantizeLinear's output, which shape inference reaches more often). */
+static int32_t shape_of(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u, uint32_t i,
+                        int64_t *dims) {
+  int32_t r = x86_known_shape(host, g, u->inputs[i], dims);
+  uint32_t v = host->node_input(g, u->nodes[0], i);
+  return r >= 0 || v == QH_INVALID_ID ? r : x86_known_shape(host, g, v, dims);
+}
+
+static const char *analyze(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u, U8Op *k) {
+  const char *t = host->node_op_type(g, u->nodes[0]);
+  static const char *const ops[] = {"Add", "Relu", "MaxPool", "AveragePool", "GlobalAveragePool", "Flatten"};
+  k->op = -1;
+  for (int i = 0; t && i < 6; i++)
+    if (strcmp(t, ops[i]) == 0)
+      k->op = i;
+  if (k->op < 0)
+    return "op other than Add, Relu, MaxPool, AveragePool, GlobalAveragePool or Flatten";
+  if (u->n_nodes == 2) {
+    const char *t2 = host->node_op_type(g, u->nodes[1]);
+    if (k->op != U_ADD || !t2 || strcmp(t2, "Relu") != 0)
+      return "only Add fuses a following Relu";
+    k->relu = 1;
+  } else if (u->n_nodes != 1)
+    return "unexpected ops in the unit";
+  size_t want = k->op == U_ADD ? 2 : 1;
+  if (u->n_inputs != want)
+    return k->op == U_ADD ? "Add needs exactly two inputs" : "expected exactly one input";
+  const char *p;
+  for (size_t i = 0; i < want; i++) {
+    if (u->input_roles[i] != QH_ROLE_ACTIVATION || (host->value_flags(g, u->inputs[i]) & QH_VALUE_CONSTANT))
+      return "constant inputs are not supported";
+    if ((p = x86_act_problem(u->input_qparams[i], 0)))
+      return p;
+  }
+  if ((p = x86_act_problem(u->output_qparams[0], 1)))
+    return p;
+  if (host->node_output(g, u->nodes[0], 1) != QH_INVALID_ID)
+    return "a second output (MaxPool's Indices) is not supported";
+  const QhQParams *a = u->input_qparams[0], *y = u->output_qparams[0];
+  k->sa = a->scale[0], k->za = a->zero_point[0], k->so = y->scale[0], k->zo = y->zero_point[0];
+  if (k->op == U_ADD)
+    k->sb = u->input_qparams[1]->scale[0], k->zb = u->input_qparams[1]->zero_point[0];
+  uint32_t node = u->nodes[0];
+  int64_t d[QH_MAX_RANK], d2[QH_MAX_RANK];
+  int32_t rank = shape_of(host, g, u, 0, d);
+  /* Intermediate shapes are often unknown here: decline what is known not to fit and
+   * leave the rest to reshape, which sees every shape. */
+  switch (k->op) {
+  case U_ADD: {
+    int32_t r2 = shape_of(host, g, u, 1, d2);
+    if (rank >= 0 && r2 >= 0 && (rank != r2 || memcmp(d, d2, (size_t)rank * sizeof *d) != 0))
+      return "broadcasting Add is not supported";
+    break;
+  }
+  case U_MAXPOOL:
+  case U_AVGPOOL:
+    if (rank >= 0 && rank != 4)
+      return "only 2-D pooling is supported";
+    if ((p = window_problem(host, g, node, k)))
+      return p;
+    k->include_pad = x86_attr_int(host, g, node, "count_include_pad", 0) != 0;
+    break;
+  case U_GAP:
+    if (rank >= 0 && rank != 4)
+      return "only 2-D GlobalAveragePool is supported";
+    break;
+  case U_FLATTEN:
+    k->axis = x86_attr_int(host, g, node, "axis", 1);
+    if (k->axis < 0 && rank < 0)
+      return "Flatten with a negative axis needs a known input rank";
+    if (k->axis < 0)
+      k->axis += rank;
+    if (k->axis < 0 || (rank >= 0 && k->axis > rank))
+      return "Flatten axis out of range";
+    break;
+  }
+  return NULL;
+}
+
+QhStatus *x86_accept_u8op(void *instance, const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u) {
+  (void)instance;
+  if (!u || u->struct_size < sizeof(QhNodeUnit) || u->n_nodes < 1 || !u->nodes ||
+      (u->n_inputs > 0 && (!u->inputs || !u->input_roles || !u->input_qparams)) || u->n_outputs != 1 ||
+      !u->outputs || !u->output_qparams)
+    return host->status_new(QH_ERR_INVALID_ARGUMENT, "malformed node unit");
+  U8Op k;
+  memset(&k, 0, sizeof k);
+  const char *p = analyze(host, g, u, &k);
+  return p ? host->status_new(QH_ERR_UNSUPPORTED, p) : NULL;
+}
+
+static QhStatus *create(void *instance, const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u,
+                        void **out) {
+  QhStatus *st = x86_accept_u8op(instance, host, g, u);
+  if (st)
+    return st;
+  if (!out)
+    return host->status_new(QH_ERR_INVALID_ARGUMENT, "create: bad arguments");
+  U8Op *k = calloc(1, sizeof *k);
+  if (!k)
+    return host->status_new(QH_ERR_OUT_OF_MEMORY, "out of memory");
+  analyze(host, g, u, k);
+  float lo = (float)(0 - k->zo), hi = (float)(255 - k->zo);
+  k->identity = 1;
+  for (int q = 0; q < 256; q++) {
+    k->dq[q] = (float)(q - k->za) * k->sa;
+    float v = k->dq[q];
+    if (k->op == U_RELU && !(v > 0.0f))
+      v = 0.0f;
+    k->lut[q] = quant(v, k->so, lo, hi, k->zo);
+    k->identity &= k->lut[q] == q;
+  }
+  *out = k;
+  return NULL;
+}
+
+static void destroy(void *kernel) { free(kernel); }
+
+static int view_ok(const QhTensorView *t) {
+  if (t->struct_size < sizeof(QhTensorView) || t->rank < 0 || t->rank > QH_MAX_RANK || t->dtype != QH_DTYPE_UINT8)
+    return 0;
+  for (int32_t i = 0; i < t->rank; i++)
+    if (t->dims[i] < 0)
+      return 0;
+  return 1;
+}
+
+static size_t numel(const QhTensorView *t) {
+  size_t n = 1;
+  for (int32_t i = 0; i < t->rank; i++)
+    n *= (size_t)t->dims[i];
+  return n;
+}
+
+static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView *inputs, size_t n_inputs,
+                         QhTensorView *outputs, size_t n_outputs, size_t *out_workspace) {
+  U8Op *k = kernel;
+  if (!host)
+    return NULL;
+  if (!k || !inputs || n_inputs != (k->op == U_ADD ? 2u : 1u) || !outputs || n_outputs != 1 || !out_workspace)
+    return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: bad arguments");
+  const QhTensorView *x = &inputs[0];
+  QhTensorView *y = &outputs[0];
+  if (!view_ok(x) || y->struct_size < sizeof(QhTensorView))
+    return qh_status_newf(host, QH_ERR_INVALID_ARGUMENT, "reshape: %s input must be a uint8 tensor",
+                          op_name(k->op));
+  k->reshaped = 0;
+  y->dtype = QH_DTYPE_UINT8;
+  y->rank = x->rank;
+  y->layout = x->layout;
+  memcpy(y->dims, x->dims, sizeof y->dims);
+  if (k->op == U_ADD) {
+    const QhTensorView *b = &inputs[1];
+    if (!view_ok(b) || b->rank != x->rank || b->layout != x->layout ||
+        memcmp(b->dims, x->dims, (size_t)x->rank * sizeof *x->dims) != 0)
+      return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: Add inputs differ in shape or layout");
+  } else if (k->op != U_RELU && k->op != U_FLATTEN) {
+    if (x->rank != 4 || x->layout != QH_LAYOUT_NHWC)
+      return qh_status_newf(host, QH_ERR_INVALID_ARGUMENT, "reshape: %s input must be 4-D NHWC", op_name(k->op));
+    k->n = x->dims[0], k->h = x->dims[1], k->w = x->dims[2], k->c = x->dims[3];
+    if (k->op == U_GAP) {
+      k->oh = k->ow = 1;
+    } else {
+      int64_t eh = k->h + k->pad[0] + k->pad[2] - k->kh, ew = k->w + k->pad[1] + k->pad[3] - k->kw;
+      if (eh < 0 || ew < 0)
+        return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: pooling input smaller than the window");
+      k->oh = eh / k->sh + 1, k->ow = ew / k->sw + 1;
+    }
+    y->dims[1] = k->oh, y->dims[2] = k->ow;
+  } else if (k->op == U_FLATTEN) {
+    /* Flatten's bytes are the input's in NCHW order, whatever the axis */
+    int64_t nchw[QH_MAX_RANK];
+    memcpy(nchw, x->dims, sizeof nchw);
+    k->n = 0; /* a plain copy */
+    if (x->rank == 4 && x->layout == QH_LAYOUT_NHWC) {
+      k->n = x->dims[0], k->h = x->dims[1], k->w = x->dims[2], k->c = x->dims[3];
+      nchw[1] = k->c, nchw[2] = k->h, nchw[3] = k->w;
+    }
+    if (k->axis > x->rank)
+      return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: Flatten axis out of range");
+    int64_t outer = 1, inner = 1;
+    for (int32_t i = 0; i < x->rank; i++)
+      *(i < k->axis ? &outer : &inner) *= nchw[i];
+    y->rank = 2, y->dims[0] = outer, y->dims[1] = inner;
+  }
+  if (y->rank != 4)
+    y->layout = QH_LAYOUT_ANY;
+  k->rank = x->rank;
+  memcpy(k->dims, x->dims, sizeof k->dims);
+  k->in_bytes = numel(x);
+  k->out_bytes = numel(y);
+  k->reshaped = 1;
+  *out_workspace = 0;
+  return NULL;
+}
+
+/* ---- run ---- */
+
+typedef struct {
+  const U8Op *k;
+  const uint8_t *a, *b;
+  uint8_t *y;
+  size_t n;
+} Job;
+
+static void add_task(void *user, size_t index, uint32_t worker) {
+  (void)worker;
+  const Job *j = user;
+  const U8Op *k = j->k;
+  size_t i0 = index * CHUNK, i1 = i0 + CHUNK < j->n ? i0 + CHUNK : j->n;
+  const float sa = k->sa, sb = k->sb, so = k->so, za = (float)k->za, zb = (float)k->zb;
+  /* Relu then quantize is quantize clamped below at zo: rint(max(v, 0) / so) >= 0 */
+  const float lo = k->relu ? 0.0f : (float)(0 - k->zo), hi = (float)(255 - k->zo);
+  const int32_t zo = k->zo;
+  const uint8_t *restrict a = j->a, *restrict b = j->b;
+  uint8_t *restrict y = j->y;
+  size_t i = i0;
+  /* SSE2 (every x86-64): the scalar loop's operations, four lanes at a time */
+  const __m128 vsa = _mm_set1_ps(sa), vsb = _mm_set1_ps(sb), vza = _mm_set1_ps(za), vzb = _mm_set1_ps(zb);
+  const __m128 vso = _mm_set1_ps(so), vlo = _mm_set1_ps(lo), vhi = _mm_set1_ps(hi);
+  const __m128 magic = _mm_set1_ps(ROUND_MAGIC);
+  const __m128i vzo = _mm_set1_epi32(zo), zero = _mm_setzero_si128();
+  for (; i + VEC <= i1; i += VEC) {
+    __m128i qa = _mm_loadu_si128((const __m128i *)(a + i)), qb = _mm_loadu_si128((const __m128i *)(b + i));
+    __m128i a16[2] = {_mm_unpacklo_epi8(qa, zero), _mm_unpackhi_epi8(qa, zero)};
+    __m128i b16[2] = {_mm_unpacklo_epi8(qb, zero), _mm_unpackhi_epi8(qb, zero)};
+    __m128i r32[4];
+    for (int h = 0; h < 4; h++) {
+      __m128i ia = h % 2 ? _mm_unpackhi_epi16(a16[h / 2], zero) : _mm_unpacklo_epi16(a16[h / 2], zero);
+      __m128i ib = h % 2 ? _mm_unpackhi_epi16(b16[h / 2], zero) : _mm_unpacklo_epi16(b16[h / 2], zero);
+      __m128 fa = _mm_mul_ps(_mm_sub_ps(_mm_cvtepi32_ps(ia), vza), vsa);
+      __m128 fb = _mm_mul_ps(_mm_sub_ps(_mm_cvtepi32_ps(ib), vzb), vsb);
+      __m128 r = _mm_div_ps(_mm_add_ps(fa, fb), vso);
+      r = _mm_min_ps(_mm_max_ps(r, vlo), vhi);
+      r = _mm_sub_ps(_mm_add_ps(r, magic), magic);
+      r32[h] = _mm_add_epi32(_mm_cvttps_epi32(r), vzo);
+    }
+    __m128i p16a = _mm_packs_epi32(r32[0], r32[1]), p16b = _mm_packs_epi32(r32[2], r32[3]);
+    _mm_storeu_si128((__m128i *)(y + i), _mm_packus_epi16(p16a, p16b));
+  }
+  for (; i < i1; i++)
+    y[i] = quant(((float)a[i] - za) * sa + ((float)b[i] - zb) * sb, so, lo, hi, zo);
+}
+
+static void lut_task(void *user, size_t index, uint32_t worker) {
+  (void)worker;
+  const Job *j = user;
+  size_t i0 = index * CHUNK, i1 = i0 + CHUNK < j->n ? i0 + CHUNK : j->n;
+  for (size_t i = i0; i < i1; i++)
+    j->y[i] = j->k->lut[j->a[i]];
+}
+
+/* The taps of output position o along one axis: [t0, t1) within the input. */
+static void taps(int64_t o, int64_t stride, int64_t pad, int64_t kernel, int64_t size, int64_t *t0, int64_t *t1) {
+  int64_t s = o * stride - pad;
+  *t0 = s < 0 ? -s : 0;
+  *t1 = s + kernel > size ? size - s : kernel;
+}
+
+/* One output row (n, oh) of MaxPool, AveragePool or GlobalAveragePool. */
+static void pool_task(void *user, size_t index, uint32_t worker) {
+  (void)worker;
+  const Job *j = user;
+  const U8Op *k = j->k;
+  int64_t n = (int64_t)index / k->oh, oh = (int64_t)index % k->oh, C = k->c;
+  const uint8_t *x = j->a + (size_t)n * k->h * k->w * C;
+  uint8_t *yrow = j->y + ((size_t)n * k->oh + oh) * k->ow * C;
+  const float lo = (float)(0 - k->zo), hi = (float)(255 - k->zo);
+  int64_t h0 = 0, h1 = k->h, sh = 0;
+  if (k->op != U_GAP) {
+    taps(oh, k->sh, k->pad[0], k->kh, k->h, &h0, &h1);
+    sh = oh * k->sh - k->pad[0];
+  }
+  for (int64_t ow = 0; ow < k->ow; ow++) {
+    int64_t w0 = 0, w1 = k->w, sw = 0;
+    if (k->op != U_GAP) {
+      taps(ow, k->sw, k->pad[1], k->kw, k->w, &w0, &w1);
+      sw = ow * k->sw - k->pad[1];
+    }
+    uint8_t *restrict y = yrow + ow * C;
+    if (k->op == U_MAXPOOL) {
+      memset(y, 0, (size_t)C);
+      for (int64_t kh = h0; kh < h1; kh++)
+        for (int64_t kw = w0; kw < w1; kw++) {
+          const uint8_t *restrict xp = x + ((sh + kh) * k->w + sw + kw) * C;
+          int64_t c = 0;
+          for (; c + VEC <= C; c += VEC)
+            _mm_storeu_si128((__m128i *)(y + c), _mm_max_epu8(_mm_loadu_si128((const __m128i *)(y + c)),
+                                                               _mm_loadu_si128((const __m128i *)(xp + c))));
+          for (; c < C; c++)
+            y[c] = xp[c] > y[c] ? xp[c] : y[c];
+        }
+      if (!k->identity)
+        for (int64_t c = 0; c < C; c++)
+          y[c] = k->lut[y[c]];
+      continue;
+    }
+    /* Averages sum the dequantized taps in double in the host's order (kh, then kw) */
+    double count = k->op == U_AVGPOOL && k->include_pad ? (double)(k->kh * k->kw)
+                                                        : (double)((h1 - h0) * (w1 - w0));
+    for (int64_t c0 = 0; c0 < C; c0 += 64) {
+      int64_t nc = C - c0 < 64 ? C - c0 : 64;
+      double acc[64] = {0};
+      for (int64_t kh = h0; kh < h1; kh++)
+        for (int64_t kw = w0; kw < w1; kw++) {
+          const uint8_t *xp = x + ((sh + kh) * k->w + sw + kw) * C + c0;
+          for (int64_t c = 0; c < nc; c++)
+            acc[c] += (double)k->dq[xp[c]];
+        }
+      for (int64_t c = 0; c < nc; c++)
+        y[c0 + c] = quant((float)(acc[c] / count), k->so, lo, hi, k->zo);
+    }
+  }
+}
+
+/* NHWC [n, h, w, c] to ONNX's Flatten order [n, c*h*w]. */
+static void flatten_task(void *user, size_t index, uint32_t worker) {
+  (void)worker;
+  const Job *j = user;
+  const U8Op *k = j->k;
+  size_t per = (size_t)(k->h * k->w * k->c), hw = (size_t)(k->h * k->w);
+  const uint8_t *x = j->a + index * per;
+  uint8_t *y = j->y + index * per;
+  for (size_t p = 0; p < hw; p++)
+    for (size_t c = 0; c < (size_t)k->c; c++)
+      y[c * hw + p] = k->lut[x[p * (size_t)k->c + c]];
+}
+
+static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ctx, const QhTensorView *inputs,
+                     size_t n_inputs, QhTensorView *outputs, size_t n_outputs, void *workspace,
+                     size_t workspace_bytes) {
+  (void)workspace, (void)workspace_bytes;
+  U8Op *k = kernel;
+  if (!host)
+    return NULL;
+  if (!k || !inputs || !outputs || n_outputs != 1 || n_inputs != (k->op == U_ADD ? 2u : 1u))
+    return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: bad arguments");
+  if (!k->reshaped)
+    return host->status_new(QH_ERR_INVALID_STATE, "run before reshape");
+  for (size_t i = 0; i < n_inputs; i++) {
+    const QhTensorView *x = &inputs[i];
+    if (!view_ok(x) || x->rank != k->rank || memcmp(x->dims, k->dims, (size_t)x->rank * sizeof *x->dims) ||
+        x->nbytes != k->in_bytes || (k->in_bytes && !x->data))
+      return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: input differs from reshape's");
+  }
+  QhTensorView *y = &outputs[0];
+  if (!view_ok(y) || y->nbytes != k->out_bytes || (k->out_bytes && !y->data))
+    return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: output buffer differs from reshape's");
+  if (k->out_bytes == 0)
+    return NULL;
+  Job j = {k, inputs[0].data, n_inputs > 1 ? inputs[1].data : NULL, y->data, k->in_bytes};
+  size_t blocks = (j.n + CHUNK - 1) / (CHUNK);
+  switch (k->op) {
+  case U_ADD:
+    return host->parallel_for(ctx, blocks, add_task, &j);
+  case U_FLATTEN:
+    if (k->n > 0 && k->h * k->w > 1)
+      return host->parallel_for(ctx, (size_t)k->n, flatten_task, &j);
+    /* Otherwise the same bytes in the same order: */
+    /* fall through */
+  case U_RELU:
+    if (k->identity) {
+      if (y->data != inputs[0].data)
+        memcpy(y->data, inputs[0].data, j.n);
+      return NULL;
+    }
+    return host->parallel_for(ctx, blocks, lut_task, &j);
+  default:
+    return host->parallel_for(ctx, (size_t)(k->n * k->oh), pool_task, &j);
+  }
+}
+
+#define U8KERNEL(name, kid)                                                                                 \
+  const QhKernelOps name = {QH_STRUCT_HEADER(QhKernelOps), .id = kid, .input_layout = QH_LAYOUT_NHWC,      \
+                            .output_layout = QH_LAYOUT_NHWC, .create = create, .reshape = reshape, .run = run, \
+                            .destroy = destroy}
+U8KERNEL(x86_add_kernel, "x86_add_nhwc_qu8");
+U8KERNEL(x86_relu_kernel, "x86_relu_nhwc_qu8");
+U8KERNEL(x86_maxpool_kernel, "x86_maxpool2d_nhwc_qu8");
+U8KERNEL(x86_avgpool_kernel, "x86_avgpool2d_nhwc_qu8");
+U8KERNEL(x86_gap_kernel, "x86_global_avgpool_nhwc_qu8");
+U8KERNEL(x86_flatten_kernel, "x86_flatten_nhwc_qu8");
