@@ -467,3 +467,12 @@ gboolean qh_graph_topo_order(const QhGraph *g, GArray **out_order, GError **erro
   *out_order = order;
   return TRUE;
 }
+
+const char *qh_graph_metadata(const QhGraph *g, const char *key) {
+  for (guint i = 0; i < g->metadata->len; i++) {
+    const QhMetadataEntry *e = &g_array_index(g->metadata, QhMetadataEntry, i);
+    if (e->key && strcmp(e->key, key) == 0)
+      return e->value;
+  }
+  return NULL;
+}

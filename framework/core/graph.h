@@ -84,6 +84,11 @@ typedef struct {
   char *value;
 } QhMetadataEntry;
 
+/* metadata_props written by qhost quantize: this prefix + an integer value's name ->
+ * "qmin,qmax", for a quantized tensor whose range is narrower than its dtype's
+ * (reduce_range, custom ranges), which ONNX's QuantizeLinear cannot express. */
+#define QH_QUANT_RANGE_KEY_PREFIX "qhost.quant_range:"
+
 typedef struct {
   char *name;
   char *doc_string;
@@ -108,6 +113,9 @@ static inline int qh_graph_n_nodes(const QhGraph *g) { return (int)g->nodes->len
 static inline int qh_graph_n_values(const QhGraph *g) { return (int)g->values->len; }
 static inline QhNode *qh_graph_node(const QhGraph *g, int id) { return g_ptr_array_index(g->nodes, id); }
 static inline QhValue *qh_graph_value(const QhGraph *g, int id) { return g_ptr_array_index(g->values, id); }
+
+/* The value of metadata entry key, or NULL (borrowed). */
+const char *qh_graph_metadata(const QhGraph *graph, const char *key);
 
 /* Id of the value with this name, or -1. */
 int qh_graph_find_value(const QhGraph *graph, const char *name);

@@ -6,6 +6,7 @@
  * and kept in the unit, so the unit can be handed to a plugin as a QhNodeUnit
  * without further copies. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -80,6 +81,23 @@ static void qparams_clear(QhQParams *q) {
 /* The qparams of a QuantizeLinear or DequantizeLinear node, from its constant inputs.
  * x is the integer side (the DQ's input, the Q's output). Non-constant scales or zero
  * points, or a type no integer kernel knows, are no match; inconsistent ones fail. */
+/* The range qhost quantize recorded for integer value xv when it is narrower than
+ * its dtype's (graph.h, QH_QUANT_RANGE_KEY_PREFIX); a malformed or wider entry is
+ * ignored: the dtype's range is always safe to assume. */
+static void narrow_range(const QhGraph *g, const QhValue *xv, int32_t *lo, int32_t *hi) {
+  if (xv == NULL || g->metadata->len == 0)
+    return;
+  char *key = g_strdup_printf("%s%s", QH_QUANT_RANGE_KEY_PREFIX, xv->name);
+  const char *v = qh_graph_metadata(g, key);
+  g_free(key);
+  int qmin, qmax, used = 0;
+  if (v && sscanf(v, "%d,%d%n", &qmin, &qmax, &used) == 2 && v[used] == '\0' && *lo <= qmin &&
+      qmin < qmax && qmax <= *hi) {
+    *lo = qmin;
+    *hi = qmax;
+  }
+}
+
 static int read_qparams(const QhGraph *g, const QhNode *n, int x, QhQParams *out,
                         GError **error) {
   int s = qh_node_input(n, 1), z = qh_node_input(n, 2);
@@ -114,6 +132,7 @@ static int read_qparams(const QhGraph *g, const QhNode *n, int x, QhQParams *out
       return fail(n, error, "scale count differs from the axis dimension");
     axis = count > 1 ? (int32_t)a : -1;
   }
+  narrow_range(g, xv, &lo, &hi);
   *out = (QhQParams){QH_STRUCT_HEADER(QhQParams)};
   out->dtype = dtype;
   out->qscheme = axis >= 0 ? QH_QSCHEME_PER_CHANNEL_AFFINE : QH_QSCHEME_PER_TENSOR_AFFINE;

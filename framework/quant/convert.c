@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "quant/annotation.h"
 #include "quant/convert.h"
 #include "quant/quantize.h"
 
@@ -161,6 +162,22 @@ static int weight_chain(Ctx *c, QhValue *w, const QhTensor *t, const QhQuantPara
   return n ? out->id : -1;
 }
 
+/* ONNX's QuantizeLinear saturates to its dtype's full range, so a narrower range
+ * (reduce_range's [0, 127], a custom quant_min/quant_max) is invisible in the QDQ
+ * graph; kernels that need it (oneDNN without VNNI saturates u8 x s8 pairs above
+ * 127) read it from this metadata entry: key QH_QUANT_RANGE_KEY_PREFIX + the
+ * integer value's name, value "qmin,qmax". ONNX Runtime ignores it. */
+static void record_narrow_range(QhGraph *g, const char *qname, const QhQuantParams *q) {
+  int64_t lo, hi;
+  const char *dtype_name;
+  if (!qh_quant_dtype_range(q->dtype, &lo, &hi, &dtype_name) ||
+      (q->quant_min == lo && q->quant_max == hi))
+    return;
+  QhMetadataEntry e = {g_strdup_printf("%s%s", QH_QUANT_RANGE_KEY_PREFIX, qname),
+                       g_strdup_printf("%d,%d", q->quant_min, q->quant_max)};
+  g_array_append_val(g->metadata, e);
+}
+
 /* An activation: QuantizeLinear + DequantizeLinear after value v. as_output: v is a
  * graph output, whose name moves to the DequantizeLinear's output. */
 static int activation_chain(Ctx *c, int v, const QhQuantParams *q, const char *base, gboolean as_output,
@@ -178,6 +195,7 @@ static int activation_chain(Ctx *c, int v, const QhQuantParams *q, const char *b
     return -1;
   qv->dtype = (QhDType)q->dtype;
   qv->shape = qh_graph_value(g, v)->shape;
+  record_narrow_range(g, qv->name, q);
   QhValue *out;
   char *final_name = g_strdup(qh_graph_value(g, v)->name);
   if (as_output) {

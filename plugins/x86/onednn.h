@@ -73,8 +73,6 @@ extern const QhKernelOps x86_add_kernel, x86_relu_kernel, x86_maxpool_kernel, x8
 QhStatus *x86_instance_create(const QhHostApi *host, const QhInstanceInfo *info,
                               const QhOption *options, size_t n_options, void **out);
 void x86_instance_destroy(void *instance);
-#define X86_N_OPTIONS 1
-extern const QhOptionDecl *const x86_options[X86_N_OPTIONS];
 extern const QhLoweringOps x86_lowering;
 
 #endif
