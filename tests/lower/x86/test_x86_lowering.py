@@ -36,6 +36,26 @@ DIGITS_X = os.path.join(ROOT, "examples", "digits_test.npy")
 BACKEND = ["--backend", "x86", "--plugin-dir", PLUGIN_DIR]
 
 
+def machine_has_vnni():
+    """Whether the plugin sees VNNI (the CPU flag, not hidden by QHOST_CPU_DISABLE).
+    Without it, reduce_range=auto declines conv/linear units whose full-range uint8
+    activations could saturate oneDNN's int16 pair sums: then a test accepts that
+    decline (and only that one) where it would otherwise require the unit lowered."""
+    hidden = os.environ.get("QHOST_CPU_DISABLE", "")
+    try:
+        flags = open("/proc/cpuinfo").read().split()
+    except OSError:
+        return False
+    return any(f in flags and f.replace("_", "") not in hidden for f in ("avx512_vnni", "avx_vnni"))
+
+
+VNNI = machine_has_vnni()
+
+
+def safe_decline(unit):
+    return not VNNI and "saturate" in (unit.get("reason") or "")
+
+
 def ok(r, *args, timeout=300):
     rc, out, err = r.run(*args, timeout=timeout)
     try:
@@ -148,7 +168,11 @@ def check_all_lowered(r, model, x):
         if u.get("reason"):
             print(f"  host unit {u.get('name')}: {u['reason']}")
     assert cov["qdq_between_kernels"] == 0, cov
-    assert cov["plugin_mac_share"] > 0.999, cov
+    unsafe = [u for u in units if u.get("macs", 0) > 0 and u.get("kernel") == "host:reference"
+              and not safe_decline(u)]
+    assert not unsafe, unsafe
+    if VNNI:
+        assert cov["plugin_mac_share"] > 0.999, cov
 
 
 def make_case(backend, lo, hi, seed):
@@ -308,7 +332,8 @@ def case_units(r, tmp):
         print(f"{name}: {100 * np.mean(steps == 0):.2f}% identical, max {steps.max():.0f} step, "
               f"{np.sum(steps == 1)} of {steps.size} off by one; "
               f"units {[(u.get('ops'), u.get('kernel'), u.get('reason')) for u in cov['units']]}")
-        assert lowered, f"{name}: not lowered: {cov['units']}"
+        assert lowered or all(safe_decline(u) for u in cov["units"] if u.get("macs", 0) > 0), \
+            f"{name}: not lowered: {cov['units']}"
         assert steps.max() <= 1, f"{name}: {steps.max()} steps from the host's"
         total += steps.size
         same_total += int(np.sum(steps == 0))
