@@ -1,5 +1,5 @@
 /* The x86 plugin's uint8 kernels for the units between its oneDNN convs: Add (+Relu), Relu,
- * MaxPool, AveragePool, GlobalAveragePool and Flatten, channels-last, so that a ResNet runs
+ * Clip (ReLU6), MaxPool, AveragePool, GlobalAveragePool and Flatten, channels-last, so that a ResNet runs
  * conv -> add -> pool -> conv without leaving NHWC int8. They are plain C loops rather
  * than oneDNN primitives because they are memory-bound and because oneDNN 2.6 binary and
  * pooling cannot reproduce the host's QDQ numerics: each kernel computes exactly what the
@@ -7,7 +7,7 @@
  * to the reference run's: dequantize f32((q - z) * s), the float op (Add in f32, pools
  * summing in double and dividing by the tap count, as framework/exec/kernels/pool.c), and
  * quantize rint(f32(v / so)) + zo saturated (exact division, as qdq.c, not the
- * reciprocal). Monotonic unary work (Relu, max, Flatten's requantization) goes through a
+ * reciprocal). Monotonic unary work (Relu, Clip, max, Flatten's requantization) goes through a
  * 256-entry table built with those same formulas. Add and MaxPool's inner loops are SSE2
  * intrinsics (baseline x86-64: GCC's -O2 cost model does not vectorise them), with the
  * scalar loop's exact operations. Intermediate shapes are often unknown when units are
@@ -20,7 +20,7 @@
 
 #include "onednn.h"
 
-enum { U_ADD, U_RELU, U_MAXPOOL, U_AVGPOOL, U_GAP, U_FLATTEN };
+enum { U_ADD, U_RELU, U_MAXPOOL, U_AVGPOOL, U_GAP, U_FLATTEN, U_CLIP };
 
 #define ROUND_MAGIC 12582912.0f /* 1.5 * 2^23: (v + M) - M rounds half-even for |v| < 2^22 */
 #define VEC 16
@@ -32,6 +32,8 @@ typedef struct {
   int include_pad; /* AveragePool count_include_pad */
   int identity;    /* lut is the identity: MaxPool / Flatten with shared qparams */
   int64_t axis;    /* Flatten */
+  size_t n_in;     /* the unit's inputs (Clip: x, then its constant min and max) */
+  float clip_lo, clip_hi;
   int64_t kh, kw, sh, sw, pad[4];
   float sa, sb, so;
   int32_t za, zb, zo;
@@ -56,7 +58,7 @@ static inline uint8_t quant(float v, float so, float lo, float hi, int32_t zo) {
 
 static const char *op_name(int op) {
   static const char *const names[] = {"Add", "Relu", "MaxPool", "AveragePool", "GlobalAveragePool",
-                                      "Flatten"};
+                                      "Flatten", "Clip"};
   return names[op];
 }
 
@@ -95,15 +97,40 @@ static int32_t shape_of(const QhHostApi *host, const QhGraphView *g, const QhNod
   return r >= 0 || v == QH_INVALID_ID ? r : x86_known_shape(host, g, v, dims);
 }
 
+/* Clip's min and max (inputs 1 and 2, opset 11+): constant float scalars, or absent. */
+static const char *clip_bounds(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u, U8Op *k) {
+  k->clip_lo = -INFINITY, k->clip_hi = INFINITY;
+  for (size_t i = 1; i < u->n_inputs; i++) {
+    const void *data = NULL;
+    size_t nbytes = 0;
+    if (u->input_qparams[i] || host->value_dtype(g, u->inputs[i]) != QH_DTYPE_FLOAT)
+      return "Clip bounds must be float constants";
+    QhStatus *st = host->value_data(g, u->inputs[i], &data, &nbytes);
+    if (st) {
+      host->status_free(st);
+      return "Clip bounds must be constants";
+    }
+    if (nbytes != sizeof(float) || !data)
+      return "Clip bounds must be scalars";
+    float v;
+    memcpy(&v, data, sizeof v);
+    if (v != v)
+      return "Clip bound is NaN";
+    *(i == 1 ? &k->clip_lo : &k->clip_hi) = v;
+  }
+  return NULL;
+}
+
 static const char *analyze(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u, U8Op *k) {
   const char *t = host->node_op_type(g, u->nodes[0]);
-  static const char *const ops[] = {"Add", "Relu", "MaxPool", "AveragePool", "GlobalAveragePool", "Flatten"};
+  static const char *const ops[] = {"Add", "Relu", "MaxPool", "AveragePool", "GlobalAveragePool", "Flatten",
+                                    "Clip"};
   k->op = -1;
-  for (int i = 0; t && i < 6; i++)
+  for (int i = 0; t && i < 7; i++)
     if (strcmp(t, ops[i]) == 0)
       k->op = i;
   if (k->op < 0)
-    return "op other than Add, Relu, MaxPool, AveragePool, GlobalAveragePool or Flatten";
+    return "op other than Add, Relu, MaxPool, AveragePool, GlobalAveragePool, Flatten or Clip";
   if (u->n_nodes == 2) {
     const char *t2 = host->node_op_type(g, u->nodes[1]);
     if (k->op != U_ADD || !t2 || strcmp(t2, "Relu") != 0)
@@ -112,9 +139,16 @@ static const char *analyze(const QhHostApi *host, const QhGraphView *g, const Qh
   } else if (u->n_nodes != 1)
     return "unexpected ops in the unit";
   size_t want = k->op == U_ADD ? 2 : 1;
-  if (u->n_inputs != want)
-    return k->op == U_ADD ? "Add needs exactly two inputs" : "expected exactly one input";
   const char *p;
+  k->n_in = u->n_inputs;
+  if (k->op == U_CLIP) {
+    if (u->n_inputs < 1 || u->n_inputs > 3)
+      return "Clip needs one to three inputs";
+    if ((p = clip_bounds(host, g, u, k)))
+      return p;
+  } else if (u->n_inputs != want) {
+    return k->op == U_ADD ? "Add needs exactly two inputs" : "expected exactly one input";
+  }
   for (size_t i = 0; i < want; i++) {
     if (u->input_roles[i] != QH_ROLE_ACTIVATION || (host->value_flags(g, u->inputs[i]) & QH_VALUE_CONSTANT))
       return "constant inputs are not supported";
@@ -196,6 +230,8 @@ static QhStatus *create(void *instance, const QhHostApi *host, const QhGraphView
     float v = k->dq[q];
     if (k->op == U_RELU && !(v > 0.0f))
       v = 0.0f;
+    if (k->op == U_CLIP) /* the host's Clip: min(max(x, lo), hi) */
+      v = v < k->clip_lo ? k->clip_lo : (v > k->clip_hi ? k->clip_hi : v);
     k->lut[q] = quant(v, k->so, lo, hi, k->zo);
     k->identity &= k->lut[q] == q;
   }
@@ -226,7 +262,7 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
   U8Op *k = kernel;
   if (!host)
     return NULL;
-  if (!k || !inputs || n_inputs != (k->op == U_ADD ? 2u : 1u) || !outputs || n_outputs != 1 || !out_workspace)
+  if (!k || !inputs || n_inputs != k->n_in || !outputs || n_outputs != 1 || !out_workspace)
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: bad arguments");
   const QhTensorView *x = &inputs[0];
   QhTensorView *y = &outputs[0];
@@ -243,7 +279,7 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
     if (!view_ok(b) || b->rank != x->rank || b->layout != x->layout ||
         memcmp(b->dims, x->dims, (size_t)x->rank * sizeof *x->dims) != 0)
       return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: Add inputs differ in shape or layout");
-  } else if (k->op != U_RELU && k->op != U_FLATTEN) {
+  } else if (k->op != U_RELU && k->op != U_CLIP && k->op != U_FLATTEN) {
     if (x->rank != 4 || x->layout != QH_LAYOUT_NHWC)
       return qh_status_newf(host, QH_ERR_INVALID_ARGUMENT, "reshape: %s input must be 4-D NHWC", op_name(k->op));
     k->n = x->dims[0], k->h = x->dims[1], k->w = x->dims[2], k->c = x->dims[3];
@@ -422,11 +458,13 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
   U8Op *k = kernel;
   if (!host)
     return NULL;
-  if (!k || !inputs || !outputs || n_outputs != 1 || n_inputs != (k->op == U_ADD ? 2u : 1u))
+  if (!k || !inputs || !outputs || n_outputs != 1 || n_inputs != k->n_in)
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: bad arguments");
   if (!k->reshaped)
     return host->status_new(QH_ERR_INVALID_STATE, "run before reshape");
-  for (size_t i = 0; i < n_inputs; i++) {
+  /* Clip's min and max inputs are scalars read at create */
+  size_t n_data = k->op == U_CLIP ? 1 : n_inputs;
+  for (size_t i = 0; i < n_data; i++) {
     const QhTensorView *x = &inputs[i];
     if (!view_ok(x) || x->rank != k->rank || memcmp(x->dims, k->dims, (size_t)x->rank * sizeof *x->dims) ||
         x->nbytes != k->in_bytes || (k->in_bytes && !x->data))
@@ -448,6 +486,7 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
     /* Otherwise the same bytes in the same order: */
     /* fall through */
   case U_RELU:
+  case U_CLIP:
     if (k->identity) {
       if (y->data != inputs[0].data)
         memcpy(y->data, inputs[0].data, j.n);
@@ -465,6 +504,7 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
                             .destroy = destroy}
 U8KERNEL(x86_add_kernel, "x86_add_nhwc_qu8");
 U8KERNEL(x86_relu_kernel, "x86_relu_nhwc_qu8");
+U8KERNEL(x86_clip_kernel, "x86_clip_nhwc_qu8");
 U8KERNEL(x86_maxpool_kernel, "x86_maxpool2d_nhwc_qu8");
 U8KERNEL(x86_avgpool_kernel, "x86_avgpool2d_nhwc_qu8");
 U8KERNEL(x86_gap_kernel, "x86_global_avgpool_nhwc_qu8");

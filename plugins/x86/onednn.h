@@ -67,7 +67,7 @@ int32_t x86_known_shape(const QhHostApi *host, const QhGraphView *g, uint32_t v,
  * Flatten, channels-last, bit-exact with the host's QDQ run. */
 QhStatus *x86_accept_u8op(void *instance, const QhHostApi *host, const QhGraphView *g,
                           const QhNodeUnit *u);
-extern const QhKernelOps x86_add_kernel, x86_relu_kernel, x86_maxpool_kernel, x86_avgpool_kernel,
+extern const QhKernelOps x86_add_kernel, x86_relu_kernel, x86_clip_kernel, x86_maxpool_kernel, x86_avgpool_kernel,
     x86_gap_kernel, x86_flatten_kernel;
 
 QhStatus *x86_instance_create(const QhHostApi *host, const QhInstanceInfo *info,

@@ -7,7 +7,7 @@ per-channel weights; qnnpack: per-tensor) with input ranges that give zero point
 (within one output step everywhere, identical on >= 99%); bench coverage shows every MAC
 on the plugin with no Q/DQ between kernels; the digits model lowers too; units oneDNN
 cannot run are declined with a reason; 1 and 2 threads agree. The uint8 Add (+Relu),
-Relu, MaxPool, AveragePool, GlobalAveragePool and Flatten kernels are identical to the
+Relu, Clip, MaxPool, AveragePool, GlobalAveragePool and Flatten kernels are identical to the
 host's QDQ run unit by unit, and a residual CNN quantized for x86 runs entirely on the
 plugin, channels-last from its input transpose to the end.
 """
@@ -430,6 +430,9 @@ def u8op_unit(path, spec, seed):
         nodes += [helper.make_node("QuantizeLinear", [x, f"s{i}", f"z{i}"], [f"{x}q"]),
                   helper.make_node("DequantizeLinear", [f"{x}q", f"s{i}", f"z{i}"], [f"{x}d"])]
         names.append(f"{x}d")
+    if "clip" in spec:  # Clip's min and max as float constant inputs (opset 11+)
+        inits += [nh.from_array(np.array(v, np.float32), n) for v, n in zip(spec["clip"], ("cmin", "cmax"))]
+        names += ["cmin", "cmax"]
     nodes.append(helper.make_node(op, names, ["o"], **spec.get("attrs", {})))
     last = "o"
     if spec.get("relu"):
@@ -456,6 +459,8 @@ U8OPS = {
     "add_relu_zo_nonzero": dict(op="Add", relu=True, **{"in": [(0.1, 60), (0.013, 131)]}, out=(0.07, 20)),
     "add_rank2": dict(op="Add", shape=[3, 50], **{"in": [(0.03, 10), (0.03, 250)]}, out=(0.05, 128)),
     "relu": dict(op="Relu", **{"in": [(0.05, 128)]}, out=(0.03, 0)),
+    "clip_relu6_shared": dict(op="Clip", clip=(0.0, 6.0), **{"in": [(0.05, 0)]}, out=(0.05, 0)),
+    "clip_requant": dict(op="Clip", clip=(-1.5, 2.25), **{"in": [(0.04, 128)]}, out=(0.017, 90)),
     "maxpool_shared": dict(op="MaxPool", attrs=POOL, **{"in": [(0.04, 3)]}, out=(0.04, 3)),
     "maxpool_requant": dict(op="MaxPool", attrs=dict(kernel_shape=[2, 3], strides=[1, 2], pads=[0, 1, 1, 0]),
                             **{"in": [(0.04, 128)]}, out=(0.03, 90)),
