@@ -363,8 +363,33 @@ static gboolean merge_stats(QhFlow *f, GError **error) {
   return TRUE;
 }
 
+/* What the plugin reported (host->report) goes into the quantize report's notes, so a
+ * choice the plugin made by itself (x86's reduce_range on a CPU without VNNI) is on
+ * record next to the qparams it changed. */
+static void report_plugin_findings(QhFlow *f, const QhReportSink *sink) {
+  static const char *const words[] = {"error: ", "warning: ", "info: ", "debug: "};
+  const char *name = f->name ? f->name : "?";
+  for (guint i = 0; i < sink->findings->len; i++) {
+    const char *finding = g_ptr_array_index(sink->findings, i);
+    /* host->log lines ("log LEVEL: ...") go back to the log; report lines are notes */
+    gboolean logged = g_str_has_prefix(finding, "log ");
+    const char *rest = logged ? finding + 4 : finding;
+    int level = QH_LOG_INFO;
+    for (int k = 0; k < 4; k++)
+      if (g_str_has_prefix(rest, words[k])) {
+        level = k;
+        rest += strlen(words[k]);
+      }
+    qh_log(level, "plugin %s: %s", name, rest); /* as without a sink: the log level filters */
+    if (!logged && level != QH_LOG_DEBUG && f->report)
+      qh_quant_report_note(f->report, "plugin '%s': %s", name, finding);
+  }
+}
+
 gboolean qh_quantize(const QhQuantizeOptions *opt, GError **error) {
   QhFlow f = {.opt = opt};
+  QhReportSink sink = {g_ptr_array_new_with_free_func(g_free)};
+  QhReportSink *prev_sink = qh_plugin_set_report_sink(&sink);
   gboolean from_stats = opt->stats_paths && opt->stats_paths[0];
   gboolean ok = prepare(&f, !from_stats, error);
   if (ok)
@@ -378,6 +403,9 @@ gboolean qh_quantize(const QhQuantizeOptions *opt, GError **error) {
     if (!ok)
       g_prefix_error(error, "%s: ", opt->model_path);
   }
+  qh_plugin_set_report_sink(prev_sink);
+  report_plugin_findings(&f, &sink);
+  g_ptr_array_unref(sink.findings);
   /* the report first: if the model cannot be written, the report is taken back */
   ok = ok && qh_flow_probe_quantized(&f, error) && qh_flow_report(&f, error);
   if (ok && !qh_onnx_save(f.graph, opt->output_path, error)) {

@@ -204,6 +204,8 @@ def case_no_vnni(r, tmp):
         assert a == {(0, 127)}, (quantizer, a)
         assert wr == wrange, (quantizer, wr)
         assert "[0, 127]" in err and "reduce_range" in err, err
+        # and the choice is on record in the quantize report's notes
+        assert any("reduce_range" in n and "[0, 127]" in n for n in q.report["notes"]), q.report["notes"]
         q, _ = quantize(r, tmp, model, calib, f"quantizer={quantizer}", "reduce_range=off", env=env,
                         tag=quantizer + "off")
         assert ranges(q)[0] == {(0, 255)}
