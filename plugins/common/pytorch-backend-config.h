@@ -137,6 +137,32 @@ extern const int32_t qh_pt_roles_p4[5];
   };
 #define QH_PT_REF_PATTERN(id, ...) &qh_pt_pattern_##id,
 
+/* ---- writing a backend's tables ---- */
+/* One static dtype config named after its identifier. */
+#define QH_PT_DTYPE_CONFIG(id, in, out, w, b, fl)                                              \
+  static const QhDTypeConfig id = {QH_STRUCT_HEADER(QhDTypeConfig), .name = #id, .flags = (fl), \
+                                   .input = (in), .output = (out), .weight = (w), .bias = (b)}
+/* One static default-qconfig entry; the activation and weight observers come last, as
+ * two arguments or one macro that expands to both (a backend's global qconfig). */
+#define QH_PT_QCONFIG_ENTRY(id, match_, key_, ...)                                             \
+  static const QhQConfigEntry id = {QH_STRUCT_HEADER(QhQConfigEntry), .match = (match_),       \
+                                    .flags = 0, .key = (key_), QH_PT_OBSERVERS_(__VA_ARGS__)}
+#define QH_PT_OBSERVERS_(act, w) .activation = (act), .weight = (w)
+/* The entries of 1.13's default mappings that do not use the global qconfig and are the
+ * same in every backend: Reshape reuses its input's observer (q_reshape), and the
+ * fixed-qparams ops (q_hardsigmoid, q_sigmoid, q_softmax, q_tanh). */
+#define QH_PT_COMMON_QCONFIG_ENTRIES                                                           \
+  QH_PT_QCONFIG_ENTRY(q_reshape, QH_QCONFIG_MATCH_OBJECT_TYPE, "Reshape", &qh_pt_reuse_input_observer, \
+                      NULL);                                                                   \
+  QH_PT_QCONFIG_ENTRY(q_hardsigmoid, QH_QCONFIG_MATCH_OBJECT_TYPE, "HardSigmoid",              \
+                      &qh_pt_fixed_qparams_0to1_observer, &qh_pt_default_weight_observer);    \
+  QH_PT_QCONFIG_ENTRY(q_sigmoid, QH_QCONFIG_MATCH_OBJECT_TYPE, "Sigmoid",                      \
+                      &qh_pt_fixed_qparams_0to1_observer, &qh_pt_default_weight_observer);    \
+  QH_PT_QCONFIG_ENTRY(q_softmax, QH_QCONFIG_MATCH_OBJECT_TYPE, "Softmax",                      \
+                      &qh_pt_fixed_qparams_0to1_observer, &qh_pt_default_weight_observer);    \
+  QH_PT_QCONFIG_ENTRY(q_tanh, QH_QCONFIG_MATCH_OBJECT_TYPE, "Tanh",                            \
+                      &qh_pt_fixed_qparams_neg1to1_observer, &qh_pt_default_weight_observer)
+
 /* The two backends (plugins/fbgemm/backend-config.c, plugins/qnnpack/backend-config.c). */
 extern const QhBackendConfig qh_pt_fbgemm_backend_config;
 extern const QhBackendConfig qh_pt_qnnpack_backend_config;

@@ -4,21 +4,18 @@
  * reduce_range, per-channel symmetric weights, per-tensor weights for ConvTranspose). */
 #include "../common/pytorch-backend-config.h"
 
-#define DTYPE_CONFIG(id, in, out, w, b, fl)                                                    \
-  static const QhDTypeConfig id = {QH_STRUCT_HEADER(QhDTypeConfig), .name = #id, .flags = (fl), \
-                                   .input = (in), .output = (out), .weight = (w), .bias = (b)}
-
-DTYPE_CONFIG(weighted_op_int8, &qh_pt_quint8, &qh_pt_quint8, &qh_pt_qint8, &qh_pt_float, 0);
-DTYPE_CONFIG(default_op_quint8, &qh_pt_quint8, &qh_pt_quint8, NULL, NULL, 0);
-DTYPE_CONFIG(default_dynamic_int8, &qh_pt_quint8, &qh_pt_float, &qh_pt_qint8, &qh_pt_float,
-             QH_DTYPE_CONFIG_IS_DYNAMIC);
-DTYPE_CONFIG(default_dynamic_float16, &qh_pt_float16, &qh_pt_float, &qh_pt_float16, &qh_pt_float,
-             QH_DTYPE_CONFIG_IS_DYNAMIC);
+QH_PT_DTYPE_CONFIG(weighted_op_int8, &qh_pt_quint8, &qh_pt_quint8, &qh_pt_qint8, &qh_pt_float, 0);
+QH_PT_DTYPE_CONFIG(default_op_quint8, &qh_pt_quint8, &qh_pt_quint8, NULL, NULL, 0);
+QH_PT_DTYPE_CONFIG(default_dynamic_int8, &qh_pt_quint8, &qh_pt_float, &qh_pt_qint8, &qh_pt_float,
+                   QH_DTYPE_CONFIG_IS_DYNAMIC);
+QH_PT_DTYPE_CONFIG(default_dynamic_float16,
+                   &qh_pt_float16, &qh_pt_float, &qh_pt_float16, &qh_pt_float,
+                   QH_DTYPE_CONFIG_IS_DYNAMIC);
 /* weighted_op_int8 under upstream's _add_fixed_qparams_to_dtype_configs. */
-DTYPE_CONFIG(weighted_op_int8_fixed_0to1, &qh_pt_quint8_fixed_0to1, &qh_pt_quint8_fixed_0to1,
-             &qh_pt_qint8, &qh_pt_float, 0);
-DTYPE_CONFIG(weighted_op_int8_fixed_neg1to1, &qh_pt_quint8_fixed_neg1to1,
-             &qh_pt_quint8_fixed_neg1to1, &qh_pt_qint8, &qh_pt_float, 0);
+QH_PT_DTYPE_CONFIG(weighted_op_int8_fixed_0to1, &qh_pt_quint8_fixed_0to1, &qh_pt_quint8_fixed_0to1,
+                   &qh_pt_qint8, &qh_pt_float, 0);
+QH_PT_DTYPE_CONFIG(weighted_op_int8_fixed_neg1to1, &qh_pt_quint8_fixed_neg1to1,
+                   &qh_pt_quint8_fixed_neg1to1, &qh_pt_qint8, &qh_pt_float, 0);
 
 static const QhDTypeConfig *const dcs_conv[] = {&weighted_op_int8};
 static const QhDTypeConfig *const dcs_linear[] = {&weighted_op_int8, &default_dynamic_int8,
@@ -43,29 +40,20 @@ static const QhQuantSpec histogram_reduce_range = {
     .observer = "HistogramObserver",
 };
 
-#define ENTRY(id, match_, key_, ...)                                                          \
-  static const QhQConfigEntry id = {QH_STRUCT_HEADER(QhQConfigEntry), .match = (match_),        \
-                                    .flags = 0, .key = (key_), OBSERVERS(__VA_ARGS__)}
-#define OBSERVERS(act, w) .activation = (act), .weight = (w)
 #define GLOBAL_QCONFIG &histogram_reduce_range, &qh_pt_default_per_channel_weight_observer
 #define TYPE QH_QCONFIG_MATCH_OBJECT_TYPE
 
 /* The global activation and weight are the same objects in every entry that uses the
  * global qconfig, as in PyTorch's mapping: a user's global replaces them all. */
-ENTRY(q_global, QH_QCONFIG_MATCH_GLOBAL, NULL, GLOBAL_QCONFIG);
-ENTRY(q_reshape, TYPE, "Reshape", &qh_pt_reuse_input_observer, NULL);
-ENTRY(q_conv, TYPE, "Conv", GLOBAL_QCONFIG);
+QH_PT_QCONFIG_ENTRY(q_global, QH_QCONFIG_MATCH_GLOBAL, NULL, GLOBAL_QCONFIG);
+QH_PT_QCONFIG_ENTRY(q_conv, TYPE, "Conv", GLOBAL_QCONFIG);
 /* pytorch/pytorch#47535: per-tensor weights for transposed convolutions on fbgemm. */
-ENTRY(q_conv_transpose, TYPE, "ConvTranspose", &histogram_reduce_range,
+QH_PT_QCONFIG_ENTRY(q_conv_transpose, TYPE, "ConvTranspose", &histogram_reduce_range,
       &qh_pt_default_weight_observer);
-ENTRY(q_gemm, TYPE, "Gemm", GLOBAL_QCONFIG);
-ENTRY(q_relu, TYPE, "Relu", GLOBAL_QCONFIG);
-ENTRY(q_batch_norm, TYPE, "BatchNormalization", GLOBAL_QCONFIG);
-ENTRY(q_hardsigmoid, TYPE, "HardSigmoid", &qh_pt_fixed_qparams_0to1_observer,
-      &qh_pt_default_weight_observer);
-ENTRY(q_sigmoid, TYPE, "Sigmoid", &qh_pt_fixed_qparams_0to1_observer, &qh_pt_default_weight_observer);
-ENTRY(q_softmax, TYPE, "Softmax", &qh_pt_fixed_qparams_0to1_observer, &qh_pt_default_weight_observer);
-ENTRY(q_tanh, TYPE, "Tanh", &qh_pt_fixed_qparams_neg1to1_observer, &qh_pt_default_weight_observer);
+QH_PT_QCONFIG_ENTRY(q_gemm, TYPE, "Gemm", GLOBAL_QCONFIG);
+QH_PT_QCONFIG_ENTRY(q_relu, TYPE, "Relu", GLOBAL_QCONFIG);
+QH_PT_QCONFIG_ENTRY(q_batch_norm, TYPE, "BatchNormalization", GLOBAL_QCONFIG);
+QH_PT_COMMON_QCONFIG_ENTRIES;
 
 static const QhQConfigEntry *const default_qconfig[] = {
     &q_global, &q_reshape, &q_conv, &q_conv_transpose, &q_gemm, &q_relu,

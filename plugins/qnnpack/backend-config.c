@@ -5,26 +5,24 @@
  * symmetric weights everywhere). */
 #include "../common/pytorch-backend-config.h"
 
-#define DTYPE_CONFIG(id, in, out, w, b, fl)                                                    \
-  static const QhDTypeConfig id = {QH_STRUCT_HEADER(QhDTypeConfig), .name = #id, .flags = (fl), \
-                                   .input = (in), .output = (out), .weight = (w), .bias = (b)}
-
-DTYPE_CONFIG(weighted_op_qint8_symmetric, &qh_pt_qint8_scale_min_2_neg_12,
-             &qh_pt_qint8_scale_min_2_neg_12, &qh_pt_qint8_neg_127_to_127_scale_min_2_neg_12,
-             &qh_pt_float, 0);
-DTYPE_CONFIG(default_op_qint8_symmetric, &qh_pt_qint8_scale_min_2_neg_12,
-             &qh_pt_qint8_scale_min_2_neg_12, NULL, NULL, 0);
-DTYPE_CONFIG(weighted_op_quint8, &qh_pt_quint8, &qh_pt_quint8, &qh_pt_qint8, &qh_pt_float, 0);
-DTYPE_CONFIG(default_op_quint8, &qh_pt_quint8, &qh_pt_quint8, NULL, NULL, 0);
-DTYPE_CONFIG(default_dynamic_int8, &qh_pt_quint8, &qh_pt_float, &qh_pt_qint8, &qh_pt_float,
-             QH_DTYPE_CONFIG_IS_DYNAMIC);
-DTYPE_CONFIG(default_dynamic_float16, &qh_pt_float16, &qh_pt_float, &qh_pt_float16, &qh_pt_float,
-             QH_DTYPE_CONFIG_IS_DYNAMIC);
+QH_PT_DTYPE_CONFIG(weighted_op_qint8_symmetric, &qh_pt_qint8_scale_min_2_neg_12,
+                   &qh_pt_qint8_scale_min_2_neg_12, &qh_pt_qint8_neg_127_to_127_scale_min_2_neg_12,
+                   &qh_pt_float, 0);
+QH_PT_DTYPE_CONFIG(default_op_qint8_symmetric, &qh_pt_qint8_scale_min_2_neg_12,
+                   &qh_pt_qint8_scale_min_2_neg_12, NULL, NULL, 0);
+QH_PT_DTYPE_CONFIG(weighted_op_quint8, &qh_pt_quint8, &qh_pt_quint8, &qh_pt_qint8, &qh_pt_float, 0);
+QH_PT_DTYPE_CONFIG(default_op_quint8, &qh_pt_quint8, &qh_pt_quint8, NULL, NULL, 0);
+QH_PT_DTYPE_CONFIG(default_dynamic_int8, &qh_pt_quint8, &qh_pt_float, &qh_pt_qint8, &qh_pt_float,
+                   QH_DTYPE_CONFIG_IS_DYNAMIC);
+QH_PT_DTYPE_CONFIG(default_dynamic_float16,
+                   &qh_pt_float16, &qh_pt_float, &qh_pt_float16, &qh_pt_float,
+                   QH_DTYPE_CONFIG_IS_DYNAMIC);
 /* Upstream's _add_fixed_qparams_to_dtype_configs changes only the quint8 config. */
-DTYPE_CONFIG(weighted_op_quint8_fixed_0to1, &qh_pt_quint8_fixed_0to1, &qh_pt_quint8_fixed_0to1,
-             &qh_pt_qint8, &qh_pt_float, 0);
-DTYPE_CONFIG(weighted_op_quint8_fixed_neg1to1, &qh_pt_quint8_fixed_neg1to1,
-             &qh_pt_quint8_fixed_neg1to1, &qh_pt_qint8, &qh_pt_float, 0);
+QH_PT_DTYPE_CONFIG(weighted_op_quint8_fixed_0to1,
+                   &qh_pt_quint8_fixed_0to1, &qh_pt_quint8_fixed_0to1,
+                   &qh_pt_qint8, &qh_pt_float, 0);
+QH_PT_DTYPE_CONFIG(weighted_op_quint8_fixed_neg1to1, &qh_pt_quint8_fixed_neg1to1,
+                   &qh_pt_quint8_fixed_neg1to1, &qh_pt_qint8, &qh_pt_float, 0);
 
 static const QhDTypeConfig *const dcs_conv[] = {&weighted_op_qint8_symmetric, &weighted_op_quint8};
 static const QhDTypeConfig *const dcs_linear[] = {&weighted_op_qint8_symmetric, &weighted_op_quint8,
@@ -51,26 +49,17 @@ static const QhQuantSpec histogram = {
     .observer = "HistogramObserver",
 };
 
-#define ENTRY(id, match_, key_, ...)                                                          \
-  static const QhQConfigEntry id = {QH_STRUCT_HEADER(QhQConfigEntry), .match = (match_),        \
-                                    .flags = 0, .key = (key_), OBSERVERS(__VA_ARGS__)}
-#define OBSERVERS(act, w) .activation = (act), .weight = (w)
 #define GLOBAL_QCONFIG &histogram, &qh_pt_default_weight_observer
 #define TYPE QH_QCONFIG_MATCH_OBJECT_TYPE
 
 /* Entries that use the global qconfig point at the same objects, as in PyTorch. */
-ENTRY(q_global, QH_QCONFIG_MATCH_GLOBAL, NULL, GLOBAL_QCONFIG);
-ENTRY(q_reshape, TYPE, "Reshape", &qh_pt_reuse_input_observer, NULL);
-ENTRY(q_conv, TYPE, "Conv", GLOBAL_QCONFIG);
-ENTRY(q_conv_transpose, TYPE, "ConvTranspose", GLOBAL_QCONFIG);
-ENTRY(q_gemm, TYPE, "Gemm", GLOBAL_QCONFIG);
-ENTRY(q_relu, TYPE, "Relu", GLOBAL_QCONFIG);
-ENTRY(q_batch_norm, TYPE, "BatchNormalization", GLOBAL_QCONFIG);
-ENTRY(q_hardsigmoid, TYPE, "HardSigmoid", &qh_pt_fixed_qparams_0to1_observer,
-      &qh_pt_default_weight_observer);
-ENTRY(q_sigmoid, TYPE, "Sigmoid", &qh_pt_fixed_qparams_0to1_observer, &qh_pt_default_weight_observer);
-ENTRY(q_softmax, TYPE, "Softmax", &qh_pt_fixed_qparams_0to1_observer, &qh_pt_default_weight_observer);
-ENTRY(q_tanh, TYPE, "Tanh", &qh_pt_fixed_qparams_neg1to1_observer, &qh_pt_default_weight_observer);
+QH_PT_QCONFIG_ENTRY(q_global, QH_QCONFIG_MATCH_GLOBAL, NULL, GLOBAL_QCONFIG);
+QH_PT_QCONFIG_ENTRY(q_conv, TYPE, "Conv", GLOBAL_QCONFIG);
+QH_PT_QCONFIG_ENTRY(q_conv_transpose, TYPE, "ConvTranspose", GLOBAL_QCONFIG);
+QH_PT_QCONFIG_ENTRY(q_gemm, TYPE, "Gemm", GLOBAL_QCONFIG);
+QH_PT_QCONFIG_ENTRY(q_relu, TYPE, "Relu", GLOBAL_QCONFIG);
+QH_PT_QCONFIG_ENTRY(q_batch_norm, TYPE, "BatchNormalization", GLOBAL_QCONFIG);
+QH_PT_COMMON_QCONFIG_ENTRIES;
 
 static const QhQConfigEntry *const default_qconfig[] = {
     &q_global, &q_reshape, &q_conv, &q_conv_transpose, &q_gemm, &q_relu,

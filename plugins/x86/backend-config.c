@@ -10,21 +10,20 @@
 
 #include "../common/pytorch-backend-config.h"
 
-#define DTYPE_CONFIG(id, in, out, w, b, fl)                                                    \
-  static const QhDTypeConfig id = {QH_STRUCT_HEADER(QhDTypeConfig), .name = #id, .flags = (fl), \
-                                   .input = (in), .output = (out), .weight = (w), .bias = (b)}
-
-DTYPE_CONFIG(x86_weighted_op_int8, &qh_pt_quint8, &qh_pt_quint8, &qh_pt_qint8, &qh_pt_float, 0);
-DTYPE_CONFIG(x86_default_op_quint8, &qh_pt_quint8, &qh_pt_quint8, NULL, NULL, 0);
-DTYPE_CONFIG(x86_default_dynamic_int8, &qh_pt_quint8, &qh_pt_float, &qh_pt_qint8, &qh_pt_float,
-             QH_DTYPE_CONFIG_IS_DYNAMIC);
-DTYPE_CONFIG(x86_default_dynamic_float16, &qh_pt_float16, &qh_pt_float, &qh_pt_float16,
-             &qh_pt_float, QH_DTYPE_CONFIG_IS_DYNAMIC);
+QH_PT_DTYPE_CONFIG(x86_weighted_op_int8,
+                   &qh_pt_quint8, &qh_pt_quint8, &qh_pt_qint8, &qh_pt_float, 0);
+QH_PT_DTYPE_CONFIG(x86_default_op_quint8, &qh_pt_quint8, &qh_pt_quint8, NULL, NULL, 0);
+QH_PT_DTYPE_CONFIG(x86_default_dynamic_int8,
+                   &qh_pt_quint8, &qh_pt_float, &qh_pt_qint8, &qh_pt_float,
+                   QH_DTYPE_CONFIG_IS_DYNAMIC);
+QH_PT_DTYPE_CONFIG(x86_default_dynamic_float16, &qh_pt_float16, &qh_pt_float, &qh_pt_float16,
+                   &qh_pt_float, QH_DTYPE_CONFIG_IS_DYNAMIC);
 /* x86_weighted_op_int8 under upstream's _add_fixed_qparams_to_dtype_configs. */
-DTYPE_CONFIG(x86_weighted_op_int8_fixed_0to1, &qh_pt_quint8_fixed_0to1, &qh_pt_quint8_fixed_0to1,
-             &qh_pt_qint8, &qh_pt_float, 0);
-DTYPE_CONFIG(x86_weighted_op_int8_fixed_neg1to1, &qh_pt_quint8_fixed_neg1to1,
-             &qh_pt_quint8_fixed_neg1to1, &qh_pt_qint8, &qh_pt_float, 0);
+QH_PT_DTYPE_CONFIG(x86_weighted_op_int8_fixed_0to1,
+                   &qh_pt_quint8_fixed_0to1, &qh_pt_quint8_fixed_0to1,
+                   &qh_pt_qint8, &qh_pt_float, 0);
+QH_PT_DTYPE_CONFIG(x86_weighted_op_int8_fixed_neg1to1, &qh_pt_quint8_fixed_neg1to1,
+                   &qh_pt_quint8_fixed_neg1to1, &qh_pt_qint8, &qh_pt_float, 0);
 
 static const QhDTypeConfig *const dcs_conv[] = {&x86_weighted_op_int8};
 static const QhDTypeConfig *const dcs_linear[] = {&x86_weighted_op_int8, &x86_default_dynamic_int8,
@@ -49,31 +48,24 @@ static const QhQuantSpec histogram_full_range = {
     .observer = "HistogramObserver",
 };
 
-#define ENTRY(id, match_, key_, act, w)                                                       \
-  static const QhQConfigEntry id = {QH_STRUCT_HEADER(QhQConfigEntry), .match = (match_),        \
-                                    .flags = 0, .key = (key_), .activation = (act), .weight = (w)}
 #define GLOBAL_ACT &histogram_full_range
 #define GLOBAL_W &qh_pt_default_per_channel_weight_observer
 #define TYPE QH_QCONFIG_MATCH_OBJECT_TYPE
 
 /* Entries that use the global qconfig point at the global's very objects, so a user's
  * global replaces them all, as in PyTorch's mapping. */
-ENTRY(q_global, QH_QCONFIG_MATCH_GLOBAL, NULL, GLOBAL_ACT, GLOBAL_W);
-ENTRY(q_reshape, TYPE, "Reshape", &qh_pt_reuse_input_observer, NULL);
-ENTRY(q_conv, TYPE, "Conv", GLOBAL_ACT, GLOBAL_W);
+QH_PT_QCONFIG_ENTRY(q_global, QH_QCONFIG_MATCH_GLOBAL, NULL, GLOBAL_ACT, GLOBAL_W);
+QH_PT_QCONFIG_ENTRY(q_conv, TYPE, "Conv", GLOBAL_ACT, GLOBAL_W);
 /* 1.13's onednn mapping gives ConvTranspose the global per-channel weight observer,
  * which 1.13's own prepare_fx rejects (assert_valid_qconfig: "Per channel weight
  * observer is not supported yet for ConvTranspose{n}d"). PyTorch 2.x's x86 mapping
  * uses a per-tensor MinMaxObserver there (pytorch/pytorch#47535); so does qhost. */
-ENTRY(q_conv_transpose, TYPE, "ConvTranspose", GLOBAL_ACT, &qh_pt_default_weight_observer);
-ENTRY(q_gemm, TYPE, "Gemm", GLOBAL_ACT, GLOBAL_W);
-ENTRY(q_relu, TYPE, "Relu", GLOBAL_ACT, GLOBAL_W);
-ENTRY(q_batch_norm, TYPE, "BatchNormalization", GLOBAL_ACT, GLOBAL_W);
-ENTRY(q_hardsigmoid, TYPE, "HardSigmoid", &qh_pt_fixed_qparams_0to1_observer,
-      &qh_pt_default_weight_observer);
-ENTRY(q_sigmoid, TYPE, "Sigmoid", &qh_pt_fixed_qparams_0to1_observer, &qh_pt_default_weight_observer);
-ENTRY(q_softmax, TYPE, "Softmax", &qh_pt_fixed_qparams_0to1_observer, &qh_pt_default_weight_observer);
-ENTRY(q_tanh, TYPE, "Tanh", &qh_pt_fixed_qparams_neg1to1_observer, &qh_pt_default_weight_observer);
+QH_PT_QCONFIG_ENTRY(q_conv_transpose, TYPE, "ConvTranspose", GLOBAL_ACT,
+                    &qh_pt_default_weight_observer);
+QH_PT_QCONFIG_ENTRY(q_gemm, TYPE, "Gemm", GLOBAL_ACT, GLOBAL_W);
+QH_PT_QCONFIG_ENTRY(q_relu, TYPE, "Relu", GLOBAL_ACT, GLOBAL_W);
+QH_PT_QCONFIG_ENTRY(q_batch_norm, TYPE, "BatchNormalization", GLOBAL_ACT, GLOBAL_W);
+QH_PT_COMMON_QCONFIG_ENTRIES;
 
 static const QhQConfigEntry *const default_qconfig[] = {
     &q_global, &q_reshape, &q_conv, &q_conv_transpose, &q_gemm, &q_relu,
