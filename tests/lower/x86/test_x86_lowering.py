@@ -460,6 +460,10 @@ U8OPS = {
     "add_rank2": dict(op="Add", shape=[3, 50], **{"in": [(0.03, 10), (0.03, 250)]}, out=(0.05, 128)),
     "relu": dict(op="Relu", **{"in": [(0.05, 128)]}, out=(0.03, 0)),
     "clip_relu6_shared": dict(op="Clip", clip=(0.0, 6.0), **{"in": [(0.05, 0)]}, out=(0.05, 0)),
+    # shared qparams make the table a clamp (vector min/max); odd sizes exercise the scalar tail
+    "clip_shared_zp_tail": dict(op="Clip", clip=(-0.5, 3.0), shape=[1, 7, 5, 3], **{"in": [(0.03, 40)]},
+                                out=(0.03, 40)),
+    "relu_shared_zp": dict(op="Relu", shape=[2, 16, 9, 7], **{"in": [(0.05, 128)]}, out=(0.05, 128)),
     "clip_requant": dict(op="Clip", clip=(-1.5, 2.25), **{"in": [(0.04, 128)]}, out=(0.017, 90)),
     "maxpool_shared": dict(op="MaxPool", attrs=POOL, **{"in": [(0.04, 3)]}, out=(0.04, 3)),
     "maxpool_requant": dict(op="MaxPool", attrs=dict(kernel_shape=[2, 3], strides=[1, 2], pads=[0, 1, 1, 0]),
