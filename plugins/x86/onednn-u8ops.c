@@ -9,9 +9,10 @@
  * quantize rint(f32(v / so)) + zo saturated (exact division, as qdq.c, not the
  * reciprocal). Monotonic unary work (Relu, Clip, max, Flatten's requantization) goes through a
  * 256-entry table built with those same formulas (applied as a vector min/max when the table
- * is a clamp, as for Relu and Clip with shared qparams). Add and MaxPool's inner loops are SSE2
- * intrinsics (baseline x86-64: GCC's -O2 cost model does not vectorise them), with the
- * scalar loop's exact operations. Intermediate shapes are often unknown when units are
+ * is a clamp, as for Relu and Clip with shared qparams). Add's scalar formula is compiled
+ * once per instruction set (AVX-512, AVX2, SSE2) and picked from the host's CPU features;
+ * MaxPool's inner loop is SSE2 intrinsics (baseline x86-64). Both do the scalar loop's exact
+ * operations. Intermediate shapes are often unknown when units are
  * accepted, so a broadcasting Add or non-4-D GlobalAveragePool whose shapes are unknown
  * then fails at reshape instead of being declined. */
 #include <emmintrin.h>
@@ -27,7 +28,12 @@ enum { U_ADD, U_RELU, U_MAXPOOL, U_AVGPOOL, U_GAP, U_FLATTEN, U_CLIP };
 #define VEC 16
 #define CHUNK 65536             /* Add / Relu elements per parallel task */
 
-typedef struct {
+typedef struct U8Op U8Op;
+typedef void AddSpanFn(const U8Op *k, const uint8_t *restrict a, const uint8_t *restrict b,
+                       uint8_t *restrict y, size_t n);
+
+struct U8Op {
+  AddSpanFn *add; /* Add's loop for this CPU */
   int op;
   int relu;        /* Add followed by Relu */
   int include_pad; /* AveragePool count_include_pad */
@@ -46,7 +52,9 @@ typedef struct {
   int64_t dims[QH_MAX_RANK];
   int64_t n, h, w, c, oh, ow;
   size_t in_bytes, out_bytes;
-} U8Op;
+};
+
+static AddSpanFn *add_for_cpu(const QhHostApi *host);
 
 /* The host's QuantizeLinear of one float (qdq.c's quantize_fast_one): clamping before
  * rounding to the integer bounds gives the same result as saturating after. */
@@ -225,6 +233,7 @@ static QhStatus *create(void *instance, const QhHostApi *host, const QhGraphView
   if (!k)
     return host->status_new(QH_ERR_OUT_OF_MEMORY, "out of memory");
   analyze(host, g, u, k);
+  k->add = add_for_cpu(host);
   float lo = (float)(0 - k->zo), hi = (float)(255 - k->zo);
   k->identity = 1;
   for (int q = 0; q < 256; q++) {
@@ -333,43 +342,43 @@ typedef struct {
   size_t n;
 } Job;
 
-static void add_task(void *user, size_t index, uint32_t worker) {
-  (void)worker;
-  const Job *j = user;
-  const U8Op *k = j->k;
-  size_t i0 = index * CHUNK, i1 = i0 + CHUNK < j->n ? i0 + CHUNK : j->n;
+/* One Add (+Relu) span, written as the scalar formula so that the compiler vectorises it
+ * for each instruction set below: every lane does the same IEEE float operations in the
+ * same order (no -ffast-math), so every clone gives the scalar loop's bytes. */
+static inline __attribute__((always_inline)) void add_span(const U8Op *k, const uint8_t *restrict a,
+                                                         const uint8_t *restrict b, uint8_t *restrict y,
+                                                         size_t n) {
   const float sa = k->sa, sb = k->sb, so = k->so, za = (float)k->za, zb = (float)k->zb;
   /* Relu then quantize is quantize clamped below at zo: rint(max(v, 0) / so) >= 0 */
   const float lo = k->relu ? 0.0f : (float)(0 - k->zo), hi = (float)(255 - k->zo);
   const int32_t zo = k->zo;
-  const uint8_t *restrict a = j->a, *restrict b = j->b;
-  uint8_t *restrict y = j->y;
-  size_t i = i0;
-  /* SSE2 (every x86-64): the scalar loop's operations, four lanes at a time */
-  const __m128 vsa = _mm_set1_ps(sa), vsb = _mm_set1_ps(sb), vza = _mm_set1_ps(za), vzb = _mm_set1_ps(zb);
-  const __m128 vso = _mm_set1_ps(so), vlo = _mm_set1_ps(lo), vhi = _mm_set1_ps(hi);
-  const __m128 magic = _mm_set1_ps(ROUND_MAGIC);
-  const __m128i vzo = _mm_set1_epi32(zo), zero = _mm_setzero_si128();
-  for (; i + VEC <= i1; i += VEC) {
-    __m128i qa = _mm_loadu_si128((const __m128i *)(a + i)), qb = _mm_loadu_si128((const __m128i *)(b + i));
-    __m128i a16[2] = {_mm_unpacklo_epi8(qa, zero), _mm_unpackhi_epi8(qa, zero)};
-    __m128i b16[2] = {_mm_unpacklo_epi8(qb, zero), _mm_unpackhi_epi8(qb, zero)};
-    __m128i r32[4];
-    for (int h = 0; h < 4; h++) {
-      __m128i ia = h % 2 ? _mm_unpackhi_epi16(a16[h / 2], zero) : _mm_unpacklo_epi16(a16[h / 2], zero);
-      __m128i ib = h % 2 ? _mm_unpackhi_epi16(b16[h / 2], zero) : _mm_unpacklo_epi16(b16[h / 2], zero);
-      __m128 fa = _mm_mul_ps(_mm_sub_ps(_mm_cvtepi32_ps(ia), vza), vsa);
-      __m128 fb = _mm_mul_ps(_mm_sub_ps(_mm_cvtepi32_ps(ib), vzb), vsb);
-      __m128 r = _mm_div_ps(_mm_add_ps(fa, fb), vso);
-      r = _mm_min_ps(_mm_max_ps(r, vlo), vhi);
-      r = _mm_sub_ps(_mm_add_ps(r, magic), magic);
-      r32[h] = _mm_add_epi32(_mm_cvttps_epi32(r), vzo);
-    }
-    __m128i p16a = _mm_packs_epi32(r32[0], r32[1]), p16b = _mm_packs_epi32(r32[2], r32[3]);
-    _mm_storeu_si128((__m128i *)(y + i), _mm_packus_epi16(p16a, p16b));
-  }
-  for (; i < i1; i++)
+  for (size_t i = 0; i < n; i++)
     y[i] = quant(((float)a[i] - za) * sa + ((float)b[i] - zb) * sb, so, lo, hi, zo);
+}
+
+#define ADD_CLONE(name, isa)                                                                                \
+  __attribute__((target(isa), optimize("tree-vectorize", "fp-contract=off"))) static void name(                              \
+      const U8Op *k, const uint8_t *restrict a, const uint8_t *restrict b, uint8_t *restrict y, size_t n) { \
+    add_span(k, a, b, y, n);                                                                               \
+  }
+ADD_CLONE(add_avx512, "avx512f,avx512bw,avx512vl")
+ADD_CLONE(add_avx2, "avx2,fma")
+ADD_CLONE(add_sse2, "sse2")
+
+/* The widest clone the CPU has, as the host reports it (QHOST_CPU_DISABLE=avx512f,avx2
+ * selects the narrower ones, which the tests use to compare every clone with the host). */
+static AddSpanFn *add_for_cpu(const QhHostApi *host) {
+  uint64_t cpu = host->cpu_features();
+  if ((cpu & QH_CPU_AVX512F) && (cpu & QH_CPU_AVX512BW) && (cpu & QH_CPU_AVX512VL))
+    return add_avx512;
+  return (cpu & QH_CPU_AVX2) ? add_avx2 : add_sse2;
+}
+
+static void add_task(void *user, size_t index, uint32_t worker) {
+  (void)worker;
+  const Job *j = user;
+  size_t i0 = index * CHUNK, n = i0 + CHUNK < j->n ? CHUNK : j->n - i0;
+  j->k->add(j->k, j->a + i0, j->b + i0, j->y + i0, n);
 }
 
 static void lut_task(void *user, size_t index, uint32_t worker) {
