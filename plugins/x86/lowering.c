@@ -378,6 +378,8 @@ static const char *const conv_add_relu_ops[] = {"Conv", "Add", "Relu"},
                   *const gemm_relu_ops[] = {"Gemm", "Relu"}, *const gemm_ops[] = {"Gemm"},
                   *const matmul_relu_ops[] = {"MatMul", "Relu"}, *const matmul_ops[] = {"MatMul"},
                   *const add_relu_ops[] = {"Add", "Relu"}, *const add_ops[] = {"Add"},
+                  *const mul_relu_ops[] = {"Mul", "Relu"}, *const mul_ops[] = {"Mul"},
+                  *const concat_ops[] = {"Concat"},
                   *const relu_ops[] = {"Relu"}, *const clip_ops[] = {"Clip"},
                   *const maxpool_ops[] = {"MaxPool"},
                   *const avgpool_ops[] = {"AveragePool"}, *const gap_ops[] = {"GlobalAveragePool"},
@@ -398,6 +400,9 @@ PATTERN(matmul_relu, matmul_relu_ops, 0, x86_linear_kernel, accept_linear);
 PATTERN(matmul, matmul_ops, 0, x86_linear_kernel, accept_linear);
 PATTERN(add_relu, add_relu_ops, 0, x86_add_kernel, x86_accept_u8op);
 PATTERN(add, add_ops, 0, x86_add_kernel, x86_accept_u8op);
+PATTERN(mul_relu, mul_relu_ops, 0, x86_mul_kernel, x86_accept_u8op);
+PATTERN(mul, mul_ops, 0, x86_mul_kernel, x86_accept_u8op);
+PATTERN(concat, concat_ops, 0, x86_concat_kernel, x86_accept_concat);
 PATTERN(relu, relu_ops, 0, x86_relu_kernel, x86_accept_u8op);
 PATTERN(clip, clip_ops, 0, x86_clip_kernel, x86_accept_u8op);
 PATTERN(maxpool, maxpool_ops, 0, x86_maxpool_kernel, x86_accept_u8op);
@@ -409,6 +414,6 @@ PATTERN(flatten, flatten_ops, 0, x86_flatten_kernel, x86_accept_u8op);
 static const QhLoweringPattern *const patterns[] = {
     &conv_add_relu, &conv_add, &conv_relu, &conv_clip, &conv,
     &linear_relu, &linear, &matmul_relu, &matmul,
-    &add_relu, &add, &relu, &clip, &maxpool, &avgpool, &global_avgpool, &flatten};
+    &add_relu, &add, &mul_relu, &mul, &concat, &relu, &clip, &maxpool, &avgpool, &global_avgpool, &flatten};
 const QhLoweringOps x86_lowering = {QH_STRUCT_HEADER(QhLoweringOps), patterns,
                                     sizeof patterns / sizeof patterns[0]};

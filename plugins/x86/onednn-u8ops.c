@@ -1,4 +1,4 @@
-/* The x86 plugin's uint8 kernels for the units between its oneDNN convs: Add (+Relu), Relu,
+/* The x86 plugin's uint8 kernels for the units between its oneDNN convs: Add and Mul (+Relu), Relu,
  * Clip (ReLU6), MaxPool, AveragePool, GlobalAveragePool and Flatten, channels-last, so that a ResNet runs
  * conv -> add -> pool -> conv without leaving NHWC int8. They are plain C loops rather
  * than oneDNN primitives because they are memory-bound and because oneDNN 2.6 binary and
@@ -9,7 +9,7 @@
  * quantize rint(f32(v / so)) + zo saturated (exact division, as qdq.c, not the
  * reciprocal). Monotonic unary work (Relu, Clip, max, Flatten's requantization) goes through a
  * 256-entry table built with those same formulas (applied as a vector min/max when the table
- * is a clamp, as for Relu and Clip with shared qparams). Add's scalar formula is compiled
+ * is a clamp, as for Relu and Clip with shared qparams). Add's and Mul's scalar formula is compiled
  * once per instruction set (AVX-512, AVX2, SSE2) and picked from the host's CPU features;
  * MaxPool's inner loop is SSE2 intrinsics (baseline x86-64). Both do the scalar loop's exact
  * operations. Intermediate shapes are often unknown when units are
@@ -22,18 +22,18 @@
 
 #include "onednn.h"
 
-enum { U_ADD, U_RELU, U_MAXPOOL, U_AVGPOOL, U_GAP, U_FLATTEN, U_CLIP };
+enum { U_ADD, U_RELU, U_MAXPOOL, U_AVGPOOL, U_GAP, U_FLATTEN, U_CLIP, U_MUL, U_N_OPS };
+#define IS_BINARY(op) ((op) == U_ADD || (op) == U_MUL)
 
-#define ROUND_MAGIC 12582912.0f /* 1.5 * 2^23: (v + M) - M rounds half-even for |v| < 2^22 */
 #define VEC 16
 #define CHUNK 65536             /* Add / Relu elements per parallel task */
 
 typedef struct U8Op U8Op;
-typedef void AddSpanFn(const U8Op *k, const uint8_t *restrict a, const uint8_t *restrict b,
+typedef void BinarySpanFn(const U8Op *k, const uint8_t *restrict a, const uint8_t *restrict b,
                        uint8_t *restrict y, size_t n);
 
 struct U8Op {
-  AddSpanFn *add; /* Add's loop for this CPU */
+  BinarySpanFn *binary; /* Add's or Mul's loop for this CPU */
   int op;
   int relu;        /* Add followed by Relu */
   int include_pad; /* AveragePool count_include_pad */
@@ -54,21 +54,12 @@ struct U8Op {
   size_t in_bytes, out_bytes;
 };
 
-static AddSpanFn *add_for_cpu(const QhHostApi *host);
+static BinarySpanFn *binary_for_cpu(const QhHostApi *host, int op);
 
-/* The host's QuantizeLinear of one float (qdq.c's quantize_fast_one): clamping before
- * rounding to the integer bounds gives the same result as saturating after. */
-static inline uint8_t quant(float v, float so, float lo, float hi, int32_t zo) {
-  float r = v / so;
-  r = r < lo ? lo : r;
-  r = r > hi ? hi : r;
-  r = (r + ROUND_MAGIC) - ROUND_MAGIC;
-  return (uint8_t)((int32_t)r + zo);
-}
 
 static const char *op_name(int op) {
   static const char *const names[] = {"Add", "Relu", "MaxPool", "AveragePool", "GlobalAveragePool",
-                                      "Flatten", "Clip"};
+                                      "Flatten", "Clip", "Mul"};
   return names[op];
 }
 
@@ -133,22 +124,20 @@ static const char *clip_bounds(const QhHostApi *host, const QhGraphView *g, cons
 
 static const char *analyze(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u, U8Op *k) {
   const char *t = host->node_op_type(g, u->nodes[0]);
-  static const char *const ops[] = {"Add", "Relu", "MaxPool", "AveragePool", "GlobalAveragePool", "Flatten",
-                                    "Clip"};
   k->op = -1;
-  for (int i = 0; t && i < 7; i++)
-    if (strcmp(t, ops[i]) == 0)
+  for (int i = 0; t && i < U_N_OPS; i++)
+    if (strcmp(t, op_name(i)) == 0)
       k->op = i;
   if (k->op < 0)
-    return "op other than Add, Relu, MaxPool, AveragePool, GlobalAveragePool, Flatten or Clip";
+    return "op other than Add, Mul, Relu, MaxPool, AveragePool, GlobalAveragePool, Flatten or Clip";
   if (u->n_nodes == 2) {
     const char *t2 = host->node_op_type(g, u->nodes[1]);
-    if (k->op != U_ADD || !t2 || strcmp(t2, "Relu") != 0)
-      return "only Add fuses a following Relu";
+    if (!IS_BINARY(k->op) || !t2 || strcmp(t2, "Relu") != 0)
+      return "only Add and Mul fuse a following Relu";
     k->relu = 1;
   } else if (u->n_nodes != 1)
     return "unexpected ops in the unit";
-  size_t want = k->op == U_ADD ? 2 : 1;
+  size_t want = IS_BINARY(k->op) ? 2 : 1;
   const char *p;
   k->n_in = u->n_inputs;
   if (k->op == U_CLIP) {
@@ -157,7 +146,7 @@ static const char *analyze(const QhHostApi *host, const QhGraphView *g, const Qh
     if ((p = clip_bounds(host, g, u, k)))
       return p;
   } else if (u->n_inputs != want) {
-    return k->op == U_ADD ? "Add needs exactly two inputs" : "expected exactly one input";
+    return IS_BINARY(k->op) ? "Add and Mul need exactly two inputs" : "expected exactly one input";
   }
   for (size_t i = 0; i < want; i++) {
     if (u->input_roles[i] != QH_ROLE_ACTIVATION || (host->value_flags(g, u->inputs[i]) & QH_VALUE_CONSTANT))
@@ -171,7 +160,7 @@ static const char *analyze(const QhHostApi *host, const QhGraphView *g, const Qh
     return "a second output (MaxPool's Indices) is not supported";
   const QhQParams *a = u->input_qparams[0], *y = u->output_qparams[0];
   k->sa = a->scale[0], k->za = a->zero_point[0], k->so = y->scale[0], k->zo = y->zero_point[0];
-  if (k->op == U_ADD)
+  if (IS_BINARY(k->op))
     k->sb = u->input_qparams[1]->scale[0], k->zb = u->input_qparams[1]->zero_point[0];
   uint32_t node = u->nodes[0];
   int64_t d[QH_MAX_RANK], d2[QH_MAX_RANK];
@@ -179,10 +168,11 @@ static const char *analyze(const QhHostApi *host, const QhGraphView *g, const Qh
   /* Intermediate shapes are often unknown here: decline what is known not to fit and
    * leave the rest to reshape, which sees every shape. */
   switch (k->op) {
-  case U_ADD: {
+  case U_ADD:
+  case U_MUL: {
     int32_t r2 = shape_of(host, g, u, 1, d2);
     if (rank >= 0 && r2 >= 0 && (rank != r2 || memcmp(d, d2, (size_t)rank * sizeof *d) != 0))
-      return "broadcasting Add is not supported";
+      return "broadcasting Add and Mul are not supported";
     break;
   }
   case U_MAXPOOL:
@@ -233,7 +223,7 @@ static QhStatus *create(void *instance, const QhHostApi *host, const QhGraphView
   if (!k)
     return host->status_new(QH_ERR_OUT_OF_MEMORY, "out of memory");
   analyze(host, g, u, k);
-  k->add = add_for_cpu(host);
+  k->binary = binary_for_cpu(host, k->op);
   float lo = (float)(0 - k->zo), hi = (float)(255 - k->zo);
   k->identity = 1;
   for (int q = 0; q < 256; q++) {
@@ -243,7 +233,7 @@ static QhStatus *create(void *instance, const QhHostApi *host, const QhGraphView
       v = 0.0f;
     if (k->op == U_CLIP) /* the host's Clip: min(max(x, lo), hi) */
       v = v < k->clip_lo ? k->clip_lo : (v > k->clip_hi ? k->clip_hi : v);
-    k->lut[q] = quant(v, k->so, lo, hi, k->zo);
+    k->lut[q] = x86_quant_u8(v, k->so, lo, hi, k->zo);
     k->identity &= k->lut[q] == q;
   }
   k->clamp = 1;
@@ -255,7 +245,7 @@ static QhStatus *create(void *instance, const QhHostApi *host, const QhGraphView
 
 static void destroy(void *kernel) { free(kernel); }
 
-static int view_ok(const QhTensorView *t) {
+int x86_u8_view_ok(const QhTensorView *t) {
   if (t->struct_size < sizeof(QhTensorView) || t->rank < 0 || t->rank > QH_MAX_RANK || t->dtype != QH_DTYPE_UINT8)
     return 0;
   for (int32_t i = 0; i < t->rank; i++)
@@ -264,7 +254,7 @@ static int view_ok(const QhTensorView *t) {
   return 1;
 }
 
-static size_t numel(const QhTensorView *t) {
+size_t x86_numel(const QhTensorView *t) {
   size_t n = 1;
   for (int32_t i = 0; i < t->rank; i++)
     n *= (size_t)t->dims[i];
@@ -280,7 +270,7 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: bad arguments");
   const QhTensorView *x = &inputs[0];
   QhTensorView *y = &outputs[0];
-  if (!view_ok(x) || y->struct_size < sizeof(QhTensorView))
+  if (!x86_u8_view_ok(x) || y->struct_size < sizeof(QhTensorView))
     return qh_status_newf(host, QH_ERR_INVALID_ARGUMENT, "reshape: %s input must be a uint8 tensor",
                           op_name(k->op));
   k->reshaped = 0;
@@ -288,11 +278,12 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
   y->rank = x->rank;
   y->layout = x->layout;
   memcpy(y->dims, x->dims, sizeof y->dims);
-  if (k->op == U_ADD) {
+  if (IS_BINARY(k->op)) {
     const QhTensorView *b = &inputs[1];
-    if (!view_ok(b) || b->rank != x->rank || b->layout != x->layout ||
+    if (!x86_u8_view_ok(b) || b->rank != x->rank || b->layout != x->layout ||
         memcmp(b->dims, x->dims, (size_t)x->rank * sizeof *x->dims) != 0)
-      return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: Add inputs differ in shape or layout");
+      return qh_status_newf(host, QH_ERR_INVALID_ARGUMENT, "reshape: %s inputs differ in shape or layout",
+                            op_name(k->op));
   } else if (k->op != U_RELU && k->op != U_CLIP && k->op != U_FLATTEN) {
     if (x->rank != 4 || x->layout != QH_LAYOUT_NHWC)
       return qh_status_newf(host, QH_ERR_INVALID_ARGUMENT, "reshape: %s input must be 4-D NHWC", op_name(k->op));
@@ -326,8 +317,8 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
     y->layout = QH_LAYOUT_ANY;
   k->rank = x->rank;
   memcpy(k->dims, x->dims, sizeof k->dims);
-  k->in_bytes = numel(x);
-  k->out_bytes = numel(y);
+  k->in_bytes = x86_numel(x);
+  k->out_bytes = x86_numel(y);
   k->reshaped = 1;
   *out_workspace = 0;
   return NULL;
@@ -342,43 +333,53 @@ typedef struct {
   size_t n;
 } Job;
 
-/* One Add (+Relu) span, written as the scalar formula so that the compiler vectorises it
- * for each instruction set below: every lane does the same IEEE float operations in the
- * same order (no -ffast-math), so every clone gives the scalar loop's bytes. */
-static inline __attribute__((always_inline)) void add_span(const U8Op *k, const uint8_t *restrict a,
-                                                         const uint8_t *restrict b, uint8_t *restrict y,
-                                                         size_t n) {
-  const float sa = k->sa, sb = k->sb, so = k->so, za = (float)k->za, zb = (float)k->zb;
-  /* Relu then quantize is quantize clamped below at zo: rint(max(v, 0) / so) >= 0 */
-  const float lo = k->relu ? 0.0f : (float)(0 - k->zo), hi = (float)(255 - k->zo);
-  const int32_t zo = k->zo;
-  for (size_t i = 0; i < n; i++)
-    y[i] = quant(((float)a[i] - za) * sa + ((float)b[i] - zb) * sb, so, lo, hi, zo);
-}
-
-#define ADD_CLONE(name, isa)                                                                                \
-  __attribute__((target(isa), optimize("tree-vectorize", "fp-contract=off"))) static void name(                              \
-      const U8Op *k, const uint8_t *restrict a, const uint8_t *restrict b, uint8_t *restrict y, size_t n) { \
-    add_span(k, a, b, y, n);                                                                               \
+/* One Add or Mul (+Relu) span, written as the scalar formula so that the compiler
+ * vectorises it for each instruction set below: every lane does the same IEEE float
+ * operations in the same order as the host's DequantizeLinear -> Add/Mul -> QuantizeLinear
+ * (no -ffast-math, no contraction), so every clone gives the scalar loop's bytes. */
+#define BINARY_SPAN(name, OP)                                                                                \
+  static inline __attribute__((always_inline)) void name(const U8Op *k, const uint8_t *restrict a,          \
+                                                         const uint8_t *restrict b, uint8_t *restrict y,    \
+                                                         size_t n) {                                         \
+    const float sa = k->sa, sb = k->sb, so = k->so, za = (float)k->za, zb = (float)k->zb;                   \
+    /* Relu then quantize is quantize clamped below at zo: rint(max(v, 0) / so) >= 0 */                     \
+    const float lo = k->relu ? 0.0f : (float)(0 - k->zo), hi = (float)(255 - k->zo);                        \
+    const int32_t zo = k->zo;                                                                                \
+    for (size_t i = 0; i < n; i++)                                                                           \
+      y[i] = x86_quant_u8((((float)a[i] - za) * sa)OP(((float)b[i] - zb) * sb), so, lo, hi, zo);                   \
   }
-ADD_CLONE(add_avx512, "avx512f,avx512bw,avx512vl")
-ADD_CLONE(add_avx2, "avx2,fma")
-ADD_CLONE(add_sse2, "sse2")
+BINARY_SPAN(add_span, +)
+BINARY_SPAN(mul_span, *)
+
+#define BINARY_CLONE(name, span, isa)                                                                       \
+  __attribute__((target(isa), optimize("tree-vectorize", "fp-contract=off"))) static void name(            \
+      const U8Op *k, const uint8_t *restrict a, const uint8_t *restrict b, uint8_t *restrict y, size_t n) { \
+    span(k, a, b, y, n);                                                                                    \
+  }
+#define AVX512 "avx512f,avx512bw,avx512vl"
+BINARY_CLONE(add_avx512, add_span, AVX512)
+BINARY_CLONE(add_avx2, add_span, "avx2")
+BINARY_CLONE(add_sse2, add_span, "sse2")
+BINARY_CLONE(mul_avx512, mul_span, AVX512)
+BINARY_CLONE(mul_avx2, mul_span, "avx2")
+BINARY_CLONE(mul_sse2, mul_span, "sse2")
 
 /* The widest clone the CPU has, as the host reports it (QHOST_CPU_DISABLE=avx512f,avx2
  * selects the narrower ones, which the tests use to compare every clone with the host). */
-static AddSpanFn *add_for_cpu(const QhHostApi *host) {
+static BinarySpanFn *binary_for_cpu(const QhHostApi *host, int op) {
   uint64_t cpu = host->cpu_features();
-  if ((cpu & QH_CPU_AVX512F) && (cpu & QH_CPU_AVX512BW) && (cpu & QH_CPU_AVX512VL))
-    return add_avx512;
-  return (cpu & QH_CPU_AVX2) ? add_avx2 : add_sse2;
+  int isa = (cpu & QH_CPU_AVX512F) && (cpu & QH_CPU_AVX512BW) && (cpu & QH_CPU_AVX512VL) ? 2
+            : (cpu & QH_CPU_AVX2)                                                       ? 1
+                                                                                         : 0;
+  static BinarySpanFn *const clones[2][3] = {{add_sse2, add_avx2, add_avx512}, {mul_sse2, mul_avx2, mul_avx512}};
+  return clones[op == U_MUL][isa];
 }
 
-static void add_task(void *user, size_t index, uint32_t worker) {
+static void binary_task(void *user, size_t index, uint32_t worker) {
   (void)worker;
   const Job *j = user;
   size_t i0 = index * CHUNK, n = i0 + CHUNK < j->n ? CHUNK : j->n - i0;
-  j->k->add(j->k, j->a + i0, j->b + i0, j->y + i0, n);
+  j->k->binary(j->k, j->a + i0, j->b + i0, j->y + i0, n);
 }
 
 static void lut_task(void *user, size_t index, uint32_t worker) {
@@ -458,7 +459,7 @@ static void pool_task(void *user, size_t index, uint32_t worker) {
             acc[c] += (double)k->dq[xp[c]];
         }
       for (int64_t c = 0; c < nc; c++)
-        y[c0 + c] = quant((float)(acc[c] / count), k->so, lo, hi, k->zo);
+        y[c0 + c] = x86_quant_u8((float)(acc[c] / count), k->so, lo, hi, k->zo);
     }
   }
 }
@@ -491,12 +492,12 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
   size_t n_data = k->op == U_CLIP ? 1 : n_inputs;
   for (size_t i = 0; i < n_data; i++) {
     const QhTensorView *x = &inputs[i];
-    if (!view_ok(x) || x->rank != k->rank || memcmp(x->dims, k->dims, (size_t)x->rank * sizeof *x->dims) ||
+    if (!x86_u8_view_ok(x) || x->rank != k->rank || memcmp(x->dims, k->dims, (size_t)x->rank * sizeof *x->dims) ||
         x->nbytes != k->in_bytes || (k->in_bytes && !x->data))
       return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: input differs from reshape's");
   }
   QhTensorView *y = &outputs[0];
-  if (!view_ok(y) || y->nbytes != k->out_bytes || (k->out_bytes && !y->data))
+  if (!x86_u8_view_ok(y) || y->nbytes != k->out_bytes || (k->out_bytes && !y->data))
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: output buffer differs from reshape's");
   if (k->out_bytes == 0)
     return NULL;
@@ -504,7 +505,8 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
   size_t blocks = (j.n + CHUNK - 1) / (CHUNK);
   switch (k->op) {
   case U_ADD:
-    return host->parallel_for(ctx, blocks, add_task, &j);
+  case U_MUL:
+    return host->parallel_for(ctx, blocks, binary_task, &j);
   case U_FLATTEN:
     if (k->n > 0 && k->h * k->w > 1)
       return host->parallel_for(ctx, (size_t)k->n, flatten_task, &j);
@@ -528,6 +530,7 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
                             .output_layout = QH_LAYOUT_NHWC, .create = create, .reshape = reshape, .run = run, \
                             .destroy = destroy}
 U8KERNEL(x86_add_kernel, "x86_add_nhwc_qu8");
+U8KERNEL(x86_mul_kernel, "x86_mul_nhwc_qu8");
 U8KERNEL(x86_relu_kernel, "x86_relu_nhwc_qu8");
 U8KERNEL(x86_clip_kernel, "x86_clip_nhwc_qu8");
 U8KERNEL(x86_maxpool_kernel, "x86_maxpool2d_nhwc_qu8");

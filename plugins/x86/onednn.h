@@ -63,12 +63,32 @@ int x86_attr_ints(const QhHostApi *host, const QhGraphView *g, uint32_t node, co
                   int64_t def, int64_t *out);
 int32_t x86_known_shape(const QhHostApi *host, const QhGraphView *g, uint32_t v, int64_t *dims);
 
-/* onednn-u8ops.c: uint8 Add (+Relu), Relu, MaxPool, AveragePool, GlobalAveragePool and
- * Flatten, channels-last, bit-exact with the host's QDQ run. */
+/* onednn-u8ops.c: uint8 Add and Mul (+Relu), Relu, Clip, MaxPool, AveragePool,
+ * GlobalAveragePool and Flatten, channels-last, bit-exact with the host's QDQ run. */
 QhStatus *x86_accept_u8op(void *instance, const QhHostApi *host, const QhGraphView *g,
                           const QhNodeUnit *u);
-extern const QhKernelOps x86_add_kernel, x86_relu_kernel, x86_clip_kernel, x86_maxpool_kernel, x86_avgpool_kernel,
-    x86_gap_kernel, x86_flatten_kernel;
+/* A well-formed uint8 tensor view with non-negative dims, and its element count. */
+int x86_u8_view_ok(const QhTensorView *t);
+size_t x86_numel(const QhTensorView *t);
+extern const QhKernelOps x86_add_kernel, x86_mul_kernel, x86_relu_kernel, x86_clip_kernel,
+    x86_maxpool_kernel, x86_avgpool_kernel, x86_gap_kernel, x86_flatten_kernel;
+
+/* u8-concat.c: uint8 Concat along any axis, bit-exact with the host's QDQ run. */
+QhStatus *x86_accept_concat(void *instance, const QhHostApi *host, const QhGraphView *g,
+                            const QhNodeUnit *u);
+extern const QhKernelOps x86_concat_kernel;
+
+/* The host's QuantizeLinear of one float to uint8 (framework qdq.c's quantize_fast_one):
+ * exact division by the scale, clamping before rounding to the integer bounds (the same
+ * result as saturating after), round half to even through the 1.5 * 2^23 trick. */
+#define X86_ROUND_MAGIC 12582912.0f
+static inline uint8_t x86_quant_u8(float v, float so, float lo, float hi, int32_t zo) {
+  float r = v / so;
+  r = r < lo ? lo : r;
+  r = r > hi ? hi : r;
+  r = (r + X86_ROUND_MAGIC) - X86_ROUND_MAGIC;
+  return (uint8_t)((int32_t)r + zo);
+}
 
 QhStatus *x86_instance_create(const QhHostApi *host, const QhInstanceInfo *info,
                               const QhOption *options, size_t n_options, void **out);

@@ -417,10 +417,11 @@ def u8op_unit(path, spec, seed):
     onnx, TP, helper, nh = qhtest.onnx_modules()
     rng = np.random.default_rng(seed)
     op, shape = spec["op"], spec.get("shape", [2, 16, 9, 9])
-    n_in = 2 if op == "Add" else 1
+    n_in = len(spec["in"])
     names, feeds, nodes, inits, ginputs = [], {}, [], [], []
-    for i, (s, z) in enumerate(spec["in"][:n_in]):
+    for i, (s, z) in enumerate(spec["in"]):
         x = f"x{i}"
+        shape = spec["shapes"][i] if "shapes" in spec else shape
         # per-channel centres so that averages spread over many output values
         centre = rng.integers(0, 256, [1, shape[1]] + [1] * (len(shape) - 2))
         q = np.clip(centre + rng.integers(-60, 61, shape), 0, 255).astype(np.float32)
@@ -458,6 +459,15 @@ U8OPS = {
     "add_relu": dict(op="Add", relu=True, **{"in": [(0.02, 0), (0.045, 200)]}, out=(0.04, 0)),
     "add_relu_zo_nonzero": dict(op="Add", relu=True, **{"in": [(0.1, 60), (0.013, 131)]}, out=(0.07, 20)),
     "add_rank2": dict(op="Add", shape=[3, 53], **{"in": [(0.03, 10), (0.03, 250)]}, out=(0.05, 128)),
+    "mul": dict(op="Mul", **{"in": [(0.03, 128), (0.05, 7)]}, out=(0.09, 100)),
+    "mul_relu": dict(op="Mul", relu=True, shape=[3, 37], **{"in": [(0.02, 30), (0.045, 200)]}, out=(0.04, 0)),
+    # Concat along channels (NHWC's last axis), height, and a rank-2 tensor; shared and own qparams
+    "concat_channels": dict(op="Concat", attrs=dict(axis=1), shapes=[[2, 16, 9, 9], [2, 5, 9, 9], [2, 8, 9, 9]],
+                            **{"in": [(0.04, 3), (0.02, 130), (0.04, 3)]}, out=(0.04, 3)),
+    "concat_height_neg_axis": dict(op="Concat", attrs=dict(axis=-2), shapes=[[1, 6, 4, 5], [1, 6, 7, 5]],
+                                   **{"in": [(0.05, 10), (0.03, 250)]}, out=(0.06, 128)),
+    "concat_rank2": dict(op="Concat", attrs=dict(axis=1), shapes=[[3, 20], [3, 7]],
+                         **{"in": [(0.05, 10), (0.05, 10)]}, out=(0.05, 10)),
     "relu": dict(op="Relu", **{"in": [(0.05, 128)]}, out=(0.03, 0)),
     "clip_relu6_shared": dict(op="Clip", clip=(0.0, 6.0), **{"in": [(0.05, 0)]}, out=(0.05, 0)),
     # shared qparams make the table a clamp (vector min/max); odd sizes exercise the scalar tail
@@ -493,8 +503,8 @@ def case_u8ops(r, tmp):
         assert kernels and all(k.startswith("x86_") for k in kernels), cov["units"]
         a = np.load(host).astype(np.float64)
         assert len(np.unique(a)) > 3, f"{name}: degenerate test output"
-        # Add is compiled once per instruction set; hiding features selects each clone
-        for hidden in ("", "avx512f", "avx512f,avx2") if spec["op"] == "Add" else ("",):
+        # Add and Mul are compiled once per instruction set; hiding features selects each clone
+        for hidden in ("", "avx512f", "avx512f,avx2") if spec["op"] in ("Add", "Mul") else ("",):
             os.environ["QHOST_CPU_DISABLE"] = hidden
             try:
                 ok(r, "run", model, "--input", npz, "-o", low, *BACKEND, "--threads", "2")
