@@ -34,7 +34,7 @@ typedef struct {
   int gemm_transb, matmul;
   /* from reshape */
   int64_t rows, outer, inner, *mid;
-  int64_t *in_numel; /* per input, for run's checks */
+  int64_t *in_nbytes; /* per input, for run's checks */
   size_t out_n;
 } Kernel;
 
@@ -447,7 +447,7 @@ static void kernel_destroy(void *kernel) {
   Kernel *k = kernel;
   if (!k)
     return;
-  free(k->w), free(k->bias), free(k->in_shift), free(k->mid), free(k->in_numel);
+  free(k->w), free(k->bias), free(k->in_shift), free(k->mid), free(k->in_nbytes);
   free(k);
 }
 
@@ -476,7 +476,7 @@ static QhStatus *create(void *instance, const QhHostApi *host, const QhGraphView
     return host->status_new(QH_ERR_UNSUPPORTED, why);
   }
   k->n_in = unit->n_inputs;
-  if (!(k->in_numel = calloc(k->n_in + 1, sizeof *k->in_numel))) {
+  if (!(k->in_nbytes = calloc(k->n_in + 1, sizeof *k->in_nbytes))) {
     kernel_destroy(k);
     return host->status_new(QH_ERR_OUT_OF_MEMORY, "out of memory");
   }
@@ -603,8 +603,9 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
     return st;
   y->layout = y->rank == 4 ? QH_LAYOUT_NCHW : QH_LAYOUT_ANY;
   k->out_n = (size_t)numel_of(y->rank, y->dims);
-  for (size_t i = 0; i < n_inputs; i++)
-    k->in_numel[i] = numel_of(inputs[i].rank, inputs[i].dims);
+  for (size_t i = 0; i < n_inputs; i++) /* constants too: an int32 bias is 4 bytes an element */
+    k->in_nbytes[i] = numel_of(inputs[i].rank, inputs[i].dims) *
+                      (inputs[i].dtype == QH_DTYPE_INT8 ? 1 : 4);
   *out_workspace = 0;
   return NULL;
 }
@@ -658,8 +659,11 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
   Kernel *k = kernel;
   if (!k || !inputs || n_inputs != k->n_in || !outputs || n_outputs != 1)
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: bad arguments");
+  /* the inputs run() reads as int8 activations: all of a Concat, both of an eltwise op, else
+   * the first (weights and bias were packed by create) */
+  size_t n_read = k->kind == K_CONCAT ? n_inputs : k->kind == K_BINARY ? 2 : 1;
   for (size_t i = 0; i < n_inputs; i++)
-    if (inputs[i].dtype != QH_DTYPE_INT8 || inputs[i].nbytes != (size_t)k->in_numel[i] ||
+    if ((i < n_read && inputs[i].dtype != QH_DTYPE_INT8) || inputs[i].nbytes != (size_t)k->in_nbytes[i] ||
         (inputs[i].nbytes && !inputs[i].data))
       return qh_status_newf(host, QH_ERR_INVALID_ARGUMENT, "run: input %zu differs from reshape's", i);
   if (outputs[0].dtype != QH_DTYPE_INT8 || outputs[0].nbytes != k->out_n || (k->out_n && !outputs[0].data))

@@ -20,6 +20,7 @@ static const QhPluginDesc example_vitis_desc = {
                    "and deploy not built yet",
     .flags = 0,
     .lowering = &example_vitis_lowering,
+    .deploy = &example_vitis_deploy,
 };
 
 QH_PLUGIN_EXPORT QhStatus *qhost_plugin_init(const QhHostApi *host,
