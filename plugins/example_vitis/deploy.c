@@ -103,6 +103,8 @@ static QhStatus *scalar(Deploy *d, uint32_t node, uint32_t v, double *out) {
     *out = dt == QH_DTYPE_FLOAT ? *(const float *)data : *(const int32_t *)data;
   else if (dt == QH_DTYPE_INT8 && n == 1)
     *out = *(const int8_t *)data;
+  else if (dt == QH_DTYPE_UINT8 && n == 1)
+    *out = *(const uint8_t *)data;
   else
     return d->host->status_new_for_node(d->g, node, QH_ERR_UNSUPPORTED,
                                         "per-channel quantization: the DPU has one position per tensor");
