@@ -38,6 +38,7 @@ int qh_cli_plugins(int argc, char **argv);
 int qh_cli_quantize(int argc, char **argv);
 int qh_cli_calibrate(int argc, char **argv);
 int qh_cli_plugin_check(int argc, char **argv);
+int qh_cli_deploy(int argc, char **argv);
 
 /* Parse argv with `entries` plus the common options; on a parse error print
  * "qhost NAME: cause" and a hint to stderr and return FALSE (exit 2). Applies the

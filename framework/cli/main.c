@@ -17,6 +17,7 @@ static const Command commands[] = {
     {"calibrate", qh_cli_calibrate, "save one calibration shard's observer statistics (merged by quantize --stats)"},
     {"run", qh_cli_run, "run a model on .npy/.npz inputs and write its outputs"},
     {"bench", qh_cli_bench, "time a model: warm-up, repeated runs, median/min/max latency"},
+    {"deploy", qh_cli_deploy, "write a backend's deployable artefact for a QDQ model into a directory"},
     {"plugins", qh_cli_plugins, "list the backend plugins found: name, version, ABI, file, what each supplies"},
     {"plugin-check", qh_cli_plugin_check, "check that a plugin conforms to the ABI (a vendor's first command)"},
 };

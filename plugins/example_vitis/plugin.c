@@ -6,6 +6,8 @@
  * nothing. The annotator, observer, kernels and deploy step arrive as their own files. */
 #include <qhost/qhost-plugin.h>
 
+#include "lowering.h"
+
 #ifndef EXAMPLE_VITIS_VERSION
 #error "EXAMPLE_VITIS_VERSION must be defined by the build (plugins/example_vitis/CMakeLists.txt)"
 #endif
@@ -17,6 +19,8 @@ static const QhPluginDesc example_vitis_desc = {
     .description = "Example vendor backend (power-of-two scales); annotator, observer, kernels "
                    "and deploy not built yet",
     .flags = 0,
+    .lowering = &example_vitis_lowering,
+    .deploy = &example_vitis_deploy,
 };
 
 QH_PLUGIN_EXPORT QhStatus *qhost_plugin_init(const QhHostApi *host,

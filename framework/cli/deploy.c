@@ -1,0 +1,154 @@
+/* qhost deploy --backend NAME MODEL.qdq.onnx -o DIR: hand a QDQ model to a backend's
+ * deploy step (QhDeployOps), which writes the backend's own artefact through
+ * host->artifact_write. The files go to a temporary directory next to DIR, which is
+ * renamed to DIR only when the plugin succeeds, so DIR either holds a whole artefact
+ * or does not exist: a failed deploy leaves nothing behind. An existing DIR is refused
+ * unless --force, which replaces it only after the new artefact is complete. */
+#include <errno.h>
+#include <glib/gstdio.h>
+#include <stdio.h>
+
+#include "cli/cli.h"
+#include "core/error.h"
+#include "plugin/graph-view.h"
+#include "plugin/host-api-private.h"
+#include "plugin/host-private.h"
+#include "plugin/sdk-private.h"
+#include "plugin/status-private.h"
+
+/* What one artefact may hold: deploy packages are weights plus metadata. */
+#define ARTIFACT_LIMIT ((gsize)4 << 30)
+
+static void remove_tree(const char *path) {
+  GDir *d = g_dir_open(path, 0, NULL);
+  if (d) {
+    const char *name;
+    while ((name = g_dir_read_name(d)) != NULL) {
+      char *child = g_build_filename(path, name, NULL);
+      if (g_file_test(child, G_FILE_TEST_IS_DIR) && !g_file_test(child, G_FILE_TEST_IS_SYMLINK))
+        remove_tree(child);
+      else
+        g_unlink(child);
+      g_free(child);
+    }
+    g_dir_close(d);
+  }
+  g_rmdir(path);
+}
+
+/* Move the finished temporary directory to dir (replacing an old one with force). */
+static gboolean put_in_place(const char *tmp, const char *dir, gboolean force, GError **error) {
+  char *old = NULL;
+  if (force && g_file_test(dir, G_FILE_TEST_EXISTS)) {
+    old = g_strdup_printf("%s.old-%u", dir, (unsigned)g_random_int());
+    if (g_rename(dir, old) != 0) {
+      g_set_error(error, QH_ERROR, QH_ERROR_IO, "%s: cannot move the old directory aside: %s", dir,
+                  g_strerror(errno));
+      g_free(old);
+      return FALSE;
+    }
+  }
+  if (g_rename(tmp, dir) != 0) {
+    int e = errno;
+    if (old)
+      g_rename(old, dir);
+    g_set_error(error, QH_ERROR, QH_ERROR_IO, "%s: %s", dir, g_strerror(e));
+    g_free(old);
+    return FALSE;
+  }
+  if (old)
+    remove_tree(old);
+  g_free(old);
+  return TRUE;
+}
+
+/* Run the plugin's deploy into a temporary sibling of dir; returns the bytes written. */
+static gboolean deploy(QhPlugin *plugin, QhGraph *graph, const char *model, const char *dir,
+                       gboolean force, gsize *written, GError **error) {
+  const QhPluginDesc *desc = qh_plugin_desc(plugin);
+  const char *name = qh_plugin_info(plugin)->name;
+  if (desc->struct_size < offsetof(QhPluginDesc, deploy) + sizeof desc->deploy || !desc->deploy) {
+    g_set_error(error, QH_ERROR, QH_ERROR_UNSUPPORTED, "plugin '%s' has no deploy step", name);
+    return FALSE;
+  }
+  if (g_file_test(dir, G_FILE_TEST_EXISTS) && !force) {
+    g_set_error(error, QH_ERROR, QH_ERROR_IO, "%s already exists (use --force to replace it)", dir);
+    return FALSE;
+  }
+  char *parent = g_path_get_dirname(dir), *base = g_path_get_basename(dir);
+  char *tmp = g_strdup_printf("%s%s.%s.tmp-XXXXXX", parent, G_DIR_SEPARATOR_S, base);
+  gboolean ok = FALSE;
+  if (g_mkdtemp(tmp) == NULL) {
+    g_set_error(error, QH_ERROR, QH_ERROR_IO, "%s: cannot make a directory in %s: %s", dir, parent,
+                g_strerror(errno));
+    goto out;
+  }
+  QhArtifact artifact = {QH_ARTIFACT_MAGIC, tmp, ARTIFACT_LIMIT, 0};
+  QhGraphView *view = qh_graph_view_new(graph, QH_VIEW_READ);
+  QhStatus *st = desc->deploy->deploy(qh_plugin_instance(plugin), qh_host_api_get(), view, &artifact);
+  qh_graph_view_free(view);
+  artifact.magic = 0;
+  if (st) {
+    char *prefix = g_strdup_printf("%s: plugin '%s': deploy", model, name);
+    qh_status_to_gerror(st, prefix, error);
+    g_free(prefix);
+  } else if (put_in_place(tmp, dir, force, error)) {
+    *written = artifact.written;
+    ok = TRUE;
+  }
+  if (!ok)
+    remove_tree(tmp);
+out:
+  g_free(tmp);
+  g_free(parent);
+  g_free(base);
+  return ok;
+}
+
+int qh_cli_deploy(int argc, char **argv) {
+  char *output = NULL, *backend = NULL;
+  gboolean force = FALSE;
+  QhCliCommon common = {.uses_plugins = TRUE};
+  const GOptionEntry entries[] = {
+      {"backend", 0, 0, G_OPTION_ARG_STRING, &backend, "The backend plugin whose deploy step runs",
+       "NAME"},
+      {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "The artefact directory to create", "DIR"},
+      {"force", 0, 0, G_OPTION_ARG_NONE, &force,
+       "Replace DIR if it exists (only once the new artefact is complete)", NULL},
+      G_OPTION_ENTRY_NULL};
+  int status = QH_EXIT_USAGE;
+  QhGraph *graph = NULL;
+  QhPlugin *plugin = NULL;
+  GError *error = NULL;
+  gsize written = 0;
+  if (!qh_cli_parse("deploy", "MODEL.qdq.onnx",
+                    "Write the backend's deployable artefact for a QDQ model into DIR: the plugin's\n"
+                    "deploy step decides what it holds. DIR is created whole or not at all.",
+                    entries, &common, &argc, &argv))
+    goto out;
+  if (argc != 2) {
+    status = qh_cli_usage_error("deploy", argc < 2 ? "missing MODEL.qdq.onnx" : "more than one model given");
+    goto out;
+  }
+  if (backend == NULL || output == NULL) {
+    status = qh_cli_usage_error("deploy", backend == NULL ? "missing --backend" : "missing -o DIR");
+    goto out;
+  }
+  status = QH_EXIT_FAILURE;
+  if ((graph = qh_cli_load_model(argv[1], &error)) == NULL ||
+      (plugin = qh_cli_load_backend(&common, backend, &error)) == NULL ||
+      !deploy(plugin, graph, argv[1], output, force, &written, &error)) {
+    status = qh_cli_report(error);
+    goto out;
+  }
+  if (!common.quiet)
+    printf("deploy: %s: %" G_GSIZE_FORMAT " bytes written by plugin '%s'\n", output, written,
+           qh_plugin_info(plugin)->name);
+  status = QH_EXIT_OK;
+out:
+  qh_plugin_free(plugin);
+  qh_graph_free(graph);
+  g_free(backend);
+  g_free(output);
+  return status;
+}

@@ -1,0 +1,145 @@
+#!/usr/bin/python3
+"""Power-of-two QDQ models of the kind example_vitis produces, built with onnx.
+
+build(qhost, tmp) makes a float model of every op the DPU kernels cover (conv with bias,
+relu, maxpool, depthwise conv with stride 2 and an int32 bias, leaky relu 26/256, average
+pooling followed by the DPU's 9*7/64 factor, grouped dilated conv, concat, add, mul,
+global average pooling, flatten, gemm), runs it once with `qhost run` to find every
+tensor's largest magnitude, and writes the QDQ form: int8, zero point 0, per tensor,
+scale 2^-pos with pos = floor(log2(127 / max|x|)) (the overflow-free position), int8
+weights and int8 biases with their own position (one int32 bias at ipos + wpos).
+With all_outputs every
+quantized activation is a graph output too. Returns (qdq_path, input_path).
+"""
+import math
+import os
+
+import numpy as np
+
+import qhtest
+
+BATCH = 16
+
+
+def _pos(maxabs, cap=12):
+    return min(cap, int(math.floor(math.log2(127.0 / max(maxabs, 1e-6)))))
+
+
+def _float_graph(rng):
+    """(nodes, initializers, outputs to quantize after) of the float model."""
+    _, _, helper, _ = qhtest.onnx_modules()
+    w = {}
+
+    def conv_w(name, co, ci, k):
+        w[name] = (rng.standard_normal((co, ci, k, k)) / math.sqrt(ci * k * k)).astype(np.float32)
+        w[name + "_b"] = (0.1 * rng.standard_normal(co)).astype(np.float32)
+
+    conv_w("c1", 8, 3, 3)
+    conv_w("dw", 8, 1, 3)
+    conv_w("gc", 8, 4, 3)
+    w["fc"] = (rng.standard_normal((5, 16)) / 4).astype(np.float32)
+    w["fc_b"] = (0.1 * rng.standard_normal(5)).astype(np.float32)
+    w["dpu_factor"] = np.array(9 * 7 / 64, np.float32)
+    n = helper.make_node
+    nodes = [
+        n("Conv", ["x", "c1", "c1_b"], ["c1_out"], pads=[1, 1, 1, 1], name="conv1"),
+        n("Relu", ["c1_out"], ["r1"], name="relu1"),
+        n("MaxPool", ["r1"], ["mp"], kernel_shape=[2, 2], strides=[2, 2], name="maxpool"),
+        n("Conv", ["mp", "dw", "dw_b"], ["dw_out"], group=8, pads=[1, 1, 1, 1], strides=[2, 2],
+          name="dwconv"),
+        n("LeakyRelu", ["dw_out"], ["lr"], alpha=26 / 256, name="leaky"),
+        n("AveragePool", ["lr"], ["ap"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], name="avgpool"),
+        n("Mul", ["ap", "dpu_factor"], ["apf"], name="avgpool_factor"),
+        n("Conv", ["mp", "gc", "gc_b"], ["gc_out"], group=2, pads=[2, 2, 2, 2], strides=[2, 2],
+          dilations=[2, 2], name="gconv"),
+        n("Concat", ["apf", "gc_out"], ["cat"], axis=1, name="concat"),
+        n("Add", ["cat", "cat2"], ["sum"], name="add"),
+        n("Mul", ["sum", "cat"], ["prod"], name="mul"),
+        n("GlobalAveragePool", ["prod"], ["gap"], name="gap"),
+        n("Flatten", ["gap"], ["flat"], name="flatten"),
+        n("Gemm", ["flat", "fc", "fc_b"], ["y"], transB=1, name="fc"),
+    ]
+    # cat2: the concat again through a relu, so the add has two different inputs
+    nodes.insert(9, n("Relu", ["cat"], ["cat2"], name="relu2"))
+    fused_into_next = {"c1_out", "dw_out", "ap"}  # conv+relu, conv+leaky, avgpool+factor
+    return nodes, w, fused_into_next
+
+
+def build(qhost, tmp, seed=0, int32_bias="dw_b", all_outputs=False):
+    onnx, TensorProto, helper, numpy_helper = qhtest.onnx_modules()
+    rng = np.random.default_rng(seed)
+    nodes, w, fused = _float_graph(rng)
+    x = rng.standard_normal((BATCH, 3, 20, 20)).astype(np.float32)
+    x_path = os.path.join(tmp, "x.npy")
+    np.save(x_path, x)
+    # every tensor as an output of the float model, to measure its range with qhost
+    tensors = [o for nd in nodes for o in nd.output]
+    fmodel = qhtest.make_model(nodes, [("x", [BATCH, 3, 20, 20])], [(t, None) for t in tensors],
+                               [(k, v) for k, v in w.items()])
+    fpath = qhtest.save_model(fmodel, os.path.join(tmp, "float_all.onnx"))
+    rc, _, err = qhost.run("run", fpath, "--input", x_path, "-o", os.path.join(tmp, "f.npz"))
+    assert rc == 0, err
+    vals = dict(np.load(os.path.join(tmp, "f.npz")))
+    vals["x"] = x
+    pos = {t: _pos(float(np.max(np.abs(v)))) for t, v in vals.items()}
+    # the DPU's alignments (peers.md 3.2): pooling input and output at one position,
+    # concat inputs and output at the coarsest of them
+    pos["mp"] = pos["r1"] = min(pos["mp"], pos["r1"])
+    pos["gap"] = pos["flat"] = pos["prod"] = min(pos["gap"], pos["prod"], pos["flat"])
+    pos["cat"] = pos["apf"] = pos["gc_out"] = min(pos["cat"], pos["apf"], pos["gc_out"])
+
+    inits, qnodes = [], []
+
+    def qdq(t):
+        """Q -> DQ after float tensor t; returns the DQ output name."""
+        s = f"{t}_s"
+        inits.extend([numpy_helper.from_array(np.array(2.0 ** -pos[t], np.float32), s),
+                      numpy_helper.from_array(np.array(0, np.int8), f"{t}_z")])
+        qnodes.append(helper.make_node("QuantizeLinear", [t, s, f"{t}_z"], [f"{t}_q"],
+                                       name=f"{t}_quantize"))
+        qnodes.append(helper.make_node("DequantizeLinear", [f"{t}_q", s, f"{t}_z"], [f"{t}_dq"],
+                                       name=f"{t}_dequantize"))
+        return f"{t}_dq"
+
+    def const_dq(name, data, p, dtype):
+        lo, hi = (-128, 127) if dtype == np.int8 else (-2**31, 2**31 - 1)
+        q = np.clip(np.floor(data * 2.0 ** p + 0.5), lo, hi).astype(dtype)
+        inits.extend([numpy_helper.from_array(q, f"{name}_int"),
+                      numpy_helper.from_array(np.array(2.0 ** -p, np.float32), f"{name}_s"),
+                      numpy_helper.from_array(np.array(0, dtype), f"{name}_z")])
+        qnodes.append(helper.make_node("DequantizeLinear", [f"{name}_int", f"{name}_s", f"{name}_z"],
+                                       [f"{name}_dq"], name=f"{name}_dequantize"))
+        return f"{name}_dq"
+
+    rename = {"x": qdq("x")}
+    for nd in nodes:
+        ins = list(nd.input)
+        for i, t in enumerate(ins):
+            if t in rename:
+                ins[i] = rename[t]
+            elif t in w and nd.op_type in ("Conv", "Gemm"):
+                wname = nd.input[1]
+                ipos, wpos = pos[nd.input[0]], _pos(float(np.max(np.abs(w[wname]))))
+                if i == 1:
+                    ins[i] = const_dq(t, w[t], wpos, np.int8)
+                elif t == int32_bias:
+                    ins[i] = const_dq(t, w[t], ipos + wpos, np.int32)
+                else:
+                    ins[i] = const_dq(t, w[t], _pos(float(np.max(np.abs(w[t])))), np.int8)
+            elif t in w:
+                inits.append(numpy_helper.from_array(w[t], t))  # the DPU factor stays float
+        new = helper.make_node(nd.op_type, ins, list(nd.output), name=nd.name)
+        new.attribute.extend(nd.attribute)
+        qnodes.append(new)
+        out = nd.output[0]
+        if out not in fused:
+            rename[out] = qdq(out)
+    outs = [v for k, v in rename.items() if k != "x"] if all_outputs else ["y_dq"]
+    graph = helper.make_graph(qnodes, "vitis_pow2", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, [BATCH, 3, 20, 20])], [helper.make_tensor_value_info(
+            o, TensorProto.FLOAT, None) for o in outs], initializer=inits)
+    model = helper.make_model(graph, producer_name="qhost-tests",
+                              opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    path = qhtest.save_model(model, os.path.join(tmp, "vitis_pow2.qdq.onnx"))
+    return path, x_path

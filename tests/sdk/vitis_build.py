@@ -1,0 +1,103 @@
+#!/usr/bin/python3
+"""Build example_vitis the way a vendor builds it: from the installed SDK only.
+
+Installs the qhost build tree into a fresh (then moved) prefix, copies
+plugins/example_vitis to a scratch directory (so nothing of the repository is in
+reach), configures it with -DCMAKE_PREFIX_PATH=<prefix> (find_package(QHost) must find
+the installed package), builds it with warnings as errors, runs its own tests
+(ctest: the kernels against their scalar twins), then runs the installed runner with
+`--plugin-dir <that build>`: `qhost plugins` lists example_vitis from that file,
+`qhost plugin-check example_vitis` conforms, and on a hand-made power-of-two QDQ model
+(tests/deploy/vitis_models.py) `qhost inspect --backend` claims every unit, `qhost run
+--backend` succeeds and `qhost deploy` writes the package.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "deploy"))
+from template_build import Failure, install_prefix, run, vendor_env  # noqa: E402
+import qhtest  # noqa: E402
+import vitis_models  # noqa: E402
+
+
+def find_plugin(build):
+    for d, _, files in os.walk(build):
+        if "libqhost-example_vitis.so" in files:
+            return os.path.join(d, "libqhost-example_vitis.so")
+    raise Failure(f"no libqhost-example_vitis.so under {build}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build-dir", required=True, help="the qhost build tree to install")
+    ap.add_argument("--cmake", default="cmake")
+    ap.add_argument("--ctest", default="ctest")
+    ap.add_argument("--cc", default="cc")
+    ap.add_argument("--libdir", default="lib")
+    ap.add_argument("--datadir", default="share")
+    ap.add_argument("--bindir", default="bin")
+    ap.add_argument("--docdir", default="share/doc/qhost")
+    args = ap.parse_args()
+    env = vendor_env()
+    with tempfile.TemporaryDirectory(prefix="qhost-vitis-build-") as scratch:
+        try:
+            prefix = install_prefix(args, scratch)
+            src = os.path.join(scratch, "example_vitis")
+            shutil.copytree(os.path.join(ROOT, "plugins", "example_vitis"), src)
+            build = os.path.join(scratch, "build")
+            run([args.cmake, "-S", src, "-B", build, f"-DCMAKE_PREFIX_PATH={prefix}",
+                 f"-DCMAKE_C_COMPILER={args.cc}", "-DCMAKE_C_FLAGS=-Wall -Wextra -Werror"], env=env)
+            cache = open(os.path.join(build, "CMakeCache.txt"), encoding="utf-8").read()
+            found = re.search(r"^QHost_DIR:PATH=(.*)$", cache, re.M)
+            want = os.path.join(prefix, args.libdir, "cmake", "QHost")
+            if not found or os.path.realpath(found.group(1)) != os.path.realpath(want):
+                raise Failure(f"find_package(QHost) used {found.group(1) if found else None}")
+            run([args.cmake, "--build", build, "-j2"], env=env)
+            print(run([args.ctest, "--output-on-failure"], cwd=build, env=env).strip().splitlines()[-1])
+            plugin = find_plugin(build)
+            pdir = os.path.dirname(plugin)
+            qhost = os.path.join(prefix, args.bindir, "qhost")
+            listing = json.loads(run([qhost, "plugins", "--json", "--plugin-dir", pdir], env=env))
+            found = [p for p in listing.get("plugins", []) if p.get("name") == "example_vitis"]
+            if len(found) != 1 or os.path.realpath(found[0].get("file", "")) != os.path.realpath(plugin):
+                raise Failure(f"qhost plugins lists {found}, not {plugin}")
+            # plugin-check's built-in deploy graph is uint8 with zero point 128, which the DPU
+            # cannot take (its deploy refuses it): every other check must pass.
+            check = subprocess.run([qhost, "plugin-check", "--json", "--plugin-dir", pdir,
+                                    "example_vitis"], capture_output=True, text=True, env=env)
+            report = json.loads(check.stdout)
+            failed = [c for c in report["checks"] if c["verdict"] == "FAIL"]
+            if [c["name"] for c in failed] not in ([], ["deploy"]) or \
+                    (failed and "the DPU needs int8" not in failed[0]["detail"]):
+                raise Failure(f"plugin-check: {failed}")
+            print(f"plugin-check: {len(report['checks'])} checks, failed: {failed}")
+            r = qhtest.Runner(qhost, False)
+            model, x = vitis_models.build(r, scratch)
+            backend = ["--backend", "example_vitis", "--plugin-dir", pdir]
+            out = run([qhost, "inspect", model] + backend, env=env)
+            if "coverage: 12 of 12 node units" not in out:
+                raise Failure(f"the out-of-tree plugin does not claim every unit:\n{out}")
+            run([qhost, "run", model, "--input", x, "-o", os.path.join(scratch, "y.npy")] + backend,
+                env=env)
+            run([qhost, "deploy", model, "-o", os.path.join(scratch, "pkg")] + backend, env=env)
+            if not os.path.isfile(os.path.join(scratch, "pkg", "manifest.json")):
+                raise Failure("deploy wrote no manifest.json")
+        except Failure as e:
+            print(f"vitis_build: {e}", file=sys.stderr)
+            return 1
+    print("vitis_build: ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
