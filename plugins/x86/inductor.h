@@ -19,7 +19,10 @@ typedef struct {
 } X86PluginInstance;
 
 #define X86_PLUGIN_N_OPTIONS 2
-extern const QhOptionDecl *const x86_plugin_options[X86_PLUGIN_N_OPTIONS];
+/* The options, whose reduce_range help says what auto means with and without VNNI. */
+extern const QhOptionDecl *const x86_options_vnni[X86_PLUGIN_N_OPTIONS];
+extern const QhOptionDecl *const x86_options_no_vnni[X86_PLUGIN_N_OPTIONS];
+int x86_cpu_has_vnni(const QhHostApi *host);
 
 extern const QhAnnotateOps x86_annotate;
 

@@ -26,14 +26,24 @@ static const QhOptionDecl opt_quantizer = {
     .help = "fx: PyTorch 1.13's FX x86 BackendConfig with the onednn qconfig mapping; "
             "inductor: X86InductorQuantizer's PT2E recipe (conv/linear fusions, no output spec)",
     .choices = "fx|inductor"};
-static const QhOptionDecl opt_reduce_range = {
-    QH_STRUCT_HEADER(QhOptionDecl), .name = "reduce_range", .type = QH_OPTION_ENUM,
-    .default_value = "auto",
-    .help = "on: default activations quantized to [0, 127] (PyTorch's reduce_range) and units "
-            "whose u8*s8 int16 pair sums could still saturate declined; auto: on without VNNI",
-    .choices = "auto|on|off"};
-const QhOptionDecl *const x86_plugin_options[X86_PLUGIN_N_OPTIONS] = {&opt_quantizer,
-                                                                      &opt_reduce_range};
+/* `qhost plugins` shows what auto means on the CPU at hand: the entry point picks the
+ * option list whose help says it (plugin.c). */
+#define REDUCE_RANGE_OPTION(decl_name, this_cpu)                                                              \
+  static const QhOptionDecl decl_name = {                                                                  \
+      QH_STRUCT_HEADER(QhOptionDecl), .name = "reduce_range", .type = QH_OPTION_ENUM,                   \
+      .default_value = "auto",                                                                          \
+      .help = "on: default activations quantized to [0, 127] (PyTorch's reduce_range) and units "      \
+              "whose u8*s8 int16 pair sums could still saturate declined; auto: on without VNNI " this_cpu, \
+      .choices = "auto|on|off"}
+REDUCE_RANGE_OPTION(opt_reduce_range_vnni, "(this CPU has VNNI: off)");
+REDUCE_RANGE_OPTION(opt_reduce_range_no_vnni, "(this CPU has no VNNI: on)");
+const QhOptionDecl *const x86_options_vnni[X86_PLUGIN_N_OPTIONS] = {&opt_quantizer, &opt_reduce_range_vnni};
+const QhOptionDecl *const x86_options_no_vnni[X86_PLUGIN_N_OPTIONS] = {&opt_quantizer,
+                                                                       &opt_reduce_range_no_vnni};
+
+int x86_cpu_has_vnni(const QhHostApi *host) {
+  return (host->cpu_features() & (QH_CPU_AVX512VNNI | QH_CPU_AVXVNNI)) != 0;
+}
 
 void x86_instance_destroy(void *instance) {
   X86Instance *inst = instance;
@@ -73,7 +83,7 @@ QhStatus *x86_instance_create(const QhHostApi *host, const QhInstanceInfo *info,
   X86Instance *inst = &pinst->base;
   pthread_mutex_init(&inst->lock, NULL);
   uint64_t cpu = host->cpu_features();
-  inst->vnni = (cpu & (QH_CPU_AVX512VNNI | QH_CPU_AVXVNNI)) != 0;
+  inst->vnni = x86_cpu_has_vnni(host);
   inst->reduce_range = rr == RR_ON || (rr == RR_AUTO && !inst->vnni);
   /* oneDNN detects the CPU itself; cap it to what the host reports so that
    * QHOST_CPU_DISABLE=avx512vnni,avxvnni really runs the vpmaddubsw path. The cap can
