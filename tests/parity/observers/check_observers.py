@@ -208,6 +208,74 @@ def histogram_cases(rng, count):
     return out
 
 
+def histogram_growth_cases(rng, count):
+    """Many batches whose range keeps growing, with heavy tails, as the deep activations
+    of resnet18 see them: every batch goes through the upsample/downsample combine
+    (_adjust_min_max, _combine_histograms), the histogram fills with interpolated
+    fractions, and the search walks a long, sparse tail."""
+    out = []
+    for _ in range(count):
+        dtype = str(rng.choice(["quint8", "qint8"]))
+        c = {"observer": "HistogramObserver", "dtype": dtype,
+             "qscheme": str(rng.choice(["per_tensor_affine", "per_tensor_symmetric"])),
+             "reduce_range": False}
+        if rng.random() < 0.25:
+            c["args"] = {"bins": str(int(rng.choice([256, 1000]))),
+                         "upsample_rate": str(int(rng.choice([16, 128])))}
+        scale = float(rng.choice([0.3, 1.0, 2.7, 6.0]))
+        n = int(rng.choice([1024, 2048, 4096]))
+        batches = []
+        for k in range(int(rng.integers(6, 17))):
+            g = scale * (1.0 + 0.08 * k * float(rng.random()))
+            kind = str(rng.choice(["relu_t", "t", "laplace"]))
+            if kind == "relu_t":
+                x = np.maximum(rng.standard_t(3, n) * g, 0)
+            elif kind == "t":
+                x = rng.standard_t(3, n) * g + 0.2 * g * rng.normal()
+            else:
+                x = rng.laplace(0, g, n)
+            batches.append(np.clip(x, -40 * scale, 40 * scale).astype(np.float32))
+        out.append((c, batches))
+    return out
+
+
+def histogram_tie_cases():
+    """Batches that put _adjust_min_max's start index on an exact half (k + 0.5 fine
+    cells below the old minimum), where torch.round rounds half to even. The old state
+    is followed in float32 as PyTorch computes it (fine cell, downsample rate, relaxed
+    maximum); the first batch is a relu-like [0, 1], so the minima stay small and the
+    halves exactly representable for a few widenings (the case ends when one is not)."""
+    f = np.float32
+    out = []
+    for half, bins, up in [(2.5, 2048, 128), (3.5, 2048, 128), (0.5, 2048, 128), (6.5, 256, 16),
+                           (1.5, 512, 16), (0.5, 8, 2), (1.5, 16, 2), (2.5, 32, 4), (0.5, 64, 4)]:
+        for dtype, qscheme in [("quint8", "per_tensor_affine"), ("qint8", "per_tensor_symmetric")]:
+            c = {"observer": "HistogramObserver", "dtype": dtype, "qscheme": qscheme,
+                 "reduce_range": False, "args": {"bins": str(bins), "upsample_rate": str(up)}}
+            x = np.linspace(0.0, 1.0, 997)
+            batches = [np.concatenate([x, x * x]).astype(np.float32)]
+            lo, hi = f(0.0), f(1.0)
+            for k in range(6):
+                cell = f(f(hi - lo) / f(bins * up))
+                v = f(lo - f(f(half) * cell))
+                for _ in range(8):  # a few float32 steps either way
+                    if f(f(lo - v) / cell) == f(half):
+                        break
+                    v = np.nextafter(v, f(np.inf) if f(f(lo - v) / cell) > f(half) else f(-np.inf))
+                if f(f(lo - v) / cell) != f(half):
+                    break
+                b = np.maximum(np.sin(np.linspace(0.0, 3.0 * (k + 1), 600)), 0) * 0.9
+                batches.append(np.concatenate([b, [v]]).astype(np.float32))
+                width = f(f(bins) * cell)
+                rate = np.ceil(f(f(hi - v) / width))
+                hi = f(hi + f(f(f(rate) * width) - f(hi - v)))
+                lo = v
+            if len(batches) < 3:
+                raise RuntimeError(f"tie case {half}/{bins}/{up}: fewer than two exact halves")
+            out.append((c, batches))
+    return out
+
+
 def fixed_cases(rng, count):
     out = []
     for _ in range(count):
@@ -371,6 +439,8 @@ def main():
     ap.add_argument("--driver", required=True, help="the test_observers binary")
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--cases", type=int, default=240, help="random cases per family")
+    ap.add_argument("--growth-cases", type=int, default=48,
+                    help="random cases of the growing heavy-tailed histogram family")
     a = ap.parse_args()
     rng = np.random.default_rng(a.seed)
 
@@ -379,6 +449,9 @@ def main():
                  "MovingAveragePerChannelMinMaxObserver"]:
         families[name] = minmax_cases(rng, name, a.cases)
     families["HistogramObserver"] = histogram_cases(rng, a.cases)
+    families["HistogramObserver (growing, heavy tails)"] = (
+        histogram_growth_cases(np.random.default_rng(a.seed + 1), a.growth_cases)
+        + histogram_tie_cases())
     families["FixedQParamsObserver"] = fixed_cases(rng, a.cases)
     t0 = time.time()
     ort = ort_cases(rng, max(20, a.cases // 4))
