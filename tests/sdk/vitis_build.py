@@ -89,8 +89,9 @@ def main():
             run([qhost, "run", model, "--input", x, "-o", os.path.join(scratch, "y.npy")] + backend,
                 env=env)
             run([qhost, "deploy", model, "-o", os.path.join(scratch, "pkg")] + backend, env=env)
-            if not os.path.isfile(os.path.join(scratch, "pkg", "manifest.json")):
-                raise Failure("deploy wrote no manifest.json")
+            for f in ("manifest.json", "deploy_model.onnx"):  # the latter through ABI 1.1
+                if not os.path.isfile(os.path.join(scratch, "pkg", f)):
+                    raise Failure(f"deploy wrote no {f}")
         except Failure as e:
             print(f"vitis_build: {e}", file=sys.stderr)
             return 1
