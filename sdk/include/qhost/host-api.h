@@ -311,7 +311,8 @@ typedef struct QhHostApi {
    * Errors: QH_ERR_INVALID_ARGUMENT for an artefact or graph handle the host did not
    * hand out, a bad path, or a flag bit not defined above; QH_ERR_OUT_OF_MEMORY when
    * the artefact would exceed its limit; QH_ERR_IO when the file cannot be written;
-   * QH_ERR_UNSUPPORTED when the graph cannot be ordered or serialised. */
+   * QH_ERR_INVALID_ARGUMENT or QH_ERR_UNSUPPORTED when the graph cannot be ordered,
+   * folded or serialised (the message says why). */
   QhStatus *(*artifact_write_model)(QhArtifact *artifact, const char *relative_path,
                                     const QhGraphView *graph, uint32_t flags);
   /* Lower-case hex SHA-256 (64 characters) of the QDQ model file the deploy was started
