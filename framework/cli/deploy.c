@@ -3,7 +3,9 @@
  * host->artifact_write. The files go to a temporary directory next to DIR, which is
  * renamed to DIR only when the plugin succeeds, so DIR either holds a whole artefact
  * or does not exist: a failed deploy leaves nothing behind. An existing DIR is refused
- * unless --force, which replaces it only after the new artefact is complete. */
+ * unless --force, which replaces it only after the new artefact is complete. The
+ * SHA-256 of the model file is handed to the plugin (artifact_source_digest) for its
+ * manifest. */
 #include <errno.h>
 #include <glib/gstdio.h>
 #include <stdio.h>
@@ -62,6 +64,27 @@ static gboolean put_in_place(const char *tmp, const char *dir, gboolean force, G
   return TRUE;
 }
 
+/* Lower-case hex SHA-256 of the file at path (mapped, not read into memory). */
+static char *file_sha256(const char *path, GError **error) {
+  GError *local = NULL;
+  GMappedFile *map = g_mapped_file_new(path, FALSE, &local);
+  if (map == NULL) {
+    g_set_error(error, QH_ERROR, QH_ERROR_IO, "%s", local->message);
+    g_error_free(local);
+    return NULL;
+  }
+  GChecksum *sum = g_checksum_new(G_CHECKSUM_SHA256);
+  const guchar *data = (const guchar *)g_mapped_file_get_contents(map);
+  gsize len = g_mapped_file_get_length(map);
+  /* g_checksum_update takes a gssize: feed huge files in pieces */
+  for (gsize off = 0; off < len; off += (gsize)1 << 30)
+    g_checksum_update(sum, data + off, (gssize)MIN(len - off, (gsize)1 << 30));
+  char *hex = g_strdup(g_checksum_get_string(sum));
+  g_checksum_free(sum);
+  g_mapped_file_unref(map);
+  return hex;
+}
+
 /* Run the plugin's deploy into a temporary sibling of dir; returns the bytes written. */
 static gboolean deploy(QhPlugin *plugin, QhGraph *graph, const char *model, const char *dir,
                        gboolean force, gsize *written, GError **error) {
@@ -75,6 +98,9 @@ static gboolean deploy(QhPlugin *plugin, QhGraph *graph, const char *model, cons
     g_set_error(error, QH_ERROR, QH_ERROR_IO, "%s already exists (use --force to replace it)", dir);
     return FALSE;
   }
+  char *digest = file_sha256(model, error);
+  if (digest == NULL)
+    return FALSE;
   char *parent = g_path_get_dirname(dir), *base = g_path_get_basename(dir);
   char *tmp = g_strdup_printf("%s%s.%s.tmp-XXXXXX", parent, G_DIR_SEPARATOR_S, base);
   gboolean ok = FALSE;
@@ -83,7 +109,7 @@ static gboolean deploy(QhPlugin *plugin, QhGraph *graph, const char *model, cons
                 g_strerror(errno));
     goto out;
   }
-  QhArtifact artifact = {QH_ARTIFACT_MAGIC, tmp, ARTIFACT_LIMIT, 0};
+  QhArtifact artifact = {QH_ARTIFACT_MAGIC, tmp, ARTIFACT_LIMIT, 0, digest};
   QhGraphView *view = qh_graph_view_new(graph, QH_VIEW_READ);
   QhStatus *st = desc->deploy->deploy(qh_plugin_instance(plugin), qh_host_api_get(), view, &artifact);
   qh_graph_view_free(view);
@@ -99,6 +125,7 @@ static gboolean deploy(QhPlugin *plugin, QhGraph *graph, const char *model, cons
   if (!ok)
     remove_tree(tmp);
 out:
+  g_free(digest);
   g_free(tmp);
   g_free(parent);
   g_free(base);

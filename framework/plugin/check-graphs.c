@@ -399,7 +399,7 @@ void qh_check_deploy(QhCheckRun *run) {
       {FALSE, "uint8 Q/DQ graph (zero point 128)"}, {TRUE, "symmetric int8 Q/DQ graph (scale 2^-4)"}};
   char *declined = NULL;
   for (size_t i = 0; i < G_N_ELEMENTS(graphs); i++) {
-    QhArtifact artifact = {QH_ARTIFACT_MAGIC, dir, 64u << 20, 0};
+    QhArtifact artifact = {QH_ARTIFACT_MAGIC, dir, 64u << 20, 0, NULL}; /* no source file */
     QhGraph *g = graph_qdq_typed(graphs[i].int8);
     QhGraphView *view = qh_graph_view_new(g, QH_VIEW_READ);
     QhStatus *st = run->desc->deploy->deploy(run->instance, qh_host_api_get(), view, &artifact);

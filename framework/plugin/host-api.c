@@ -5,8 +5,10 @@
  * the handles a plugin passes (magic numbers) before using them. */
 #include <errno.h>
 #include <string.h>
+#include <glib/gstdio.h>
 #include <sys/stat.h>
 
+#include "lower/deploy-model.h"
 #include "plugin/graph-view.h"
 #include "plugin/host-api-private.h"
 #include "plugin/host-private.h"
@@ -214,6 +216,53 @@ static QhStatus *api_artifact_write(QhArtifact *artifact, const char *relative_p
   return st;
 }
 
+/* The flags of artifact_write_model this host knows. */
+#define MODEL_FLAGS QH_MODEL_STRIP_QDQ
+
+static QhStatus *api_artifact_write_model(QhArtifact *artifact, const char *relative_path,
+                                          const QhGraphView *graph, uint32_t flags) {
+  if (artifact == NULL || artifact->magic != QH_ARTIFACT_MAGIC)
+    return qh_status_new(QH_ERR_INVALID_ARGUMENT,
+                         "artifact_write_model: not an artefact the host handed out");
+  if (flags & ~MODEL_FLAGS)
+    return qh_status_new(QH_ERR_INVALID_ARGUMENT, "artifact_write_model: unknown flag bits 0x%x",
+                         (unsigned)(flags & ~MODEL_FLAGS));
+  if (!relative_path_is_safe(relative_path))
+    return qh_status_new(QH_ERR_INVALID_ARGUMENT,
+                         "artifact_write_model: '%s' is not a relative path inside the artefact",
+                         relative_path ? relative_path : "(null)");
+  if (!qh_graph_view_is_valid(graph))
+    return qh_status_new(QH_ERR_INVALID_ARGUMENT,
+                         "artifact_write_model: not a graph handle the host handed out");
+  char *path = g_build_filename(artifact->dir, relative_path, NULL);
+  char *parent = g_path_get_dirname(path);
+  QhStatus *st = NULL;
+  GError *error = NULL;
+  gsize bytes = 0;
+  if (g_file_test(path, G_FILE_TEST_IS_DIR))
+    st = qh_status_new(QH_ERR_INVALID_ARGUMENT, "artifact_write_model: '%s' is a directory",
+                       relative_path);
+  else if (g_mkdir_with_parents(parent, 0755) != 0)
+    st = qh_status_new(QH_ERR_IO, "%s: %s", parent, g_strerror(errno));
+  else if (!qh_deploy_model_save(graph->graph, path, (flags & QH_MODEL_STRIP_QDQ) != 0, &bytes, &error))
+    st = qh_status_from_gerror(error);
+  else if (bytes > artifact->limit || artifact->written > artifact->limit - bytes) {
+    g_unlink(path); /* the artefact stays within its limit: the file is not kept */
+    st = qh_status_new(QH_ERR_OUT_OF_MEMORY, "artifact_write_model: the artefact exceeds %" G_GSIZE_FORMAT
+                       " bytes", artifact->limit);
+  } else
+    artifact->written += bytes;
+  g_free(parent);
+  g_free(path);
+  return st;
+}
+
+static const char *api_artifact_source_digest(const QhArtifact *artifact) {
+  if (artifact == NULL || artifact->magic != QH_ARTIFACT_MAGIC)
+    return NULL;
+  return artifact->source_digest;
+}
+
 /* ---- threads ---- */
 
 static uint32_t api_run_thread_count(const QhRunContext *ctx) {
@@ -280,6 +329,8 @@ const QhHostApi *qh_host_api_get(void) {
     table.run_thread_count = api_run_thread_count;
     table.parallel_for = api_parallel_for;
     table.status_new_for_node = api_status_new_for_node;
+    table.artifact_write_model = api_artifact_write_model;
+    table.artifact_source_digest = api_artifact_source_digest;
     qh_host_api_fill_graph(&table);
     g_once_init_leave(&once, 1);
   }

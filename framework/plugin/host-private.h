@@ -20,6 +20,7 @@ struct QhArtifact {
   char *dir;   /* the temporary directory files go to */
   gsize limit; /* total bytes allowed */
   gsize written;
+  const char *source_digest; /* borrowed: hex SHA-256 of the source model file, or NULL */
 };
 
 struct QhRunContext {

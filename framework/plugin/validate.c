@@ -612,7 +612,7 @@ static gboolean check_groups(Ctx *c, const QhPluginDesc *d, QhPluginInfo *info) 
 
 /* The largest struct_size a plugin of each 1.x minor may declare. */
 static size_t desc_size_for_minor(uint32_t minor) {
-  (void)minor; /* only 1.0 exists */
+  (void)minor; /* 1.1 grew only the host table: every minor's descriptor has the 1.0 size */
   return sizeof(QhPluginDesc);
 }
 

@@ -1,16 +1,22 @@
 /* example_vitis's deploy step: the vendor package a DPU compiler would take. From the
- * QDQ graph it writes, through host->artifact_write (the host makes the directory
- * appear whole or not at all):
+ * QDQ graph it writes, through the host's artefact functions (the host makes the
+ * directory appear whole or not at all):
+ *   deploy_model.onnx the deploy model (artifact_write_model, QH_MODEL_STRIP_QDQ): the
+ *                     float graph with every Q/DQ pair removed and the weights and
+ *                     biases replaced by their dequantized values, i.e. clipped to
+ *                     the quantized range and rounded, as MQBench's Vitis deploy writes
  *   clip_ranges.json  {"vitis": {tensor: {"scale", "position", "role", "dtype"}}} for
  *                     every quantized activation, weight and bias: the shape of
  *                     MQBench's Vitis clip-range file, plus the position the DPU uses
  *   weights/N.bin     each quantized constant's integers (int8 weights, int8/int32
  *                     biases: already inside the quantized range), row-major, with
  *                     dims and file listed in clip_ranges.json
- *   manifest.json     plugin and version, ABI version, a hash of the source graph,
- *                     opset, and the file list
- * The SDK offers no way to serialise a graph view as ONNX, so there is no deploy model
- * with the Q/DQ removed yet: clip_ranges.json and weights/ carry the same facts.
+ *   manifest.json     plugin and version, ABI version, the SHA-256 of the source QDQ
+ *                     file (artifact_source_digest; null when the host has no file),
+ *                     a hash of the source graph, opset, and the file list
+ * The two host functions arrived in ABI 1.1, which this plugin requires (its entry
+ * point refuses an older host); the QH_HAS_FIELD checks show how a plugin that also
+ * runs in 1.0 hosts would do without them.
  * Any tensor the DPU cannot take (a scale that is not a power of two, a nonzero zero
  * point, per-channel parameters) fails the deploy with its name. */
 #include <stdarg.h>
@@ -217,15 +223,28 @@ static QhStatus *deploy(void *instance, const QhHostApi *host, const QhGraphView
   puts_(&d.ranges, "\n  }\n}\n");
   if (!st && !d.ranges.oom)
     st = host->artifact_write(artifact, "clip_ranges.json", d.ranges.data, d.ranges.len);
+  int has_model = QH_HAS_FIELD(host, QhHostApi, artifact_write_model);
+  if (!st && has_model)
+    st = host->artifact_write_model(artifact, "deploy_model.onnx", graph, QH_MODEL_STRIP_QDQ);
   if (!st) {
+    const char *digest =
+        QH_HAS_FIELD(host, QhHostApi, artifact_source_digest) ? host->artifact_source_digest(artifact) : NULL;
     Text m = {0};
     puts_(&m, "{\n  \"format\": \"example_vitis-package\",\n  \"format_version\": 1,\n");
     putf(&m, "  \"plugin\": \"example_vitis\",\n  \"plugin_version\": \"%s\",\n", EXAMPLE_VITIS_VERSION);
     putf(&m, "  \"abi_version\": \"%d.%d\",\n  \"host_version\": ", QH_ABI_MAJOR, QH_ABI_MINOR);
     put_json_string(&m, host->host_version());
+    /* the file's digest names the model a user has; the graph hash also covers a graph
+     * that never was a file (plugin-check's) */
+    puts_(&m, ",\n  \"source_sha256\": ");
+    if (digest)
+      put_json_string(&m, digest);
+    else
+      puts_(&m, "null");
     putf(&m, ",\n  \"source_graph_fnv1a64\": \"%016llx\",\n  \"opset\": %lld,\n",
          (unsigned long long)graph_hash(host, graph), (long long)host->graph_opset(graph, ""));
-    putf(&m, "  \"files\": [\"clip_ranges.json\"%s]\n}\n", d.files.data ? d.files.data : "");
+    putf(&m, "  \"files\": [%s\"clip_ranges.json\"%s]\n}\n", has_model ? "\"deploy_model.onnx\", " : "",
+         d.files.data ? d.files.data : "");
     st = m.oom ? NULL : host->artifact_write(artifact, "manifest.json", m.data, m.len);
     if (m.oom)
       st = host->status_new(QH_ERR_OUT_OF_MEMORY, "out of memory");
@@ -240,6 +259,7 @@ static QhStatus *deploy(void *instance, const QhHostApi *host, const QhGraphView
 
 const QhDeployOps example_vitis_deploy = {
     QH_STRUCT_HEADER(QhDeployOps),
-    .description = "DPU package: clip_ranges.json (positions and scales), weights/*.bin, manifest.json",
+    .description = "DPU package: deploy_model.onnx (Q/DQ removed), clip_ranges.json (positions and "
+                   "scales), weights/*.bin, manifest.json",
     .deploy = deploy,
 };

@@ -37,10 +37,20 @@ _Static_assert(QH_ABI_VERSION_MAJOR(0x00010002u) == 1 && QH_ABI_VERSION_MINOR(0x
 
 /* ---- ABI 1.0: the closed layout of every struct (last member and size) ---- */
 
-/* The host table: 63 function pointers after the header. */
+/* The host table: 63 function pointers after the header; parallel_for is the last
+ * member of closed minor 1.0. */
 AT(QhHostApi, status_code, 32);
 AT(QhHostApi, parallel_for, 504);
 SIZE_1_0(QhHostApi, 512);
+
+/* ---- ABI 1.1 (open): the host table grew by two functions, appended right where
+ * 1.0 ended; compiled against the 1.0 snapshot this section is absent ---- */
+#if QH_ABI_MINOR >= 1
+AT(QhHostApi, artifact_write_model, 512);
+AT(QhHostApi, artifact_source_digest, 520);
+_Static_assert(QH_ABI_MINOR > 1 || sizeof(QhHostApi) == 528, "QhHostApi changed size in ABI 1.1");
+_Static_assert(QH_MODEL_STRIP_QDQ == 0x1u, "artifact_write_model flags");
+#endif
 
 /* The descriptor: every member, since the host reads each one only when struct_size
  * covers it. */
@@ -128,7 +138,8 @@ _Static_assert(QH_SPEC_QUANTIZE == 1 && QH_SPEC_FLOAT == 5, "spec kinds");
 _Static_assert(QH_INVALID_ID == 0xffffffffu && QH_MAX_RANK == 8 && QH_PATTERN_MAX_OPS == 3, "limits");
 
 int main(void) {
-  printf("ABI 1.0 layout holds (SDK %d.%d)\n", QH_ABI_MAJOR, QH_ABI_MINOR);
+  printf("ABI 1.0%s layout holds (SDK %d.%d)\n", QH_ABI_MINOR >= 1 ? " and 1.1" : "", QH_ABI_MAJOR,
+         QH_ABI_MINOR);
   return 0;
 }
 

@@ -8,7 +8,9 @@ failed scan. Also: the search path rules (empty QHOST_PLUGIN_PATH entries are no
 current directory), older descriptors that must still load, a plugin built against
 the frozen 1.0 headers, backend options, and hidden visibility (one exported symbol).
 
-The expected struct sizes are the x86-64 ABI 1.0 layout (tests/abi/frozen-layout.c).
+The expected struct sizes are the x86-64 ABI 1.0 layout (tests/abi/frozen-layout.c);
+the descriptor has not grown since. Plugins built here claim the SDK's ABI (HOST_ABI),
+the snapshot plugin 1.0, and the "too new" one the next minor (NEWER_ABI).
 """
 
 import ctypes
@@ -23,7 +25,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from abitest import check_lines, listed, main  # noqa: E402
 
 DESC_MIN_SIZE = 36  # QH_PLUGIN_DESC_MIN_SIZE: up to and including flags
-DESC_SIZE = 144     # sizeof(QhPluginDesc) in ABI 1.0
+DESC_SIZE = 144     # sizeof(QhPluginDesc) in ABI 1.0 and 1.1
+HOST_ABI = "1.1"    # QH_ABI_MAJOR.QH_ABI_MINOR of this host and of sdk/include
+NEWER_ABI = "1.2"   # what the abi_minor plugin claims: one minor beyond the host
 DESC_SIZE_TO_LOWERING = 128  # offsetof(QhPluginDesc, lowering)
 
 # Plugins that are supposed to be well-formed: they load and export one symbol.
@@ -116,10 +120,10 @@ def loads_and_conforms(env, case, name, struct_size):
     assert not [w for w in warned if env.plugin_dir(case) in w], warned
     entry = listed(data, name)
     assert entry is not None, f"{name} not listed: {data}"
-    assert entry["abi"] == "1.0" and entry["struct_size"] == struct_size, entry
+    assert entry["abi"] == HOST_ABI and entry["struct_size"] == struct_size, entry
     rc, lines, out, _ = env.plugin_check(env.plugin(case), expect_rc=0)
     assert lines[-1].startswith("conforms: yes (") and ", 0 failed" in lines[-1], out
-    assert (("descriptor", f"{name} 1.0.0, ABI 1.0, struct_size {struct_size}; supplies descriptor only")
+    assert (("descriptor", f"{name} 1.0.0, ABI {HOST_ABI}, struct_size {struct_size}; supplies descriptor only")
             in check_lines(lines, "PASS")), out
     return lines
 
@@ -176,7 +180,7 @@ def case_text_listing(env):
                            "--plugin", env.plugin("good"))
     assert rc == 0, err
     want = [
-        "good 1.0.0 (ABI 1.0)",
+        f"good 1.0.0 (ABI {HOST_ABI})",
         "  qhost ABI test plugin (good)",
         f"  file:     {env.plugin('good')}",
         "  supplies: descriptor only",
@@ -184,7 +188,7 @@ def case_text_listing(env):
     ]
     got = out.splitlines()
     assert got[:len(want)] == want, "want\n" + "\n".join(want) + "\ngot\n" + out
-    assert (f"qhost: warning: {env.plugin('abi_major')}: built for qhost ABI 2.0, this host provides 1.0;"
+    assert (f"qhost: warning: {env.plugin('abi_major')}: built for qhost ABI 2.0, this host provides {HOST_ABI};"
             " skipped") in err.splitlines(), err
 
 
@@ -217,7 +221,7 @@ def case_check_by_name(env):
     path = env.plugin("abi_minor")
     rc, lines, out, _ = env.plugin_check("abiminor", "--plugin-dir", env.plugin_dir("abi_minor"),
                                          expect_rc=1)
-    assert ("scan", f"{path}: built for qhost ABI 1.1, this host provides 1.0") in check_lines(lines, "FAIL"), out
+    assert ("scan", f"{path}: built for qhost ABI {NEWER_ABI}, this host provides {HOST_ABI}") in check_lines(lines, "FAIL"), out
 
 
 def case_backend_options(env):
@@ -268,15 +272,15 @@ CASES = {
     "not_a_plugin": case_not_a_plugin,
     "missing_dependency": case_missing_dependency,
     "init_fails": descriptor_case("init_fails", "initialisation failed: broken!"),
-    "abi_major": descriptor_case("abi_major", "built for qhost ABI 2.0, this host provides 1.0"),
-    "abi_minor": descriptor_case("abi_minor", "built for qhost ABI 1.1, this host provides 1.0"),
+    "abi_major": descriptor_case("abi_major", f"built for qhost ABI 2.0, this host provides {HOST_ABI}"),
+    "abi_minor": descriptor_case("abi_minor", f"built for qhost ABI {NEWER_ABI}, this host provides {HOST_ABI}"),
     "older_struct_size": case_older_struct_size,
     "minimal_descriptor": case_minimal_descriptor,
     "struct_size_small": descriptor_case(
-        "size_small", f"corrupt descriptor: struct_size 8 is outside [{DESC_MIN_SIZE}, {DESC_SIZE}] for ABI 1.0"),
+        "size_small", f"corrupt descriptor: struct_size 8 is outside [{DESC_MIN_SIZE}, {DESC_SIZE}] for ABI {HOST_ABI}"),
     "struct_size_large": descriptor_case(
         "size_large",
-        f"corrupt descriptor: struct_size {DESC_SIZE + 64} is outside [{DESC_MIN_SIZE}, {DESC_SIZE}] for ABI 1.0"),
+        f"corrupt descriptor: struct_size {DESC_SIZE + 64} is outside [{DESC_MIN_SIZE}, {DESC_SIZE}] for ABI {HOST_ABI}"),
     "null_callback": descriptor_case(
         "null_callback", "descriptor: observers[0] 'HalfObserver': required callback 'observe' is NULL"),
     "bad_name": descriptor_case(

@@ -82,7 +82,7 @@ static void test_buffer(void) {
 static void test_artifact(void) {
   const QhHostApi *api = qh_host_api_get();
   char *dir = g_dir_make_tmp("qh-artifact-XXXXXX", NULL);
-  QhArtifact art = {QH_ARTIFACT_MAGIC, dir, 100, 0};
+  QhArtifact art = {QH_ARTIFACT_MAGIC, dir, 100, 0, NULL};
   g_assert_null(api->artifact_write(&art, "meta/info.txt", "hello", 5));
   char *path = g_build_filename(dir, "meta", "info.txt", NULL);
   char *text = NULL;

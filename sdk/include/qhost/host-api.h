@@ -22,7 +22,8 @@
  *  - Threading: unless a function says "any thread", call it only on the thread that
  *    called the current callback.
  *
- * Since: ABI 1.0 */
+ * Since: ABI 1.0. Members added later sit under an "Added in ABI 1.N" marker; a plugin
+ * that also runs in older hosts checks QH_HAS_FIELD(host, QhHostApi, member) first. */
 #ifndef QHOST_HOST_API_H
 #define QHOST_HOST_API_H
 
@@ -79,6 +80,9 @@ typedef struct QhRunContext QhRunContext;
 #define QH_CPU_AVX512VL (1ull << 5)
 #define QH_CPU_AVX512VNNI (1ull << 6)
 #define QH_CPU_AVXVNNI (1ull << 7)
+
+/* artifact_write_model flags (Added in ABI 1.1) */
+#define QH_MODEL_STRIP_QDQ 0x1u /* the deploy model: Q/DQ removed, weights dequantized */
 
 /* A task of parallel_for: called once per index in [0, n) on some worker. */
 typedef void (*QhParallelTaskFn)(void *user_data, size_t index, uint32_t worker);
@@ -284,6 +288,38 @@ typedef struct QhHostApi {
    * pthreadpool) does not use this and sizes its pool from run_thread_count. */
   QhStatus *(*parallel_for)(const QhRunContext *ctx, size_t n, QhParallelTaskFn task,
                             void *user_data);
+
+  /* Added in ABI 1.1 */
+  /* ---- Deploy (inside QhDeployOps.deploy: only it receives an artefact) ---- */
+  /* Write `graph` as an ONNX model file of the artefact. relative_path [in]: the rules
+   * of artifact_write (UTF-8, '/'-separated, no "..", not absolute); the file appears
+   * whole or not at all, and counts towards the artefact's size limit. graph: the
+   * handle deploy received (borrowed). flags:
+   *   0                   the graph as it is (the QDQ model).
+   *   QH_MODEL_STRIP_QDQ  the float deploy model a vendor compiler takes: every
+   *                       QuantizeLinear -> DequantizeLinear pair on an activation is
+   *                       removed (its consumers read the float tensor), and each
+   *                       constant that reaches the graph through DequantizeLinear
+   *                       (weights, biases) is replaced by its dequantized float values,
+   *                       (q - zero_point) * scale: clipped to the quantized range and
+   *                       rounded as the QDQ model has them. A Q -> DQ chain on a float
+   *                       constant is folded the same way (QuantizeLinear rounds half to
+   *                       even and saturates). Initializers nothing reads any more are
+   *                       dropped; names of the remaining values and nodes are kept (a
+   *                       removed DequantizeLinear that wrote a graph output becomes an
+   *                       Identity, so outputs keep their names).
+   * Errors: QH_ERR_INVALID_ARGUMENT for an artefact or graph handle the host did not
+   * hand out, a bad path, or a flag bit not defined above; QH_ERR_OUT_OF_MEMORY when
+   * the artefact would exceed its limit; QH_ERR_IO when the file cannot be written;
+   * QH_ERR_INVALID_ARGUMENT or QH_ERR_UNSUPPORTED when the graph cannot be ordered,
+   * folded or serialised (the message says why). */
+  QhStatus *(*artifact_write_model)(QhArtifact *artifact, const char *relative_path,
+                                    const QhGraphView *graph, uint32_t flags);
+  /* Lower-case hex SHA-256 (64 characters) of the QDQ model file the deploy was started
+   * from (`qhost deploy` hashes the bytes it read), for the package's manifest. NULL
+   * when there is no such file (plugin-check's built-in graphs) or the artefact handle
+   * is invalid. Borrowed: valid until deploy returns. */
+  const char *(*artifact_source_digest)(const QhArtifact *artifact);
 } QhHostApi;
 
 #ifdef __cplusplus

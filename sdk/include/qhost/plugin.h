@@ -236,7 +236,8 @@ typedef struct QhDeployOps {
   uint32_t struct_size;
   const char *description; /* one line: what the artefact is */
   /* Required. Write the artefact for the QDQ `graph` (borrowed) through
-   * host->artifact_write; the host renames the directory into place on success and
+   * host->artifact_write (and, since ABI 1.1, artifact_write_model and
+   * artifact_source_digest); the host renames the directory into place on success and
    * removes it on error. */
   QhStatus *(*deploy)(void *instance, const QhHostApi *host, const QhGraphView *graph,
                       QhArtifact *artifact);

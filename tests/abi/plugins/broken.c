@@ -5,7 +5,7 @@
  * hand-made descriptor in the host's own tests. PLUGIN_NAME and PLUGIN_VERSION let
  * the same source appear under several names (duplicates, name mismatches).
  *
- * Switches: BROKEN_INIT_FAILS, BROKEN_ABI_MAJOR2, BROKEN_ABI_MINOR1, BROKEN_SHRUNK,
+ * Switches: BROKEN_INIT_FAILS, BROKEN_ABI_MAJOR2, BROKEN_ABI_MINOR_NEWER, BROKEN_SHRUNK,
  * BROKEN_MINIMAL, BROKEN_SIZE_SMALL, BROKEN_SIZE_LARGE, BROKEN_NULL_CALLBACK,
  * BROKEN_BAD_NAME, BROKEN_BAD_UTF8, BROKEN_SEGV, BROKEN_HANG, BROKEN_NEEDS_DEP (links a
  * library that is not on the loader's path). */
@@ -37,8 +37,8 @@
 /* The version the descriptor claims: set by hand where the test wants a mismatch. */
 #if defined(BROKEN_ABI_MAJOR2)
 #define DESC_ABI (2u << 16 | 0u)
-#elif defined(BROKEN_ABI_MINOR1)
-#define DESC_ABI (1u << 16 | 1u)
+#elif defined(BROKEN_ABI_MINOR_NEWER)
+#define DESC_ABI (1u << 16 | (QH_ABI_MINOR + 1u)) /* one minor beyond the host */
 #else
 #define DESC_ABI QH_ABI_VERSION
 #endif
