@@ -6,11 +6,12 @@
  * Units, as the DPU executes them (a unit's output gets one Q/DQ, nothing inside):
  *  - Conv (1-D, 2-D, grouped/depthwise), Gemm, MatMul with a constant weight: input,
  *    weight and bias quantized (bias int8 with its own position, not int32), followed
- *    by a fused Relu / LeakyRelu / Clip(0, x) when it is the only consumer;
- *  - Add (+ fused Relu), Mul, Concat, MaxPool, Relu, LeakyRelu, Clip(0, x), HardSigmoid
+ *    by a fused Relu / LeakyRelu / Clip (ReLU6) when it is the only consumer;
+ *  - Add (+ fused Relu), Mul, Concat, MaxPool, Relu, LeakyRelu, Clip, HardSigmoid
  *    with the DPU's constants: activation inputs and own output;
  *  - AveragePool / GlobalAveragePool followed by transform.c's factor Mul: one unit,
- *    the output Q/DQ after the Mul, the factor a float scalar;
+ *    the output Q/DQ after the Mul, the factor a float scalar (a pool whose window is
+ *    unknown, or whose factor could not be inserted, stays float);
  *  - Flatten / Reshape of a quantized tensor: the DPU moves bytes, so the output shares
  *    the input's qparams.
  * A value gets one quantization point: its producer's output, or, for a graph input or
@@ -105,8 +106,8 @@ static QhStatus *act_input(Ann *a, uint32_t n, uint32_t slot) {
     return h->annotation_set_input_spec(a->g, n, slot, &w);
   }
   if (has_point(a, v)) {
-    if (a->point[v].kind == QH_EDGE_OUTPUT) /* consumers read the producer's Q/DQ */
-      return NULL;
+    /* Sharing the point adds no Q/DQ (the edge reads the producer's or the first
+     * consumer's chain); it makes the unit's quantized inputs explicit in the report. */
     QhQuantSpec shared = {QH_STRUCT_HEADER(QhQuantSpec), .kind = QH_SPEC_SHARED, .ch_axis = -1,
                           .shared_with = a->point[v]};
     return h->annotation_set_input_spec(a->g, n, slot, &shared);
@@ -199,7 +200,7 @@ static QhStatus *annotate_node(Ann *a, uint32_t n) {
     return elementwise(a, n, 2);
   if (vg_is_op(h, g, n, "Concat"))
     return elementwise(a, n, h->node_input_count(g, n));
-  if ((vg_is_op(h, g, n, "MaxPool") && h->node_output_count(g, n) == 1) || vg_is_avgpool(h, g, n) ||
+  if ((vg_is_op(h, g, n, "MaxPool") && h->node_output_count(g, n) == 1) || (vg_is_avgpool(h, g, n) && vg_avgpool_ready(h, g, n)) ||
       vg_is_op(h, g, n, "Relu") || vg_is_op(h, g, n, "LeakyRelu") || vg_fusable_act(h, g, n) ||
       (vg_is_op(h, g, n, "HardSigmoid") && dpu_hard_sigmoid(h, g, n)))
     return elementwise(a, n, 1);

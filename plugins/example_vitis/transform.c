@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "vitis-graph.h"
 #include "vitis.h"
 
 #define HSIG_ALPHA (2731.0f / 16384.0f)
@@ -42,11 +43,6 @@ double vitis_avgpool_factor(int64_t kh, int64_t kw) {
     }
   }
   return best;
-}
-
-static int is_op(const QhHostApi *h, const QhGraphView *g, uint32_t n, const char *op) {
-  const char *t = h->node_op_type(g, n), *d = h->node_domain(g, n);
-  return t && strcmp(t, op) == 0 && (!d || !d[0] || strcmp(d, "ai.onnx") == 0);
 }
 
 static float attr_float(const QhHostApi *h, const QhGraphView *g, uint32_t n, const char *name, float dflt) {
@@ -85,33 +81,9 @@ static QhStatus *hard_sigmoid(const QhHostApi *h, QhGraphView *g, uint32_t n) {
   return st ? st : h->node_set_attr_float(g, n, "beta", HSIG_BETA);
 }
 
-/* The pooling window, or 0 when the DPU factor cannot be known (dynamic shapes). */
-static int pool_window(const QhHostApi *h, const QhGraphView *g, uint32_t n, int64_t *kh, int64_t *kw) {
-  if (is_op(h, g, n, "GlobalAveragePool")) {
-    int64_t dims[QH_MAX_RANK];
-    int32_t rank = -1;
-    QhStatus *st = h->value_shape(g, h->node_input(g, n, 0), dims, QH_MAX_RANK, &rank);
-    h->status_free(st);
-    if (st || rank != 4 || dims[2] <= 0 || dims[3] <= 0)
-      return 0;
-    *kh = dims[2];
-    *kw = dims[3];
-    return 1;
-  }
-  const int64_t *k = NULL;
-  size_t count = 0;
-  QhStatus *st = h->node_attr_ints(g, n, "kernel_shape", &k, &count);
-  h->status_free(st);
-  if (st || count != 2 || k[0] <= 0 || k[1] <= 0)
-    return 0;
-  *kh = k[0];
-  *kw = k[1];
-  return 1;
-}
-
 static QhStatus *average_pool(const QhHostApi *h, QhGraphView *g, uint32_t n) {
   int64_t kh, kw;
-  if (!pool_window(h, g, n, &kh, &kw)) {
+  if (!vg_pool_window(h, g, n, &kh, &kw)) {
     note(h, g, n, "window unknown (not 2-D or dynamic shape): the DPU factor cannot be applied, it stays float");
     return NULL;
   }
@@ -124,15 +96,16 @@ static QhStatus *average_pool(const QhHostApi *h, QhGraphView *g, uint32_t n) {
     return NULL;
   }
   const char *name = h->node_name(g, n);
-  char cname[300], mname[300];
+  char cname[300], mname[300], vname[300];
   snprintf(cname, sizeof cname, "%s_dpu_factor", name ? name : "avgpool");
+  snprintf(vname, sizeof vname, "%s_dpu_scaled", name ? name : "avgpool");
   snprintf(mname, sizeof mname, "%s_dpu_scale", name ? name : "avgpool");
   float f = (float)factor;
   uint32_t c, scaled, mul;
   /* rewire the consumers first, so that the new Mul itself keeps reading the pool */
   QhStatus *st = h->graph_add_constant(g, cname, QH_DTYPE_FLOAT, 0, NULL, &f, sizeof f, &c);
   if (!st)
-    st = h->graph_add_value(g, NULL, &scaled);
+    st = h->graph_add_value(g, vname, &scaled);
   if (!st)
     st = h->value_replace_uses(g, out, scaled);
   uint32_t ins[2] = {out, c};
@@ -154,11 +127,11 @@ static QhStatus *transform(void *instance, const QhHostApi *h, QhGraphView *g) {
     QhStatus *st = NULL;
     if (!h->node_is_live(g, n))
       continue;
-    if (is_op(h, g, n, "LeakyRelu"))
+    if (vg_is_op(h, g, n, "LeakyRelu"))
       st = leaky_relu(h, g, n);
-    else if (is_op(h, g, n, "HardSigmoid"))
+    else if (vg_is_op(h, g, n, "HardSigmoid"))
       st = hard_sigmoid(h, g, n);
-    else if (is_op(h, g, n, "AveragePool") || is_op(h, g, n, "GlobalAveragePool"))
+    else if (vg_is_op(h, g, n, "AveragePool") || vg_is_op(h, g, n, "GlobalAveragePool"))
       st = average_pool(h, g, n);
     if (st)
       return st;

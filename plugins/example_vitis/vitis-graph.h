@@ -14,6 +14,12 @@ int vg_weighted(const QhHostApi *h, const QhGraphView *g, uint32_t n);
 int vg_fusable_act(const QhHostApi *h, const QhGraphView *g, uint32_t n);
 int vg_is_avgpool(const QhHostApi *h, const QhGraphView *g, uint32_t n);
 int vg_pool_factor(const QhHostApi *h, const QhGraphView *g, uint32_t pool, uint32_t mul);
+/* The window of an AveragePool, or a GlobalAveragePool's input size (followed back
+ * through the graph when not recorded); 0 when unknown or not 2-D. */
+int vg_pool_window(const QhHostApi *h, const QhGraphView *g, uint32_t n, int64_t *kh, int64_t *kw);
+/* An average pool the DPU can run as ONNX computes it: window known, and factor 1 or
+ * transform.c's Mul after it. */
+int vg_avgpool_ready(const QhHostApi *h, const QhGraphView *g, uint32_t n);
 /* The node whose output ends the DPU unit starting at n: the fused activation after a
  * weighted op or an Add, the factor Mul after an average pool, else n itself. */
 uint32_t vg_unit_last(const QhHostApi *h, const QhGraphView *g, uint32_t n);
