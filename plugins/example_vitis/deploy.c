@@ -151,7 +151,7 @@ static QhStatus *entry(Deploy *d, uint32_t node, int is_dq) {
   int32_t dtype = constant ? h->value_dtype(d->g, x) : h->value_dtype(d->g, h->node_output(d->g, node, 0));
   if (z != QH_INVALID_ID)
     dtype = h->value_dtype(d->g, z);
-  if (zp != 0 || !vitis_scale_pos(scale, &pos) || (dtype != QH_DTYPE_INT8 && dtype != QH_DTYPE_INT32))
+  if (zp != 0 || !vitis_kernel_pos(scale, &pos) || (dtype != QH_DTYPE_INT8 && dtype != QH_DTYPE_INT32))
     return qh_status_newf(h, QH_ERR_UNSUPPORTED,
                           "tensor '%s': scale %g, zero point %g: the DPU needs int8, zero point 0 "
                           "and a power-of-two scale", h->value_name(d->g, x), scale, zp);

@@ -48,13 +48,11 @@ typedef struct {
 #define WHY_SIZE 256
 #define DECLINE(c, ...) (snprintf((c)->why, WHY_SIZE, __VA_ARGS__), 0)
 
-int vitis_scale_pos(double scale, int *pos) {
-  int e;
-  if (!(scale > 0.0) || !isfinite(scale) || frexp(scale, &e) != 0.5)
+int vitis_kernel_pos(float scale, int *pos) {
+  int p;
+  if (!vitis_scale_pos(scale, &p) || p < VITIS_KERNEL_POS_MIN || p > VITIS_KERNEL_POS_MAX)
     return 0;
-  if (1 - e < VITIS_POS_MIN || 1 - e > VITIS_POS_MAX)
-    return 0;
-  *pos = 1 - e;
+  *pos = p;
   return 1;
 }
 
@@ -68,9 +66,9 @@ static int qpos(Ctx *c, const QhQParams *q, int32_t dtype, const char *what, int
     return DECLINE(c, "%s is not %s", what, dtype == QH_DTYPE_INT8 ? "int8" : "int32");
   if (q->zero_point[0] != 0)
     return DECLINE(c, "%s has zero point %d; the DPU needs 0", what, (int)q->zero_point[0]);
-  if (!vitis_scale_pos(q->scale[0], pos))
+  if (!vitis_kernel_pos(q->scale[0], pos))
     return DECLINE(c, "%s has scale %g, not a power of two 2^-pos with pos in [%d, %d]", what,
-                   (double)q->scale[0], VITIS_POS_MIN, VITIS_POS_MAX);
+                   (double)q->scale[0], VITIS_KERNEL_POS_MIN, VITIS_KERNEL_POS_MAX);
   return 1;
 }
 
