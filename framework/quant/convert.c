@@ -15,6 +15,8 @@ typedef struct {
   const QhQuantPoints *pts;
   int n_nodes; /* nodes before conversion: the only ones whose inputs are rewired */
   GPtrArray *consumers; /* per value id: GArray of (node, slot) int pairs, or NULL */
+  QhConstantRounding rounding;
+  gpointer rounding_data;
 } Ctx;
 
 /* Value and node names share one namespace here, so a new Q/DQ node never takes the
@@ -122,6 +124,15 @@ static int weight_chain(Ctx *c, QhValue *w, const QhTensor *t, const QhQuantPara
   QhTensor *qt = qh_tensor_new((QhDType)q->dtype, &t->shape, error);
   if (qt == NULL)
     return -1;
+  /* The backend's rounding: its fake-quantized values are multiples of the scale, which
+   * the quantization below maps back to exactly the integers it chose. */
+  const float *src = t->data;
+  float *fake = NULL;
+  if (c->rounding && t->dtype == QH_DTYPE_F32) {
+    fake = qh_aligned_alloc0(t->nbytes);
+    if (fake && c->rounding(c->rounding_data, t, q, fake))
+      src = fake;
+  }
   if (q->n > 1) {
     if (q->ch_axis < 0 || q->ch_axis >= t->shape.rank || t->shape.dims[q->ch_axis] != q->n) {
       char *shape = qh_shape_to_string(&t->shape);
@@ -129,12 +140,14 @@ static int weight_chain(Ctx *c, QhValue *w, const QhTensor *t, const QhQuantPara
                   w->name, q->n, q->ch_axis, shape);
       g_free(shape);
       qh_tensor_free(qt);
+      qh_aligned_free(fake);
       return -1;
     }
-    qh_quant_quantize_per_channel(t->data, t->shape.rank, t->shape.dims, q, qt->data);
+    qh_quant_quantize_per_channel(src, t->shape.rank, t->shape.dims, q, qt->data);
   } else {
-    qh_quant_quantize(t->data, (size_t)qh_tensor_numel(t), q->scale[0], q->zero_point[0], q->dtype, qt->data);
+    qh_quant_quantize(src, (size_t)qh_tensor_numel(t), q->scale[0], q->zero_point[0], q->dtype, qt->data);
   }
+  qh_aligned_free(fake);
   char *qname = g_strdup_printf("%s_quantized", base);
   QhValue *qv = new_value(c->g, qname, error);
   g_free(qname);
@@ -324,7 +337,12 @@ static void free_uses(gpointer p) {
 }
 
 gboolean qh_quant_convert(QhGraph *g, const QhQuantPoints *pts, GError **error) {
-  Ctx c = {g, pts, qh_graph_n_nodes(g), g_ptr_array_new_with_free_func(free_uses)};
+  return qh_quant_convert_rounded(g, pts, NULL, NULL, error);
+}
+
+gboolean qh_quant_convert_rounded(QhGraph *g, const QhQuantPoints *pts, QhConstantRounding rounding,
+                                  gpointer data, GError **error) {
+  Ctx c = {g, pts, qh_graph_n_nodes(g), g_ptr_array_new_with_free_func(free_uses), rounding, data};
   int n_values = qh_graph_n_values(g);
   g_ptr_array_set_size(c.consumers, n_values);
   for (int i = 0; i < c.n_nodes; i++) {

@@ -9,7 +9,8 @@
  *    DequantizeLinear "W_dequantize", whose output keeps the name W.
  *  - an edge whose qparams differ from its producer's output gets its own chain named
  *    after the consumer ("V_for_CONSUMER_..."). Names already taken get "_1", "_2"....
- * Weights are quantized with PyTorch's arithmetic (quant/quantize.h). */
+ * Weights are quantized with PyTorch's arithmetic (quant/quantize.h), or rounded as the
+ * backend's reference numerics say (qh_quant_convert_rounded). */
 #ifndef QH_QUANT_CONVERT_H
 #define QH_QUANT_CONVERT_H
 
@@ -18,6 +19,17 @@
 G_BEGIN_DECLS
 
 gboolean qh_quant_convert(QhGraph *graph, const QhQuantPoints *points, GError **error);
+
+/* How a backend rounds a constant: fill fake (t's element count) with t quantized then
+ * dequantized by q, or return FALSE to keep PyTorch's rounding for this tensor. */
+typedef gboolean (*QhConstantRounding)(gpointer data, const QhTensor *t, const QhQuantParams *q, float *fake);
+
+/* As qh_quant_convert, but the integer weights and biases are those of `rounding`
+ * (a backend's reference numerics, e.g. a DPU's round-half-away-from-zero): each
+ * constant is fake-quantized by it, and the stored integers are the exact multiples of
+ * the scale it returns. rounding NULL = qh_quant_convert. */
+gboolean qh_quant_convert_rounded(QhGraph *graph, const QhQuantPoints *points, QhConstantRounding rounding,
+                                  gpointer data, GError **error);
 
 G_END_DECLS
 

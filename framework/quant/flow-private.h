@@ -49,6 +49,10 @@ void qh_flow_report_imperative(QhFlow *f);
  * refine). */
 gboolean qh_flow_probe_float(QhFlow *f, GError **error);
 void qh_flow_weight_sqnr(QhFlow *f);
+/* The backend's fake-quantize of a constant into dq (t's element count); FALSE (with a
+ * report note) when the plugin fails, and the caller then uses PyTorch's rounding. */
+gboolean qh_flow_plugin_fake_quantize(QhFlow *f, const QhReferenceNumericsOps *rn, const QhTensor *t,
+                                      const QhQuantParams *q, float *dq);
 /* After convert: run the probe on the QDQ graph and compute the SQNRs. */
 gboolean qh_flow_probe_quantized(QhFlow *f, GError **error);
 void qh_flow_probe_free(QhFlow *f);

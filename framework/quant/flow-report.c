@@ -84,8 +84,8 @@ static void torch_fake_quantize(const QhTensor *t, const QhQuantParams *q, float
 }
 
 /* The backend's own fake-quant (QhReferenceNumericsOps), where it supplies one. */
-static gboolean plugin_fake_quantize(QhFlow *f, const QhReferenceNumericsOps *rn, const QhTensor *t,
-                                     const QhQuantParams *q, float *dq) {
+gboolean qh_flow_plugin_fake_quantize(QhFlow *f, const QhReferenceNumericsOps *rn, const QhTensor *t,
+                                      const QhQuantParams *q, float *dq) {
   QhQParams qp = {QH_STRUCT_HEADER(QhQParams), .dtype = q->dtype, .qscheme = q->qscheme,
                   .quant_min = q->quant_min, .quant_max = q->quant_max, .ch_axis = q->ch_axis,
                   .count = (size_t)q->n, .capacity = (size_t)q->n, .scale = q->scale,
@@ -126,7 +126,7 @@ void qh_flow_weight_sqnr(QhFlow *f) {
     float *dq = qh_aligned_alloc0(t->nbytes);
     if (dq == NULL)
       continue;
-    if (!rn || !plugin_fake_quantize(f, rn, t, pt->qparams, dq))
+    if (!rn || !qh_flow_plugin_fake_quantize(f, rn, t, pt->qparams, dq))
       torch_fake_quantize(t, pt->qparams, dq);
     g_hash_table_replace(f->weight_sqnr, g_strdup(v->name), boxed(sqnr_db(t->data, dq, qh_tensor_numel(t))));
     qh_aligned_free(dq);

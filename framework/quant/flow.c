@@ -218,6 +218,13 @@ static gboolean calibrate(QhFlow *f, GError **error) {
   return ok;
 }
 
+/* Constants stored with the backend's rounding (QhConstantRounding over its reference
+ * numerics): a DPU rounds weights half away from zero where ONNX rounds half to even. */
+static gboolean backend_rounding(gpointer data, const QhTensor *t, const QhQuantParams *q, float *fake) {
+  QhFlow *f = data;
+  return qh_flow_plugin_fake_quantize(f, f->desc->reference_numerics, t, q, fake);
+}
+
 /* ---- refine ---- */
 
 static gboolean refine_get(gpointer data, const QhGraph *graph, const QhEdgeRef *edge, QhQParams *out,
@@ -399,7 +406,12 @@ gboolean qh_quantize(const QhQuantizeOptions *opt, GError **error) {
     qh_flow_weight_sqnr(&f);
     qh_plan_free(f.plan); /* the plan borrows the float graph, which convert rewrites */
     f.plan = NULL;
-    ok = qh_quant_convert(f.graph, f.points, error);
+    const QhReferenceNumericsOps *rn =
+        QH_HAS_FIELD(f.desc, QhPluginDesc, reference_numerics) ? f.desc->reference_numerics : NULL;
+    if (rn)
+      qh_quant_report_note(f.report, "integer weights and biases rounded by plugin '%s''s reference numerics",
+                           f.name);
+    ok = qh_quant_convert_rounded(f.graph, f.points, rn ? backend_rounding : NULL, &f, error);
     if (!ok)
       g_prefix_error(error, "%s: ", opt->model_path);
   }

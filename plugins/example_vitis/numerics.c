@@ -2,9 +2,10 @@
  * report's error figures (reference_numerics) and the deploy step all use these
  * helpers. Activations round half up (x.5 goes toward +infinity, vai_q_pytorch's
  * method 2, what the DPU's shifters do); weights, bias and network inputs round half
- * away from zero (C's round(), method 3, what the offline quantizer does). ONNX's
- * QuantizeLinear rounds half to even, so an ONNX runtime running our QDQ file differs
- * from the DPU only on exact ties, by one step. */
+ * away from zero (C's round(), method 3, what the offline quantizer does); the host
+ * stores the QDQ file's integer weights and biases with fake_quantize below, so they are
+ * the DPU's. ONNX's QuantizeLinear rounds activations half to even, so an ONNX runtime
+ * running our QDQ file differs from the DPU only on exact ties, by one step. */
 #include <math.h>
 
 #include "vitis.h"
