@@ -2,7 +2,8 @@
  * vai_q_onnx's refine.py does, each change made through host->qparams_set with a
  * reason the quantize report prints per tensor. pos is the p of scale = 2^-p.
  *  - form: every quantized edge is int8, zero point 0, a power-of-two scale (a scale
- *    from elsewhere is rounded down to one, which can only widen the range);
+ *    from elsewhere gets the position below its own, i.e. the next power of two up,
+ *    which can only widen the range);
  *  - concat: inputs and output take the smallest position (one shared scale, since
  *    the DPU concatenates bytes);
  *  - pooling: input and output take the smaller position (max/avg pool do not shift);
