@@ -64,6 +64,7 @@ def install_prefix(args, scratch):
         f"{args.libdir}/pkgconfig/qhost-plugin.pc",
         f"{args.libdir}/qhost/plugins",
         f"{args.docdir}/PLUGIN_GUIDE.md",
+        f"{args.docdir}/VITIS_TUTORIAL.md",
     ]
     missing = [p for p in expected if not os.path.exists(os.path.join(prefix, p))]
     if missing:
