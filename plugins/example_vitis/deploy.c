@@ -155,7 +155,10 @@ static QhStatus *entry(Deploy *d, uint32_t node, int is_dq) {
     return qh_status_newf(h, QH_ERR_UNSUPPORTED,
                           "tensor '%s': scale %g, zero point %g: the DPU needs int8, zero point 0 "
                           "and a power-of-two scale", h->value_name(d->g, x), scale, zp);
-  const char *name = h->value_name(d->g, x), *role = constant ? role_of(d, node, dtype) : "activation";
+  /* Keyed by the deploy model's names: an activation keeps the name its QuantizeLinear
+   * reads; a constant becomes the float initializer its DequantizeLinear wrote. */
+  const char *name = h->value_name(d->g, constant ? h->node_output(d->g, node, 0) : x),
+             *role = constant ? role_of(d, node, dtype) : "activation";
   puts_(&d->ranges, d->n_entries++ ? ",\n    " : "\n    ");
   put_json_string(&d->ranges, name);
   putf(&d->ranges, ": {\"scale\": %.9g, \"position\": %d, \"role\": \"%s\", \"dtype\": \"%s\"", scale,

@@ -58,18 +58,20 @@ def case_vitis_package(r, tmp):
     ranges = json.load(open(os.path.join(out, "clip_ranges.json")))["vitis"]
     m = onnx.load(model)
     inits = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
-    quantized = {n.input[0] for n in m.graph.node if n.op_type == "QuantizeLinear"}
-    quantized |= {n.input[0] for n in m.graph.node if n.op_type == "DequantizeLinear"
-                  and n.input[0] in inits}
+    # activations by the tensor their QuantizeLinear reads, constants by the float tensor
+    # their DequantizeLinear writes (the deploy model's names); the integers in the files
+    int_of = {n.output[0]: n.input[0] for n in m.graph.node if n.op_type == "DequantizeLinear"
+              and n.input[0] in inits}
+    quantized = {n.input[0] for n in m.graph.node if n.op_type == "QuantizeLinear"} | set(int_of)
     assert set(ranges) == quantized, set(ranges) ^ quantized
     for name, e in ranges.items():
         assert e["scale"] == 2.0 ** -e["position"], (name, e)
         if "file" in e:
-            want = inits[name]
+            want = inits[int_of[name]]
             got = np.fromfile(os.path.join(out, e["file"]), dtype=want.dtype).reshape(e["dims"])
             assert np.array_equal(got, want), name
             assert e["role"] in ("weight", "bias"), (name, e)
-    assert ranges["dw_b_int"]["dtype"] == "int32" and ranges["c1_int"]["role"] == "weight"
+    assert ranges["dw_b_dq"]["dtype"] == "int32" and ranges["c1_dq"]["role"] == "weight"
     assert sorted(manifest["files"]) == sorted(
         ["deploy_model.onnx", "clip_ranges.json"] + [e["file"] for e in ranges.values() if "file" in e])
     assert sorted(os.listdir(out)) == sorted(["deploy_model.onnx", "clip_ranges.json", "manifest.json",
@@ -118,6 +120,11 @@ def case_deploy_model(r, tmp):
     s = {t.name: numpy_helper.to_array(t) for t in q.graph.initializer}["dw_b_s"]
     assert np.array_equal(np.round(got["dw_b_dq"] / s) * s, got["dw_b_dq"])
     assert [o.name for o in d.graph.output] == ["y_dq"] and [i.name for i in d.graph.input] == ["x"]
+    # clip_ranges.json speaks the deploy model's names (a compiler joins the two files)
+    ranges = json.load(open(os.path.join(out, "clip_ranges.json")))["vitis"]
+    names = set(got) | {o for n in d.graph.node for o in n.output} | {i.name for i in d.graph.input}
+    assert set(ranges) <= names, sorted(set(ranges) - names)
+    assert {k for k, e in ranges.items() if "file" in e} <= set(got), ranges
     why = ort_compare.ort_missing()
     if why:
         print(f"SKIP (ONNX Runtime part): {why}")
