@@ -20,6 +20,8 @@ typedef struct {
   int kind;
   const char *op; /* the root op type */
   int act, leaky_num;
+  double clip[2]; /* a fused Clip's bounds (-inf, +inf when absent) */
+  int acc_lshift; /* conv, linear: the sum's left shift to a finer bias */
   int shift;      /* the unit's requantization shift (conv, linear, unary) */
   VitisConv conv;
   VitisLinear lin;
@@ -145,6 +147,29 @@ static int constant(Ctx *c, uint32_t v, int32_t dtype, const void **data, int64_
   return *rank >= 0 && *data && nbytes == (size_t)*numel * esize;
 }
 
+/* A fused Clip's bound in accumulator units (position acc): the clamp is exact only
+ * when the bound lies on the accumulator's grid, as 0 and 6 do for every acc >= 0. */
+static int clip_bound(Ctx *c, double b, int acc, int64_t inf, int64_t *out) {
+  if (isinf(b)) {
+    *out = inf;
+    return 1;
+  }
+  double v = ldexp(b, acc);
+  if (v != floor(v) || fabs(v) > 0x1p62)
+    return DECLINE(c, "Clip bound %g is not a multiple of the accumulator's step 2^-%d", b, acc);
+  *out = (int64_t)v;
+  return 1;
+}
+
+static int clip_bounds(Ctx *c, Kernel *k, int acc) {
+  int64_t lo, hi;
+  if (!clip_bound(c, k->clip[0], acc, INT64_MIN, &lo) || !clip_bound(c, k->clip[1], acc, INT64_MAX, &hi))
+    return 0;
+  k->conv.clip_lo = k->lin.clip_lo = lo;
+  k->conv.clip_hi = k->lin.clip_hi = hi;
+  return 1;
+}
+
 /* Weight (and bias) of conv or linear: pack when k is being created. */
 static int weighted(Ctx *c, Kernel *k, int pack, int64_t n_out, int ipos, int opos) {
   const QhNodeUnit *u = c->u;
@@ -158,7 +183,7 @@ static int weighted(Ctx *c, Kernel *k, int pack, int64_t n_out, int ipos, int op
     return 0;
   if (!constant(c, u->inputs[1], QH_DTYPE_INT8, &wd, dims, &rank, &numel))
     return DECLINE(c, "the weight is not an int8 constant");
-  int acc = ipos + wpos, cut = acc - opos;
+  int acc = ipos + wpos, cut = acc - opos, lshift = 0;
   if (cut < 0 || cut > 16)
     return DECLINE(c, "shift_cut %d (ipos %d + wpos %d - opos %d) is outside the DPU's [0, 16]",
                    cut, ipos, wpos, opos);
@@ -176,12 +201,19 @@ static int weighted(Ctx *c, Kernel *k, int pack, int64_t n_out, int ipos, int op
     if (sb < lo || sb > 16)
       return DECLINE(c, "shift_bias %d (ipos %d + wpos %d - bpos %d) is outside the DPU's [%d, 16]",
                      sb, ipos, wpos, bpos, lo);
+    /* a finer bias: the sum moves to the bias's position rather than the bias losing
+     * bits, which the QDQ graph (and so any ONNX runtime) keeps */
+    lshift = sb < 0 ? -sb : 0;
   }
   if (k->kind == K_CONV && (rank != 4 || dims[0] != n_out))
     return DECLINE(c, "the conv weight is not [co, ci/group, kh, kw]");
   if (k->kind == K_LINEAR && rank != 2)
     return DECLINE(c, "the weight is not 2-D");
-  k->shift = cut + (k->act == VITIS_ACT_LEAKY ? VITIS_LEAKY_DEN_SHIFT : 0);
+  k->acc_lshift = lshift;
+  acc += lshift;
+  k->shift = cut + lshift + (k->act == VITIS_ACT_LEAKY ? VITIS_LEAKY_DEN_SHIFT : 0);
+  if (k->act == VITIS_ACT_CLIP && !clip_bounds(c, k, acc))
+    return 0;
   if (!pack)
     return 1;
   k->w = malloc((size_t)numel);
@@ -202,6 +234,27 @@ static int weighted(Ctx *c, Kernel *k, int pack, int64_t n_out, int ipos, int op
   return 1;
 }
 
+/* Clip's bound in input slot (1 min, 2 max): a float scalar constant (PyTorch's
+ * Constant nodes are initializers by the time the host offers units), or def when the
+ * slot is empty. */
+static int clip_input(Ctx *c, uint32_t node, uint32_t slot, double def, double *out) {
+  *out = def;
+  uint32_t v = c->host->node_input(c->g, node, slot);
+  if (v == QH_INVALID_ID)
+    return 1;
+  const void *d = NULL;
+  int64_t dims[QH_MAX_RANK], numel;
+  int32_t rank;
+  float f;
+  if (!constant(c, v, QH_DTYPE_FLOAT, &d, dims, &rank, &numel) || numel != 1)
+    return DECLINE(c, "Clip's bounds must be float scalar constants");
+  memcpy(&f, d, sizeof f);
+  if (isnan(f))
+    return DECLINE(c, "Clip bound is NaN");
+  *out = f;
+  return 1;
+}
+
 static int fused_act(Ctx *c, Kernel *k) {
   k->act = VITIS_ACT_NONE;
   if (c->u->n_nodes < 2)
@@ -210,8 +263,15 @@ static int fused_act(Ctx *c, Kernel *k) {
     k->act = VITIS_ACT_RELU;
     return 1;
   }
+  if (op_is(c, 1, "Clip")) {
+    k->act = VITIS_ACT_CLIP;
+    if (!clip_input(c, c->u->nodes[1], 1, -INFINITY, &k->clip[0]) ||
+        !clip_input(c, c->u->nodes[1], 2, INFINITY, &k->clip[1]))
+      return 0;
+    return k->clip[0] <= k->clip[1] ? 1 : DECLINE(c, "Clip with min > max");
+  }
   if (!op_is(c, 1, "LeakyRelu"))
-    return DECLINE(c, "only Relu or LeakyRelu may follow");
+    return DECLINE(c, "only Relu, Clip or LeakyRelu may follow");
   float alpha = attr_float(c, c->u->nodes[1], "alpha", 0.01f);
   double num = (double)alpha * 256.0;
   if (num != floor(num) || num < 0 || num > 256)
@@ -245,7 +305,7 @@ static int analyze_conv(Ctx *c, Kernel *k, int pack, int ipos, int opos) {
     return DECLINE(c, "invalid convolution geometry");
   if (!weighted(c, k, pack, p->co, ipos, opos))
     return 0;
-  p->shift = k->shift, p->act = k->act, p->leaky_num = k->leaky_num;
+  p->acc_lshift = k->acc_lshift, p->shift = k->shift, p->act = k->act, p->leaky_num = k->leaky_num;
   return 1;
 }
 
@@ -268,7 +328,8 @@ static int analyze_linear(Ctx *c, Kernel *k, int pack, int ipos, int opos) {
   k->lin.k = k->gemm_transb ? dims[1] : dims[0];
   if (!weighted(c, k, pack, k->lin.n, ipos, opos))
     return 0;
-  k->lin.shift = k->shift, k->lin.act = k->act, k->lin.leaky_num = k->leaky_num;
+  k->lin.acc_lshift = k->acc_lshift, k->lin.shift = k->shift, k->lin.act = k->act,
+  k->lin.leaky_num = k->leaky_num;
   return 1;
 }
 
@@ -281,8 +342,8 @@ static int analyze_binary(Ctx *c, Kernel *k, int opos) {
     return 0;
   VitisBinary *p = &k->bin;
   p->relu = k->act == VITIS_ACT_RELU;
-  if (k->act == VITIS_ACT_LEAKY)
-    return DECLINE(c, "LeakyRelu after %s is not fused", k->op);
+  if (k->act == VITIS_ACT_LEAKY || k->act == VITIS_ACT_CLIP)
+    return DECLINE(c, "%s after %s is not fused", k->act == VITIS_ACT_CLIP ? "Clip" : "LeakyRelu", k->op);
   if (strcmp(k->op, "Mul") == 0) {
     p->op = VITIS_BINARY_MUL;
     p->shift = apos + bpos - opos;
@@ -707,6 +768,8 @@ KERNEL(unary_kernel, "dpu_unary_qs8_shift");
 #define OPS(name, ...) static const char *const name[] = {__VA_ARGS__}
 OPS(conv_relu_ops, "Conv", "Relu");
 OPS(conv_leaky_ops, "Conv", "LeakyRelu");
+OPS(conv_clip_ops, "Conv", "Clip");
+OPS(gemm_clip_ops, "Gemm", "Clip");
 OPS(conv_ops, "Conv");
 OPS(gemm_relu_ops, "Gemm", "Relu");
 OPS(gemm_ops, "Gemm");
@@ -725,7 +788,7 @@ OPS(relu_ops, "Relu");
 OPS(leaky_ops, "LeakyRelu");
 OPS(flatten_ops, "Flatten");
 
-/* mask: bit 1 lets the second op (the DPU factor's Mul) read a constant from outside */
+/* mask: bit 1 lets the second op (the DPU factor's Mul, Clip's bounds) read constants from outside */
 #define PATTERN(name, list, kern, mask)                                                        \
   static const QhLoweringPattern name = {QH_STRUCT_HEADER(QhLoweringPattern), .id = #name,    \
                                          .ops = list, .n_ops = sizeof list / sizeof list[0],  \
@@ -733,7 +796,9 @@ OPS(flatten_ops, "Flatten");
                                          .accept = accept_unit}
 PATTERN(conv_relu, conv_relu_ops, conv_kernel, 0);
 PATTERN(conv_leaky_relu, conv_leaky_ops, conv_kernel, 0);
+PATTERN(conv_clip, conv_clip_ops, conv_kernel, 0x2u);
 PATTERN(conv, conv_ops, conv_kernel, 0);
+PATTERN(gemm_clip, gemm_clip_ops, linear_kernel, 0x2u);
 PATTERN(gemm_relu, gemm_relu_ops, linear_kernel, 0);
 PATTERN(gemm, gemm_ops, linear_kernel, 0);
 PATTERN(matmul_relu, matmul_relu_ops, linear_kernel, 0);
@@ -753,7 +818,7 @@ PATTERN(flatten, flatten_ops, unary_kernel, 0);
 
 /* Fused patterns first: the first pattern that matches and accepts a unit wins. */
 static const QhLoweringPattern *const patterns[] = {
-    &conv_relu, &conv_leaky_relu, &conv, &gemm_relu, &gemm, &matmul_relu, &matmul,
+    &conv_relu, &conv_leaky_relu, &conv_clip, &conv, &gemm_relu, &gemm_clip, &gemm, &matmul_relu, &matmul,
     &add_relu, &add, &mul, &maxpool, &avgpool_dpu_factor, &avgpool,
     &global_avgpool_dpu_factor, &global_avgpool, &concat, &relu, &leaky_relu, &flatten};
 

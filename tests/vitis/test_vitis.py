@@ -132,8 +132,8 @@ def isolated_units(model, host_values):
 
 def unit_agreement(r, tmp, model, x, tag):
     """Every quantized unit run by the plugin's kernels against the host's QDQ reference
-    on identical inputs: within one output step everywhere, and identical except where
-    the exact value lies halfway between two steps (the DPU rounds those up, the host
+    on identical inputs: within one output step everywhere, and identical wherever the
+    exact value is not halfway between two steps (the DPU rounds those up, the host
     half to even, as ONNX does). Prints and returns (unit, ops, differing, ties)."""
     import onnx
     m = onnx.load(model)
@@ -167,7 +167,8 @@ def unit_agreement(r, tmp, model, x, tag):
         tie = np.abs(exact - np.floor(exact) - 0.5) < 1e-6
         differ = np.abs(a - b) > 0.5
         rows.append((out, ops, float(differ.mean()), float(tie.mean())))
-        if np.abs(a - b).max(initial=0) > 1 or (differ & ~tie).mean() > 0.01:
+        # strict: a bias rounded to the products' position once moved 0.4% of a unit
+        if np.abs(a - b).max(initial=0) > 1 or (differ & ~tie).any():
             bad.append(f"{out} ({ops}): max {np.abs(a - b).max():.0f} steps, "
                        f"{100 * (differ & ~tie).mean():.2f}% differ off ties")
     worst = sorted(rows, key=lambda t: -t[2])[:3]
