@@ -147,26 +147,17 @@ static int constant(Ctx *c, uint32_t v, int32_t dtype, const void **data, int64_
   return *rank >= 0 && *data && nbytes == (size_t)*numel * esize;
 }
 
-/* A fused Clip's bound in accumulator units (position acc): the clamp is exact only
- * when the bound lies on the accumulator's grid, as 0 and 6 do for every acc >= 0. */
-static int clip_bound(Ctx *c, double b, int acc, int64_t inf, int64_t *out) {
-  if (isinf(b)) {
-    *out = inf;
-    return 1;
-  }
-  double v = ldexp(b, acc);
-  if (v != floor(v) || fabs(v) > 0x1p62)
-    return DECLINE(c, "Clip bound %g is not a multiple of the accumulator's step 2^-%d", b, acc);
-  *out = (int64_t)v;
-  return 1;
-}
-
+/* A fused Clip's bounds in accumulator units (position acc): the clamp is exact only
+ * when a bound lies on the accumulator's grid, as 0 and 6 do for every acc >= 0. */
 static int clip_bounds(Ctx *c, Kernel *k, int acc) {
-  int64_t lo, hi;
-  if (!clip_bound(c, k->clip[0], acc, INT64_MIN, &lo) || !clip_bound(c, k->clip[1], acc, INT64_MAX, &hi))
-    return 0;
-  k->conv.clip_lo = k->lin.clip_lo = lo;
-  k->conv.clip_hi = k->lin.clip_hi = hi;
+  int64_t b[2] = {INT64_MIN, INT64_MAX};
+  for (int i = 0; i < 2; i++) {
+    double v = ldexp(k->clip[i], acc);
+    if (!isinf(v) && (v != floor(v) || fabs(v) > 0x1p62))
+      return DECLINE(c, "Clip bound %g is not a multiple of the accumulator's step 2^-%d", k->clip[i], acc);
+    b[i] = isinf(v) ? b[i] : (int64_t)v;
+  }
+  k->conv.clip_lo = k->lin.clip_lo = b[0], k->conv.clip_hi = k->lin.clip_hi = b[1];
   return 1;
 }
 
@@ -249,9 +240,17 @@ static int clip_input(Ctx *c, uint32_t node, uint32_t slot, double def, double *
   if (!constant(c, v, QH_DTYPE_FLOAT, &d, dims, &rank, &numel) || numel != 1)
     return DECLINE(c, "Clip's bounds must be float scalar constants");
   memcpy(&f, d, sizeof f);
-  if (isnan(f))
-    return DECLINE(c, "Clip bound is NaN");
   *out = f;
+  return isnan(f) ? DECLINE(c, "Clip bound is NaN") : 1;
+}
+
+/* LeakyRelu's alpha as the DPU's n/256. */
+static int leaky(Ctx *c, uint32_t node, Kernel *k) {
+  float alpha = attr_float(c, node, "alpha", 0.01f);
+  double num = (double)alpha * 256.0;
+  if (num != floor(num) || num < 0 || num > 256)
+    return DECLINE(c, "LeakyRelu alpha %g is not n/256 (the DPU computes x*26 >> 8)", (double)alpha);
+  k->act = VITIS_ACT_LEAKY, k->leaky_num = (int)num;
   return 1;
 }
 
@@ -272,13 +271,7 @@ static int fused_act(Ctx *c, Kernel *k) {
   }
   if (!op_is(c, 1, "LeakyRelu"))
     return DECLINE(c, "only Relu, Clip or LeakyRelu may follow");
-  float alpha = attr_float(c, c->u->nodes[1], "alpha", 0.01f);
-  double num = (double)alpha * 256.0;
-  if (num != floor(num) || num < 0 || num > 256)
-    return DECLINE(c, "LeakyRelu alpha %g is not n/256 (the DPU computes x*26 >> 8)", (double)alpha);
-  k->act = VITIS_ACT_LEAKY;
-  k->leaky_num = (int)num;
-  return 1;
+  return leaky(c, c->u->nodes[1], k);
 }
 
 static int analyze_conv(Ctx *c, Kernel *k, int pack, int ipos, int opos) {
@@ -489,13 +482,8 @@ static int analyze(Ctx *c, Kernel *k, int pack) {
   if (u->n_inputs != 1)
     return DECLINE(c, "expected one input");
   k->act = strcmp(op, "Relu") == 0 ? VITIS_ACT_RELU : VITIS_ACT_NONE;
-  if (strcmp(op, "LeakyRelu") == 0) {
-    float alpha = attr_float(c, u->nodes[0], "alpha", 0.01f);
-    double num = (double)alpha * 256.0;
-    if (num != floor(num) || num < 0 || num > 256)
-      return DECLINE(c, "LeakyRelu alpha %g is not n/256 (the DPU computes x*26 >> 8)", (double)alpha);
-    k->act = VITIS_ACT_LEAKY, k->leaky_num = (int)num;
-  }
+  if (strcmp(op, "LeakyRelu") == 0 && !leaky(c, u->nodes[0], k))
+    return 0;
   if (strcmp(op, "Flatten") == 0)
     k->axis = attr_int(c, u->nodes[0], "axis", 1);
   k->shift = ipos - opos + (k->act == VITIS_ACT_LEAKY ? VITIS_LEAKY_DEN_SHIFT : 0);
@@ -765,61 +753,42 @@ KERNEL(pool_kernel, "dpu_pool_nchw_qs8_shift");
 KERNEL(concat_kernel, "dpu_concat_qs8_shift");
 KERNEL(unary_kernel, "dpu_unary_qs8_shift");
 
-#define OPS(name, ...) static const char *const name[] = {__VA_ARGS__}
-OPS(conv_relu_ops, "Conv", "Relu");
-OPS(conv_leaky_ops, "Conv", "LeakyRelu");
-OPS(conv_clip_ops, "Conv", "Clip");
-OPS(gemm_clip_ops, "Gemm", "Clip");
-OPS(conv_ops, "Conv");
-OPS(gemm_relu_ops, "Gemm", "Relu");
-OPS(gemm_ops, "Gemm");
-OPS(matmul_relu_ops, "MatMul", "Relu");
-OPS(matmul_ops, "MatMul");
-OPS(add_relu_ops, "Add", "Relu");
-OPS(add_ops, "Add");
-OPS(mul_ops, "Mul");
-OPS(maxpool_ops, "MaxPool");
-OPS(avgpool_factor_ops, "AveragePool", "Mul");
-OPS(avgpool_ops, "AveragePool");
-OPS(gap_factor_ops, "GlobalAveragePool", "Mul");
-OPS(gap_ops, "GlobalAveragePool");
-OPS(concat_ops, "Concat");
-OPS(relu_ops, "Relu");
-OPS(leaky_ops, "LeakyRelu");
-OPS(flatten_ops, "Flatten");
 
-/* mask: bit 1 lets the second op (the DPU factor's Mul, Clip's bounds) read constants from outside */
-#define PATTERN(name, list, kern, mask)                                                        \
-  static const QhLoweringPattern name = {QH_STRUCT_HEADER(QhLoweringPattern), .id = #name,    \
-                                         .ops = list, .n_ops = sizeof list / sizeof list[0],  \
-                                         .extra_inputs_mask = mask, .kernel = &kern,          \
+/* PATTERN(id, kernel, mask, ops...); mask bit 1 lets the second op (the DPU factor's Mul,
+ * Clip's bounds) read constants from outside the unit */
+#define PATTERN(name, kern, mask, ...)                                                       \
+  static const char *const name##_ops[] = {__VA_ARGS__};                                    \
+  static const QhLoweringPattern name = {QH_STRUCT_HEADER(QhLoweringPattern), .id = #name,  \
+                                         .ops = name##_ops,                                 \
+                                         .n_ops = sizeof name##_ops / sizeof name##_ops[0], \
+                                         .extra_inputs_mask = mask, .kernel = &kern,        \
                                          .accept = accept_unit}
-PATTERN(conv_relu, conv_relu_ops, conv_kernel, 0);
-PATTERN(conv_leaky_relu, conv_leaky_ops, conv_kernel, 0);
-PATTERN(conv_clip, conv_clip_ops, conv_kernel, 0x2u);
-PATTERN(conv, conv_ops, conv_kernel, 0);
-PATTERN(gemm_clip, gemm_clip_ops, linear_kernel, 0x2u);
-PATTERN(gemm_relu, gemm_relu_ops, linear_kernel, 0);
-PATTERN(gemm, gemm_ops, linear_kernel, 0);
-PATTERN(matmul_relu, matmul_relu_ops, linear_kernel, 0);
-PATTERN(matmul, matmul_ops, linear_kernel, 0);
-PATTERN(add_relu, add_relu_ops, eltwise_kernel, 0);
-PATTERN(add, add_ops, eltwise_kernel, 0);
-PATTERN(mul, mul_ops, eltwise_kernel, 0);
-PATTERN(maxpool, maxpool_ops, pool_kernel, 0);
-PATTERN(avgpool_dpu_factor, avgpool_factor_ops, pool_kernel, 0x2u);
-PATTERN(avgpool, avgpool_ops, pool_kernel, 0);
-PATTERN(global_avgpool_dpu_factor, gap_factor_ops, pool_kernel, 0x2u);
-PATTERN(global_avgpool, gap_ops, pool_kernel, 0);
-PATTERN(concat, concat_ops, concat_kernel, 0);
-PATTERN(relu, relu_ops, unary_kernel, 0);
-PATTERN(leaky_relu, leaky_ops, unary_kernel, 0);
-PATTERN(flatten, flatten_ops, unary_kernel, 0);
+PATTERN(conv_relu, conv_kernel, 0, "Conv", "Relu");
+PATTERN(conv_leaky_relu, conv_kernel, 0, "Conv", "LeakyRelu");
+PATTERN(conv_clip, conv_kernel, 0x2u, "Conv", "Clip");
+PATTERN(conv, conv_kernel, 0, "Conv");
+PATTERN(gemm_clip, linear_kernel, 0x2u, "Gemm", "Clip");
+PATTERN(gemm_relu, linear_kernel, 0, "Gemm", "Relu");
+PATTERN(gemm, linear_kernel, 0, "Gemm");
+PATTERN(matmul_relu, linear_kernel, 0, "MatMul", "Relu");
+PATTERN(matmul, linear_kernel, 0, "MatMul");
+PATTERN(add_relu, eltwise_kernel, 0, "Add", "Relu");
+PATTERN(add, eltwise_kernel, 0, "Add");
+PATTERN(mul, eltwise_kernel, 0, "Mul");
+PATTERN(maxpool, pool_kernel, 0, "MaxPool");
+PATTERN(avgpool_dpu_factor, pool_kernel, 0x2u, "AveragePool", "Mul");
+PATTERN(avgpool, pool_kernel, 0, "AveragePool");
+PATTERN(global_avgpool_dpu_factor, pool_kernel, 0x2u, "GlobalAveragePool", "Mul");
+PATTERN(global_avgpool, pool_kernel, 0, "GlobalAveragePool");
+PATTERN(concat, concat_kernel, 0, "Concat");
+PATTERN(relu, unary_kernel, 0, "Relu");
+PATTERN(leaky_relu, unary_kernel, 0, "LeakyRelu");
+PATTERN(flatten, unary_kernel, 0, "Flatten");
 
 /* Fused patterns first: the first pattern that matches and accepts a unit wins. */
 static const QhLoweringPattern *const patterns[] = {
-    &conv_relu, &conv_leaky_relu, &conv_clip, &conv, &gemm_relu, &gemm_clip, &gemm, &matmul_relu, &matmul,
-    &add_relu, &add, &mul, &maxpool, &avgpool_dpu_factor, &avgpool,
+    &conv_relu, &conv_leaky_relu, &conv_clip, &conv, &gemm_relu, &gemm_clip, &gemm,
+    &matmul_relu, &matmul, &add_relu, &add, &mul, &maxpool, &avgpool_dpu_factor, &avgpool,
     &global_avgpool_dpu_factor, &global_avgpool, &concat, &relu, &leaky_relu, &flatten};
 
 const QhLoweringOps example_vitis_lowering = {QH_STRUCT_HEADER(QhLoweringOps), patterns,
