@@ -7,7 +7,10 @@
                    `qhost quantize --backend example_vitis`, then the written file is
                    checked rule by rule (check_dpu_qdq.py) and run by ONNX Runtime,
                    which must agree with `qhost run` within one output step on >= 99%
-                   of elements; digits' int8 accuracy within 2 points of float
+                   of elements; the plugin's kernels (--backend) agree with the host
+                   unit by unit on identical inputs (within 1 step, only at ties), and
+                   end to end with ORT on >= 99% on digits (printed for the deep nets,
+                   where half-up ties compound); digits' int8 accuracy within 2 points
   dpu_ops          a graph of every DPU op: transform's ONNX rewrites (LeakyRelu 26/256,
                    HardSigmoid 2731/16384, AveragePool x 63/64) and refine's alignments,
                    each in the report
