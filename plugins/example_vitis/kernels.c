@@ -39,6 +39,10 @@ int64_t vitis_activate(int64_t acc, int act, int leaky_num) {
   return acc;
 }
 
+int64_t vitis_clip(int64_t acc, int64_t lo, int64_t hi) {
+  return acc < lo ? lo : acc > hi ? hi : acc;
+}
+
 int64_t vitis_conv_out_size(int64_t in, int64_t k, int64_t stride, int64_t pad_begin,
                             int64_t pad_end, int64_t dil) {
   int64_t span = (k - 1) * dil + 1;
@@ -54,7 +58,7 @@ void vitis_conv_plane(const VitisConv *p, const int8_t *x, const int8_t *w,
   int8_t *yo = y + (b * p->co + oc) * p->oh * p->ow;
   for (int64_t oy = 0; oy < p->oh; oy++)
     for (int64_t ox = 0; ox < p->ow; ox++) {
-      int64_t acc = bias ? bias[oc] : 0;
+      int64_t acc = 0;
       for (int64_t ic = 0; ic < cig; ic++) {
         const int8_t *xc = x + (b * p->ci + c0 + ic) * p->h * p->w;
         const int8_t *wc = wo + ic * p->kh * p->kw;
@@ -69,7 +73,10 @@ void vitis_conv_plane(const VitisConv *p, const int8_t *x, const int8_t *w,
           }
         }
       }
-      yo[oy * p->ow + ox] = vitis_requant(vitis_activate(acc, p->act, p->leaky_num), p->shift);
+      acc = acc * ((int64_t)1 << p->acc_lshift) + (bias ? bias[oc] : 0);
+      acc = p->act == VITIS_ACT_CLIP ? vitis_clip(acc, p->clip_lo, p->clip_hi)
+                                     : vitis_activate(acc, p->act, p->leaky_num);
+      yo[oy * p->ow + ox] = vitis_requant(acc, p->shift);
     }
 }
 
@@ -77,11 +84,14 @@ void vitis_linear_row(const VitisLinear *p, const int8_t *x, const int8_t *w,
                       const int64_t *bias, int8_t *y, int64_t row) {
   const int8_t *xr = x + row * p->k;
   for (int64_t j = 0; j < p->n; j++) {
-    int64_t acc = bias ? bias[j] : 0;
+    int64_t acc = 0;
     const int8_t *wj = w + j * p->k;
     for (int64_t i = 0; i < p->k; i++)
       acc += (int32_t)xr[i] * (int32_t)wj[i];
-    y[row * p->n + j] = vitis_requant(vitis_activate(acc, p->act, p->leaky_num), p->shift);
+    acc = acc * ((int64_t)1 << p->acc_lshift) + (bias ? bias[j] : 0);
+    acc = p->act == VITIS_ACT_CLIP ? vitis_clip(acc, p->clip_lo, p->clip_hi)
+                                   : vitis_activate(acc, p->act, p->leaky_num);
+    y[row * p->n + j] = vitis_requant(acc, p->shift);
   }
 }
 

@@ -4,9 +4,11 @@
  *
  *   out = saturate_int8(floor(acc * 2^-shift + 1/2))
  *
- * Conv and linear: shift = ipos + wpos - opos; the bias (int8 with its own position, or
- * int32) is first aligned to the accumulator's position ipos + wpos (shifted left, or
- * right with the same rounding when it holds finer bits than the accumulator).
+ * Conv and linear: the products sum at position ipos + wpos; the bias (int8 with its own
+ * position bpos, or int32) is added at P = max(ipos + wpos, bpos): shifted left when
+ * it is coarser, and when it is finer (the DPU's negative shift_bias) the sum is
+ * shifted left instead, so no bit of the bias is lost and the kernel computes what the
+ * QDQ graph says; then shift = P - opos.
  * Activations are NCHW (ONNX's own layout), so the host never inserts transposes.
  * These functions know nothing about the host: they take plain arrays, so the plugin's
  * tests compare them against scalar twins without a graph. */
@@ -21,8 +23,10 @@
 #define VITIS_SHIFT_MIN (-16)
 #define VITIS_SHIFT_MAX 31
 
-/* Fused activation after the accumulator. */
-enum { VITIS_ACT_NONE, VITIS_ACT_RELU, VITIS_ACT_LEAKY };
+/* Fused activation after the accumulator. Clip (ReLU6 and the like) clamps the
+ * accumulator to bounds on its own grid, so the clamp is exact and the output rounds
+ * once, as Conv -> Clip -> QuantizeLinear does in the QDQ graph. */
+enum { VITIS_ACT_NONE, VITIS_ACT_RELU, VITIS_ACT_LEAKY, VITIS_ACT_CLIP };
 /* LeakyRelu's slope as the DPU has it: alpha = leaky_num / 256 (26 on the DPU). */
 #define VITIS_LEAKY_DEN_SHIFT 8
 
@@ -34,28 +38,33 @@ int64_t vitis_shift_round(int64_t v, int shift);
  * negative side by leaky_num and the positive side by 256, so the caller adds
  * VITIS_LEAKY_DEN_SHIFT to the shift. */
 int64_t vitis_activate(int64_t acc, int act, int leaky_num);
+/* acc clamped to [lo, hi] (accumulator units). */
+int64_t vitis_clip(int64_t acc, int64_t lo, int64_t hi);
 
 typedef struct VitisConv {
   int64_t n, ci, h, w;      /* input NCHW */
   int64_t co, kh, kw, group; /* weight [co][ci/group][kh][kw] */
   int64_t oh, ow;           /* output spatial size (vitis_conv_out_size) */
   int64_t stride[2], pad[4], dil[2]; /* pads: top, left, bottom, right (ONNX order) */
-  int shift;                /* ipos + wpos - opos (+8 with a fused leaky relu) */
+  int acc_lshift;           /* P - (ipos + wpos): the bias's finer bits */
+  int shift;                /* P - opos (+8 with a fused leaky relu) */
   int act, leaky_num;
+  int64_t clip_lo, clip_hi; /* VITIS_ACT_CLIP's bounds in accumulator units */
 } VitisConv;
 
 /* Output size of one spatial dim; <= 0 when the window does not fit. */
 int64_t vitis_conv_out_size(int64_t in, int64_t k, int64_t stride, int64_t pad_begin,
                             int64_t pad_end, int64_t dil);
 /* One output plane (batch b, output channel oc) of a conv. bias: per output channel,
- * already aligned to the accumulator (vitis_shift_round(bias, -shift_bias)); NULL = 0. */
+ * already at P (vitis_shift_round(bias, bpos - P), a left shift); NULL = 0. */
 void vitis_conv_plane(const VitisConv *p, const int8_t *x, const int8_t *w,
                       const int64_t *bias, int8_t *y, int64_t b, int64_t oc);
 
 typedef struct VitisLinear {
   int64_t k, n; /* y[row][n] = sum_k x[row][k] * w[n][k] */
-  int shift;
+  int acc_lshift, shift; /* as VitisConv's */
   int act, leaky_num;
+  int64_t clip_lo, clip_hi; /* as VitisConv's */
 } VitisLinear;
 /* One row of a linear layer; w is [n][k] (Gemm transB=1 order). */
 void vitis_linear_row(const VitisLinear *p, const int8_t *x, const int8_t *w,

@@ -20,6 +20,8 @@ typedef struct {
   int kind;
   const char *op; /* the root op type */
   int act, leaky_num;
+  double clip[2]; /* a fused Clip's bounds (-inf, +inf when absent) */
+  int acc_lshift; /* conv, linear: the sum's left shift to a finer bias */
   int shift;      /* the unit's requantization shift (conv, linear, unary) */
   VitisConv conv;
   VitisLinear lin;
@@ -145,6 +147,20 @@ static int constant(Ctx *c, uint32_t v, int32_t dtype, const void **data, int64_
   return *rank >= 0 && *data && nbytes == (size_t)*numel * esize;
 }
 
+/* A fused Clip's bounds in accumulator units (position acc): the clamp is exact only
+ * when a bound lies on the accumulator's grid, as 0 and 6 do for every acc >= 0. */
+static int clip_bounds(Ctx *c, Kernel *k, int acc) {
+  int64_t b[2] = {INT64_MIN, INT64_MAX};
+  for (int i = 0; i < 2; i++) {
+    double v = ldexp(k->clip[i], acc);
+    if (!isinf(v) && (v != floor(v) || fabs(v) > 0x1p62))
+      return DECLINE(c, "Clip bound %g is not a multiple of the accumulator's step 2^-%d", k->clip[i], acc);
+    b[i] = isinf(v) ? b[i] : (int64_t)v;
+  }
+  k->conv.clip_lo = k->lin.clip_lo = b[0], k->conv.clip_hi = k->lin.clip_hi = b[1];
+  return 1;
+}
+
 /* Weight (and bias) of conv or linear: pack when k is being created. */
 static int weighted(Ctx *c, Kernel *k, int pack, int64_t n_out, int ipos, int opos) {
   const QhNodeUnit *u = c->u;
@@ -158,7 +174,7 @@ static int weighted(Ctx *c, Kernel *k, int pack, int64_t n_out, int ipos, int op
     return 0;
   if (!constant(c, u->inputs[1], QH_DTYPE_INT8, &wd, dims, &rank, &numel))
     return DECLINE(c, "the weight is not an int8 constant");
-  int acc = ipos + wpos, cut = acc - opos;
+  int acc = ipos + wpos, cut = acc - opos, lshift = 0;
   if (cut < 0 || cut > 16)
     return DECLINE(c, "shift_cut %d (ipos %d + wpos %d - opos %d) is outside the DPU's [0, 16]",
                    cut, ipos, wpos, opos);
@@ -176,12 +192,19 @@ static int weighted(Ctx *c, Kernel *k, int pack, int64_t n_out, int ipos, int op
     if (sb < lo || sb > 16)
       return DECLINE(c, "shift_bias %d (ipos %d + wpos %d - bpos %d) is outside the DPU's [%d, 16]",
                      sb, ipos, wpos, bpos, lo);
+    /* a finer bias: the sum moves to the bias's position rather than the bias losing
+     * bits, which the QDQ graph (and so any ONNX runtime) keeps */
+    lshift = sb < 0 ? -sb : 0;
   }
   if (k->kind == K_CONV && (rank != 4 || dims[0] != n_out))
     return DECLINE(c, "the conv weight is not [co, ci/group, kh, kw]");
   if (k->kind == K_LINEAR && rank != 2)
     return DECLINE(c, "the weight is not 2-D");
-  k->shift = cut + (k->act == VITIS_ACT_LEAKY ? VITIS_LEAKY_DEN_SHIFT : 0);
+  k->acc_lshift = lshift;
+  acc += lshift;
+  k->shift = cut + lshift + (k->act == VITIS_ACT_LEAKY ? VITIS_LEAKY_DEN_SHIFT : 0);
+  if (k->act == VITIS_ACT_CLIP && !clip_bounds(c, k, acc))
+    return 0;
   if (!pack)
     return 1;
   k->w = malloc((size_t)numel);
@@ -202,6 +225,35 @@ static int weighted(Ctx *c, Kernel *k, int pack, int64_t n_out, int ipos, int op
   return 1;
 }
 
+/* Clip's bound in input slot (1 min, 2 max): a float scalar constant (PyTorch's
+ * Constant nodes are initializers by the time the host offers units), or def when the
+ * slot is empty. */
+static int clip_input(Ctx *c, uint32_t node, uint32_t slot, double def, double *out) {
+  *out = def;
+  uint32_t v = c->host->node_input(c->g, node, slot);
+  if (v == QH_INVALID_ID)
+    return 1;
+  const void *d = NULL;
+  int64_t dims[QH_MAX_RANK], numel;
+  int32_t rank;
+  float f;
+  if (!constant(c, v, QH_DTYPE_FLOAT, &d, dims, &rank, &numel) || numel != 1)
+    return DECLINE(c, "Clip's bounds must be float scalar constants");
+  memcpy(&f, d, sizeof f);
+  *out = f;
+  return isnan(f) ? DECLINE(c, "Clip bound is NaN") : 1;
+}
+
+/* LeakyRelu's alpha as the DPU's n/256. */
+static int leaky(Ctx *c, uint32_t node, Kernel *k) {
+  float alpha = attr_float(c, node, "alpha", 0.01f);
+  double num = (double)alpha * 256.0;
+  if (num != floor(num) || num < 0 || num > 256)
+    return DECLINE(c, "LeakyRelu alpha %g is not n/256 (the DPU computes x*26 >> 8)", (double)alpha);
+  k->act = VITIS_ACT_LEAKY, k->leaky_num = (int)num;
+  return 1;
+}
+
 static int fused_act(Ctx *c, Kernel *k) {
   k->act = VITIS_ACT_NONE;
   if (c->u->n_nodes < 2)
@@ -210,15 +262,16 @@ static int fused_act(Ctx *c, Kernel *k) {
     k->act = VITIS_ACT_RELU;
     return 1;
   }
+  if (op_is(c, 1, "Clip")) {
+    k->act = VITIS_ACT_CLIP;
+    if (!clip_input(c, c->u->nodes[1], 1, -INFINITY, &k->clip[0]) ||
+        !clip_input(c, c->u->nodes[1], 2, INFINITY, &k->clip[1]))
+      return 0;
+    return k->clip[0] <= k->clip[1] ? 1 : DECLINE(c, "Clip with min > max");
+  }
   if (!op_is(c, 1, "LeakyRelu"))
-    return DECLINE(c, "only Relu or LeakyRelu may follow");
-  float alpha = attr_float(c, c->u->nodes[1], "alpha", 0.01f);
-  double num = (double)alpha * 256.0;
-  if (num != floor(num) || num < 0 || num > 256)
-    return DECLINE(c, "LeakyRelu alpha %g is not n/256 (the DPU computes x*26 >> 8)", (double)alpha);
-  k->act = VITIS_ACT_LEAKY;
-  k->leaky_num = (int)num;
-  return 1;
+    return DECLINE(c, "only Relu, Clip or LeakyRelu may follow");
+  return leaky(c, c->u->nodes[1], k);
 }
 
 static int analyze_conv(Ctx *c, Kernel *k, int pack, int ipos, int opos) {
@@ -245,7 +298,7 @@ static int analyze_conv(Ctx *c, Kernel *k, int pack, int ipos, int opos) {
     return DECLINE(c, "invalid convolution geometry");
   if (!weighted(c, k, pack, p->co, ipos, opos))
     return 0;
-  p->shift = k->shift, p->act = k->act, p->leaky_num = k->leaky_num;
+  p->acc_lshift = k->acc_lshift, p->shift = k->shift, p->act = k->act, p->leaky_num = k->leaky_num;
   return 1;
 }
 
@@ -268,7 +321,8 @@ static int analyze_linear(Ctx *c, Kernel *k, int pack, int ipos, int opos) {
   k->lin.k = k->gemm_transb ? dims[1] : dims[0];
   if (!weighted(c, k, pack, k->lin.n, ipos, opos))
     return 0;
-  k->lin.shift = k->shift, k->lin.act = k->act, k->lin.leaky_num = k->leaky_num;
+  k->lin.acc_lshift = k->acc_lshift, k->lin.shift = k->shift, k->lin.act = k->act,
+  k->lin.leaky_num = k->leaky_num;
   return 1;
 }
 
@@ -281,8 +335,8 @@ static int analyze_binary(Ctx *c, Kernel *k, int opos) {
     return 0;
   VitisBinary *p = &k->bin;
   p->relu = k->act == VITIS_ACT_RELU;
-  if (k->act == VITIS_ACT_LEAKY)
-    return DECLINE(c, "LeakyRelu after %s is not fused", k->op);
+  if (k->act == VITIS_ACT_LEAKY || k->act == VITIS_ACT_CLIP)
+    return DECLINE(c, "%s after %s is not fused", k->act == VITIS_ACT_CLIP ? "Clip" : "LeakyRelu", k->op);
   if (strcmp(k->op, "Mul") == 0) {
     p->op = VITIS_BINARY_MUL;
     p->shift = apos + bpos - opos;
@@ -428,13 +482,8 @@ static int analyze(Ctx *c, Kernel *k, int pack) {
   if (u->n_inputs != 1)
     return DECLINE(c, "expected one input");
   k->act = strcmp(op, "Relu") == 0 ? VITIS_ACT_RELU : VITIS_ACT_NONE;
-  if (strcmp(op, "LeakyRelu") == 0) {
-    float alpha = attr_float(c, u->nodes[0], "alpha", 0.01f);
-    double num = (double)alpha * 256.0;
-    if (num != floor(num) || num < 0 || num > 256)
-      return DECLINE(c, "LeakyRelu alpha %g is not n/256 (the DPU computes x*26 >> 8)", (double)alpha);
-    k->act = VITIS_ACT_LEAKY, k->leaky_num = (int)num;
-  }
+  if (strcmp(op, "LeakyRelu") == 0 && !leaky(c, u->nodes[0], k))
+    return 0;
   if (strcmp(op, "Flatten") == 0)
     k->axis = attr_int(c, u->nodes[0], "axis", 1);
   k->shift = ipos - opos + (k->act == VITIS_ACT_LEAKY ? VITIS_LEAKY_DEN_SHIFT : 0);
@@ -704,57 +753,42 @@ KERNEL(pool_kernel, "dpu_pool_nchw_qs8_shift");
 KERNEL(concat_kernel, "dpu_concat_qs8_shift");
 KERNEL(unary_kernel, "dpu_unary_qs8_shift");
 
-#define OPS(name, ...) static const char *const name[] = {__VA_ARGS__}
-OPS(conv_relu_ops, "Conv", "Relu");
-OPS(conv_leaky_ops, "Conv", "LeakyRelu");
-OPS(conv_ops, "Conv");
-OPS(gemm_relu_ops, "Gemm", "Relu");
-OPS(gemm_ops, "Gemm");
-OPS(matmul_relu_ops, "MatMul", "Relu");
-OPS(matmul_ops, "MatMul");
-OPS(add_relu_ops, "Add", "Relu");
-OPS(add_ops, "Add");
-OPS(mul_ops, "Mul");
-OPS(maxpool_ops, "MaxPool");
-OPS(avgpool_factor_ops, "AveragePool", "Mul");
-OPS(avgpool_ops, "AveragePool");
-OPS(gap_factor_ops, "GlobalAveragePool", "Mul");
-OPS(gap_ops, "GlobalAveragePool");
-OPS(concat_ops, "Concat");
-OPS(relu_ops, "Relu");
-OPS(leaky_ops, "LeakyRelu");
-OPS(flatten_ops, "Flatten");
 
-/* mask: bit 1 lets the second op (the DPU factor's Mul) read a constant from outside */
-#define PATTERN(name, list, kern, mask)                                                        \
-  static const QhLoweringPattern name = {QH_STRUCT_HEADER(QhLoweringPattern), .id = #name,    \
-                                         .ops = list, .n_ops = sizeof list / sizeof list[0],  \
-                                         .extra_inputs_mask = mask, .kernel = &kern,          \
+/* PATTERN(id, kernel, mask, ops...); mask bit 1 lets the second op (the DPU factor's Mul,
+ * Clip's bounds) read constants from outside the unit */
+#define PATTERN(name, kern, mask, ...)                                                       \
+  static const char *const name##_ops[] = {__VA_ARGS__};                                    \
+  static const QhLoweringPattern name = {QH_STRUCT_HEADER(QhLoweringPattern), .id = #name,  \
+                                         .ops = name##_ops,                                 \
+                                         .n_ops = sizeof name##_ops / sizeof name##_ops[0], \
+                                         .extra_inputs_mask = mask, .kernel = &kern,        \
                                          .accept = accept_unit}
-PATTERN(conv_relu, conv_relu_ops, conv_kernel, 0);
-PATTERN(conv_leaky_relu, conv_leaky_ops, conv_kernel, 0);
-PATTERN(conv, conv_ops, conv_kernel, 0);
-PATTERN(gemm_relu, gemm_relu_ops, linear_kernel, 0);
-PATTERN(gemm, gemm_ops, linear_kernel, 0);
-PATTERN(matmul_relu, matmul_relu_ops, linear_kernel, 0);
-PATTERN(matmul, matmul_ops, linear_kernel, 0);
-PATTERN(add_relu, add_relu_ops, eltwise_kernel, 0);
-PATTERN(add, add_ops, eltwise_kernel, 0);
-PATTERN(mul, mul_ops, eltwise_kernel, 0);
-PATTERN(maxpool, maxpool_ops, pool_kernel, 0);
-PATTERN(avgpool_dpu_factor, avgpool_factor_ops, pool_kernel, 0x2u);
-PATTERN(avgpool, avgpool_ops, pool_kernel, 0);
-PATTERN(global_avgpool_dpu_factor, gap_factor_ops, pool_kernel, 0x2u);
-PATTERN(global_avgpool, gap_ops, pool_kernel, 0);
-PATTERN(concat, concat_ops, concat_kernel, 0);
-PATTERN(relu, relu_ops, unary_kernel, 0);
-PATTERN(leaky_relu, leaky_ops, unary_kernel, 0);
-PATTERN(flatten, flatten_ops, unary_kernel, 0);
+PATTERN(conv_relu, conv_kernel, 0, "Conv", "Relu");
+PATTERN(conv_leaky_relu, conv_kernel, 0, "Conv", "LeakyRelu");
+PATTERN(conv_clip, conv_kernel, 0x2u, "Conv", "Clip");
+PATTERN(conv, conv_kernel, 0, "Conv");
+PATTERN(gemm_clip, linear_kernel, 0x2u, "Gemm", "Clip");
+PATTERN(gemm_relu, linear_kernel, 0, "Gemm", "Relu");
+PATTERN(gemm, linear_kernel, 0, "Gemm");
+PATTERN(matmul_relu, linear_kernel, 0, "MatMul", "Relu");
+PATTERN(matmul, linear_kernel, 0, "MatMul");
+PATTERN(add_relu, eltwise_kernel, 0, "Add", "Relu");
+PATTERN(add, eltwise_kernel, 0, "Add");
+PATTERN(mul, eltwise_kernel, 0, "Mul");
+PATTERN(maxpool, pool_kernel, 0, "MaxPool");
+PATTERN(avgpool_dpu_factor, pool_kernel, 0x2u, "AveragePool", "Mul");
+PATTERN(avgpool, pool_kernel, 0, "AveragePool");
+PATTERN(global_avgpool_dpu_factor, pool_kernel, 0x2u, "GlobalAveragePool", "Mul");
+PATTERN(global_avgpool, pool_kernel, 0, "GlobalAveragePool");
+PATTERN(concat, concat_kernel, 0, "Concat");
+PATTERN(relu, unary_kernel, 0, "Relu");
+PATTERN(leaky_relu, unary_kernel, 0, "LeakyRelu");
+PATTERN(flatten, unary_kernel, 0, "Flatten");
 
 /* Fused patterns first: the first pattern that matches and accepts a unit wins. */
 static const QhLoweringPattern *const patterns[] = {
-    &conv_relu, &conv_leaky_relu, &conv, &gemm_relu, &gemm, &matmul_relu, &matmul,
-    &add_relu, &add, &mul, &maxpool, &avgpool_dpu_factor, &avgpool,
+    &conv_relu, &conv_leaky_relu, &conv_clip, &conv, &gemm_relu, &gemm_clip, &gemm,
+    &matmul_relu, &matmul, &add_relu, &add, &mul, &maxpool, &avgpool_dpu_factor, &avgpool,
     &global_avgpool_dpu_factor, &global_avgpool, &concat, &relu, &leaky_relu, &flatten};
 
 const QhLoweringOps example_vitis_lowering = {QH_STRUCT_HEADER(QhLoweringOps), patterns,

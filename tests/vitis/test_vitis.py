@@ -7,7 +7,10 @@
                    `qhost quantize --backend example_vitis`, then the written file is
                    checked rule by rule (check_dpu_qdq.py) and run by ONNX Runtime,
                    which must agree with `qhost run` within one output step on >= 99%
-                   of elements; digits' int8 accuracy within 2 points of float
+                   of elements; the plugin's kernels (--backend) agree with the host
+                   unit by unit on identical inputs (within 1 step, only at ties), and
+                   end to end with ORT on >= 99% on digits (printed for the deep nets,
+                   where half-up ties compound); digits' int8 accuracy within 2 points
   dpu_ops          a graph of every DPU op: transform's ONNX rewrites (LeakyRelu 26/256,
                    HardSigmoid 2731/16384, AveragePool x 63/64) and refine's alignments,
                    each in the report
@@ -61,8 +64,133 @@ def assert_dpu_file(path):
     assert ops.count("DequantizeLinear") > 0, ops
 
 
-def ort_agrees(r, tmp, model, x, tag):
+def isolated_units(model, host_values):
+    """One model holding a copy of every quantized unit of `model` (each unit: its input
+    QuantizeLinear/DequantizeLinear pairs, its ops, its output Q/DQ), the copies
+    disconnected: each reads its inputs from graph inputs that `host_values` (the host's
+    dequantized activations of a full run) feed, so a kernel is compared with the host
+    on identical inputs. Returns (host model with each unit's pre-quantization value as
+    an extra output, the same without them, the feeds, [(unit output, prequant, step,
+    ops)])."""
+    onnx, TensorProto, helper, nh = qhtest.onnx_modules()
+    m = onnx.load(model)
+    g = m.graph
+    inits = {t.name for t in g.initializer}
+    consts = {n.output[0]: nh.to_array(n.attribute[0].t) for n in g.node if n.op_type == "Constant"}
+    consts.update({t.name: nh.to_array(t) for t in g.initializer})
+    prod = {o: n for n in g.node for o in n.output}
+    gin = {i.name for i in g.input}
+
+    def act_dq(n):
+        return (n is not None and n.op_type == "DequantizeLinear" and n.input[0] in prod
+                and prod[n.input[0]].op_type == "QuantizeLinear")
+
+    nodes, feeds, units, outs, pre_outs = [], {}, [], [], []
+    for k, d in enumerate(n for n in g.node if act_dq(n)):
+        v = prod[d.input[0]].input[0]
+        if v in gin:
+            continue
+        pre = f"u{k}_"
+        ren = lambda t: t if (t == "" or t in inits) else pre + t  # noqa: E731
+        keep, stack, ops, stops = [], [d.output[0]], [], {}
+        while stack:
+            t = stack.pop()
+            n = prod.get(t)
+            if n is None or any(n is x for x in keep):
+                continue
+            keep.append(n)
+            if act_dq(n) and n is not d:  # a unit input: its Q reads a graph input
+                q = prod[n.input[0]]
+                keep.append(q)
+                stops[q.input[0]] = n.output[0]
+                stack.extend(q.input[1:] + n.input[1:])
+                continue
+            if n.op_type not in ("QuantizeLinear", "DequantizeLinear", "Constant"):
+                ops.append(n.op_type)
+            stack.extend(n.input)
+        for n in g.node:  # in the model's (topological) order
+            if any(n is x for x in keep):
+                c = onnx.NodeProto()
+                c.CopyFrom(n)
+                c.name = pre + n.name
+                c.input[:] = [ren(t) for t in n.input]
+                c.output[:] = [ren(t) for t in n.output]
+                nodes.append(c)
+        for t, dq in stops.items():  # the unit input's DequantizeLinear holds the host's values
+            feeds[pre + t] = host_values[dq]
+        outs.append(pre + d.output[0])
+        pre_outs.append(pre + v)
+        units.append((pre + d.output[0], pre + v, float(consts[d.input[1]]), "+".join(reversed(ops))))
+    gi = [helper.make_tensor_value_info(t, TensorProto.FLOAT, list(a.shape)) for t, a in feeds.items()]
+    mk = lambda o: helper.make_tensor_value_info(o, TensorProto.FLOAT, None)  # noqa: E731
+    used = {t for n in nodes for t in n.input}
+    graph = helper.make_graph(nodes, "units", gi, [mk(o) for o in outs + pre_outs],
+                              [t for t in g.initializer if t.name in used])
+    with_pre = helper.make_model(graph, opset_imports=m.opset_import, ir_version=m.ir_version)
+    without = onnx.ModelProto()
+    without.CopyFrom(with_pre)
+    del without.graph.output[len(outs):]
+    return with_pre, without, feeds, units
+
+
+def unit_agreement(r, tmp, model, x, tag):
+    """Every quantized unit run by the plugin's kernels against the host's QDQ reference
+    on identical inputs: within one output step everywhere, and identical wherever the
+    exact value is not halfway between two steps (the DPU rounds those up, the host
+    half to even, as ONNX does). Prints and returns (unit, ops, differing, ties)."""
+    import onnx
+    m = onnx.load(model)
+    dqs = [n.output[0] for n in m.graph.node
+           if n.op_type == "DequantizeLinear" and n.input[0] not in {t.name for t in m.graph.initializer}]
+    have = {o.name for o in m.graph.output}
+    m.graph.output.extend(onnx.helper.make_tensor_value_info(o, onnx.TensorProto.FLOAT, None)
+                          for o in dqs if o not in have)
+    full, xp = os.path.join(tmp, f"{tag}.all.onnx"), os.path.join(tmp, f"{tag}.units.x.npy")
+    onnx.save(m, full)
+    np.save(xp, x)
+    ok(r, "run", full, "--input", xp, "-o", os.path.join(tmp, f"{tag}.all.npz"), timeout=300)
+    host_values = dict(np.load(os.path.join(tmp, f"{tag}.all.npz")))
+    with_pre, without, feeds, units = isolated_units(model, host_values)
+    paths = [os.path.join(tmp, f"{tag}.units{i}.onnx") for i in (0, 1)]
+    onnx.save(with_pre, paths[0])
+    onnx.save(without, paths[1])
+    fx = os.path.join(tmp, f"{tag}.units.npz")
+    np.savez(fx, **feeds)
+    ok(r, "run", paths[0], "--input", fx, "-o", os.path.join(tmp, f"{tag}.uh.npz"), timeout=300)
+    ok(r, "run", paths[1], "--input", fx, "-o", os.path.join(tmp, f"{tag}.ul.npz"), *BACKEND, timeout=300)
+    out, _ = ok(r, "bench", paths[1], *BACKEND, "--runs", "1", "--warmup", "0", timeout=300)
+    cover = next(ln for ln in out.splitlines() if ln.startswith("coverage:"))
+    on, total = (int(v) for v in cover.split()[1:4:2])
+    assert on >= 1, f"{tag}: no unit runs on the plugin's kernels: {cover}"
+    h, lo = np.load(os.path.join(tmp, f"{tag}.uh.npz")), np.load(os.path.join(tmp, f"{tag}.ul.npz"))
+    rows, bad = [], []
+    for out, pre, step, ops in units:
+        a, b = h[out].astype(np.float64) / step, lo[out].astype(np.float64) / step
+        exact = h[pre].astype(np.float64) / step
+        tie = np.abs(exact - np.floor(exact) - 0.5) < 1e-6
+        differ = np.abs(a - b) > 0.5
+        rows.append((out, ops, float(differ.mean()), float(tie.mean())))
+        # strict: a bias rounded to the products' position once moved 0.4% of a unit
+        if np.abs(a - b).max(initial=0) > 1 or (differ & ~tie).any():
+            bad.append(f"{out} ({ops}): max {np.abs(a - b).max():.0f} steps, "
+                       f"{100 * (differ & ~tie).mean():.2f}% differ off ties")
+    worst = sorted(rows, key=lambda t: -t[2])[:3]
+    print(f"{tag}: {len(units)} units on identical inputs ({on} of {total} node units on the plugin's kernels), "
+          "each within 1 step of the host; most differing: "
+          + "; ".join(f"{o} ({ops}) {100 * d:.2f}% (ties {100 * t:.2f}%)" for o, ops, d, t in worst))
+    assert not bad, f"{tag}: plugin kernels vs host QDQ on identical inputs:\n" + "\n".join(bad)
+    return rows
+
+
+def ort_agrees(r, tmp, model, x, tag, lowered_bar=None):
+    """ONNX Runtime against `qhost run` (>= 99% within one step); the plugin's kernels
+    against the host unit by unit (unit_agreement), and end to end against ONNX Runtime,
+    printed, and held to lowered_bar when given. End to end, the DPU's round half up
+    (where ONNX rounds half to even) differs at every exact tie, and a residual Add or a
+    2x2 average is a tie on a quarter to a half of its elements, so deep residual nets
+    drift by more than a step through their depth while each unit stays within one."""
     import ort_compare
+    unit_agreement(r, tmp, model, x[:2], tag)
     why = ort_compare.ort_missing()
     if why:
         print(f"ONNX Runtime part skipped: {why}")
@@ -72,6 +200,11 @@ def ort_agrees(r, tmp, model, x, tag):
     results = ort_compare.compare(r, model, xp, tmp, tag=tag)
     for res in results:
         assert res["within"] >= 0.99, f"{tag}: ONNX Runtime vs qhost run: {res}"
+    lowered = ort_compare.compare(r, model, xp, tmp, tag=tag + "_lowered", qhost_args=BACKEND)
+    print(f"{tag}: " + ort_compare.describe("lowered (end to end)", lowered))
+    for res in lowered:
+        if lowered_bar is not None:
+            assert res["within"] >= lowered_bar, f"{tag}: ONNX Runtime vs qhost run --backend example_vitis: {res}"
     return results
 
 
@@ -205,7 +338,7 @@ def digits(r, tmp):
     acc = float(out.split("accuracy:")[1].split("%")[0])
     assert acc >= FLOAT_ACCURACY - 2, f"int8 accuracy {acc}% vs float {FLOAT_ACCURACY}%"
     x = np.load(os.path.join(EXAMPLES, "digits_test.npy"))
-    res = ort_agrees(r, tmp, q, x, "digits")
+    res = ort_agrees(r, tmp, q, x, "digits", lowered_bar=0.99)
     if res is not None:
         y = np.load(os.path.join(tmp, "digits_ort.npy"))
         ort_acc = 100 * float((y.argmax(1) == np.load(os.path.join(EXAMPLES, "digits_labels.npy"))).mean())

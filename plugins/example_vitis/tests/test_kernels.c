@@ -38,7 +38,12 @@ static int quant(double v, int opos) {
   return r < -128 ? -128 : r > 127 ? 127 : (int)r;
 }
 
+/* VITIS_ACT_CLIP's bounds as real values, set by the test that uses them */
+static double twin_lo, twin_hi;
+
 static double act_twin(double v, int act, int leaky_num) {
+  if (act == VITIS_ACT_CLIP)
+    return v < twin_lo ? twin_lo : v > twin_hi ? twin_hi : v;
   if (act == VITIS_ACT_RELU)
     return v < 0 ? 0 : v;
   if (act == VITIS_ACT_LEAKY)
@@ -53,13 +58,19 @@ static void expect(const char *what, size_t i, int got, int want) {
     fprintf(stderr, "FAIL %s: element %zu: kernel %d, twin %d\n", what, i, got, want);
 }
 
-/* The bias as the kernel needs it, and as the twin sees it: real value, rounded to the
- * accumulator position when it is finer. */
-static double bias_twin(int bi, int bpos, int accpos) {
-  double b = ldexp(bi, -bpos);
-  if (bpos > accpos)
-    b = ldexp(floor(ldexp(b, accpos) + 0.5), -accpos);
-  return b;
+/* The bias as the twin sees it: its exact real value, also when it is finer than the
+ * products' position (the kernel then sums at the bias's position, as the QDQ graph
+ * adds the float bias exactly). */
+static double bias_twin(int bi, int bpos) {
+  return ldexp(bi, -bpos);
+}
+
+/* Clip bounds in units of 2^-P around the output's range, and their real values. */
+static void clip_pick(int P, int opos, int64_t *lo, int64_t *hi) {
+  int up = P - opos + 6 > 0 ? P - opos + 6 : 0;
+  *lo = -(int64_t)irange(0, 40) * ((int64_t)1 << up) - irange(0, 3);
+  *hi = (int64_t)irange(0, 40) * ((int64_t)1 << up) + irange(0, 3);
+  twin_lo = ldexp((double)*lo, -P), twin_hi = ldexp((double)*hi, -P);
 }
 
 static void test_conv(int round) {
@@ -83,16 +94,19 @@ static void test_conv(int round) {
   int kernel = (int)(p.ci / p.group * p.kh * p.kw);
   /* choose opos so the output is mostly unsaturated: acc spans about 2^(7+7) * sqrt(K) */
   int opos = accpos - (int)(log2(sqrt(kernel)) + 7) + irange(-1, 1);
-  p.act = round % 3;
+  p.act = (round / 4) % 4; /* every activation with every kind of grouping */
   p.leaky_num = 26;
-  p.shift = accpos - opos + (p.act == VITIS_ACT_LEAKY ? VITIS_LEAKY_DEN_SHIFT : 0);
+  int P = bpos > accpos ? bpos : accpos;
+  p.acc_lshift = P - accpos;
+  p.shift = P - opos + (p.act == VITIS_ACT_LEAKY ? VITIS_LEAKY_DEN_SHIFT : 0);
+  clip_pick(P, opos, &p.clip_lo, &p.clip_hi);
   size_t nx = (size_t)(p.n * p.ci * p.h * p.w), nw = (size_t)(p.co * kernel);
   size_t ny = (size_t)(p.n * p.co * p.oh * p.ow);
   int8_t *x = malloc(nx), *w = malloc(nw), *y = malloc(ny), *bq = malloc((size_t)p.co);
   int64_t *bias = malloc((size_t)p.co * sizeof *bias);
   fill(x, nx, -128, 127), fill(w, nw, -128, 127), fill(bq, (size_t)p.co, -128, 127);
   for (int64_t c = 0; c < p.co; c++)
-    bias[c] = vitis_shift_round(bq[c], bpos - accpos);
+    bias[c] = vitis_shift_round(bq[c], bpos - P);
   for (int64_t b = 0; b < p.n; b++)
     for (int64_t c = 0; c < p.co; c++)
       vitis_conv_plane(&p, x, w, bias, y, b, c);
@@ -101,7 +115,7 @@ static void test_conv(int round) {
     for (int64_t c = 0; c < p.co; c++)
       for (int64_t oy = 0; oy < p.oh; oy++)
         for (int64_t ox = 0; ox < p.ow; ox++) {
-          double v = bias_twin(bq[c], bpos, accpos);
+          double v = bias_twin(bq[c], bpos);
           for (int64_t ic = 0; ic < cig; ic++)
             for (int64_t ky = 0; ky < p.kh; ky++)
               for (int64_t kx = 0; kx < p.kw; kx++) {
@@ -121,27 +135,29 @@ static void test_conv(int round) {
 }
 
 static void test_linear(int round) {
-  VitisLinear p = {.k = irange(1, 40), .n = irange(1, 12), .act = round % 3, .leaky_num = 26};
+  VitisLinear p = {.k = irange(1, 40), .n = irange(1, 12), .act = (round / 2) % 4, .leaky_num = 26};
   int rows = irange(1, 4), ipos = irange(0, 7), wpos = irange(3, 8), accpos = ipos + wpos;
   int opos = accpos - (int)(log2(sqrt((double)p.k)) + 7) + irange(-1, 1);
   int int32_bias = round % 2;
-  p.shift = accpos - opos + (p.act == VITIS_ACT_LEAKY ? VITIS_LEAKY_DEN_SHIFT : 0);
   int8_t *x = malloc((size_t)(rows * p.k)), *w = malloc((size_t)(p.n * p.k));
   int8_t *y = malloc((size_t)(rows * p.n));
   int *bi = malloc((size_t)p.n * sizeof *bi);
   int64_t *bias = malloc((size_t)p.n * sizeof *bias);
   fill(x, (size_t)(rows * p.k), -128, 127), fill(w, (size_t)(p.n * p.k), -128, 127);
   /* int32 bias at the accumulator's position (ONNX's convention), or int8 with its own */
-  int bpos = int32_bias ? accpos : irange(2, 14);
+  int bpos = int32_bias ? accpos : irange(2, 14), P = bpos > accpos ? bpos : accpos;
+  p.acc_lshift = P - accpos;
+  p.shift = P - opos + (p.act == VITIS_ACT_LEAKY ? VITIS_LEAKY_DEN_SHIFT : 0);
+  clip_pick(P, opos, &p.clip_lo, &p.clip_hi);
   for (int64_t j = 0; j < p.n; j++) {
     bi[j] = int32_bias ? irange(-20000, 20000) : irange(-128, 127);
-    bias[j] = vitis_shift_round(bi[j], bpos - accpos);
+    bias[j] = vitis_shift_round(bi[j], bpos - P);
   }
   for (int r = 0; r < rows; r++)
     vitis_linear_row(&p, x, w, bias, y, r);
   for (int r = 0; r < rows; r++)
     for (int64_t j = 0; j < p.n; j++) {
-      double v = bias_twin(bi[j], bpos, accpos);
+      double v = bias_twin(bi[j], bpos);
       for (int64_t i = 0; i < p.k; i++)
         v += ldexp(x[r * p.k + i], -ipos) * ldexp(w[j * p.k + i], -wpos);
       size_t i = (size_t)(r * p.n + j);
@@ -297,6 +313,41 @@ static void test_unary(int round) {
            y[i], quant(act_twin(ldexp(x[i], -ipos), act, 26), opos));
 }
 
+/* A bias finer than the products (the DPU's negative shift_bias) with a small shift_cut,
+ * so the bias's low bits decide many roundings: the kernel must add the bias exactly,
+ * as the QDQ graph does, not the bias rounded to the products' position. */
+static void test_fine_bias(int round) {
+  int k = irange(1, 3), ipos = irange(2, 5), wpos = irange(2, 5), accpos = ipos + wpos;
+  int bpos = accpos + irange(1, 6), opos = accpos - irange(0, 2), P = bpos;
+  int8_t x[3 * 16], w[3 * 8], y[16 * 8], y2[16 * 8], bq[8];
+  int64_t bias[8];
+  fill(x, sizeof x, -8, 8), fill(w, sizeof w, -8, 8), fill(bq, sizeof bq, -128, 127);
+  for (int j = 0; j < 8; j++)
+    bias[j] = vitis_shift_round(bq[j], bpos - P);
+  VitisLinear lin = {.k = k, .n = 8, .acc_lshift = P - accpos, .shift = P - opos};
+  /* the same as a 1x1 conv over a 16-pixel row: x is [k][16], weights [8][k] */
+  VitisConv conv = {.n = 1, .ci = k, .h = 1, .w = 16, .co = 8, .kh = 1, .kw = 1, .group = 1,
+                    .oh = 1, .ow = 16, .stride = {1, 1}, .dil = {1, 1},
+                    .acc_lshift = P - accpos, .shift = P - opos, .act = round % 2 ? VITIS_ACT_RELU : 0};
+  int8_t xt[3 * 16];
+  for (int r = 0; r < 16; r++) {
+    vitis_linear_row(&lin, x, w, bias, y, r);
+    for (int i = 0; i < k; i++)
+      xt[i * 16 + r] = x[r * k + i];
+  }
+  for (int c = 0; c < 8; c++)
+    vitis_conv_plane(&conv, xt, w, bias, y2, 0, c);
+  for (int r = 0; r < 16; r++)
+    for (int j = 0; j < 8; j++) {
+      double v = bias_twin(bq[j], bpos);
+      for (int i = 0; i < k; i++)
+        v += ldexp(x[r * k + i], -ipos) * ldexp(w[j * k + i], -wpos);
+      expect("linear, finer bias", (size_t)(r * 8 + j), y[r * 8 + j], quant(v, opos));
+      expect("1x1 conv, finer bias", (size_t)(j * 16 + r), y2[j * 16 + r],
+             quant(act_twin(v, conv.act, 0), opos));
+    }
+}
+
 /* Spot values of the rounding rule itself, written out by hand. */
 static void test_rounding(void) {
   static const struct { int64_t acc; int shift; int want; } cases[] = {
@@ -316,6 +367,7 @@ int main(void) {
     test_pool(round);
     test_concat();
     test_unary(round);
+    test_fine_bias(round);
   }
   printf("%ld elements compared, %ld inside (-128, 127), %ld exact ties; %d mismatches\n",
          n_compared, n_interior, n_ties, failures);
