@@ -21,23 +21,6 @@
 /* What one artefact may hold: deploy packages are weights plus metadata. */
 #define ARTIFACT_LIMIT ((gsize)4 << 30)
 
-static void remove_tree(const char *path) {
-  GDir *d = g_dir_open(path, 0, NULL);
-  if (d) {
-    const char *name;
-    while ((name = g_dir_read_name(d)) != NULL) {
-      char *child = g_build_filename(path, name, NULL);
-      if (g_file_test(child, G_FILE_TEST_IS_DIR) && !g_file_test(child, G_FILE_TEST_IS_SYMLINK))
-        remove_tree(child);
-      else
-        g_unlink(child);
-      g_free(child);
-    }
-    g_dir_close(d);
-  }
-  g_rmdir(path);
-}
-
 /* Move the finished temporary directory to dir (replacing an old one with force). */
 static gboolean put_in_place(const char *tmp, const char *dir, gboolean force, GError **error) {
   char *old = NULL;
@@ -59,7 +42,7 @@ static gboolean put_in_place(const char *tmp, const char *dir, gboolean force, G
     return FALSE;
   }
   if (old)
-    remove_tree(old);
+    qh_artifact_remove_tree(old);
   g_free(old);
   return TRUE;
 }
@@ -123,7 +106,7 @@ static gboolean deploy(QhPlugin *plugin, QhGraph *graph, const char *model, cons
     ok = TRUE;
   }
   if (!ok)
-    remove_tree(tmp);
+    qh_artifact_remove_tree(tmp);
 out:
   g_free(digest);
   g_free(tmp);

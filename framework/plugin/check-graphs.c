@@ -368,23 +368,6 @@ void qh_check_refine(QhCheckRun *run) {
 
 /* ---- deploy: into a temporary directory that never outlives the check ---- */
 
-static void remove_tree(const char *path) {
-  GDir *d = g_dir_open(path, 0, NULL);
-  if (d) {
-    const char *name;
-    while ((name = g_dir_read_name(d)) != NULL) {
-      char *child = g_build_filename(path, name, NULL);
-      if (g_file_test(child, G_FILE_TEST_IS_DIR) && !g_file_test(child, G_FILE_TEST_IS_SYMLINK))
-        remove_tree(child);
-      else
-        g_unlink(child);
-      g_free(child);
-    }
-    g_dir_close(d);
-  }
-  g_rmdir(path);
-}
-
 void qh_check_deploy(QhCheckRun *run) {
   GError *error = NULL;
   char *dir = g_dir_make_tmp("qhost-plugin-check-XXXXXX", &error);
@@ -412,7 +395,7 @@ void qh_check_deploy(QhCheckRun *run) {
       if (unsupported && i + 1 < G_N_ELEMENTS(graphs)) {
         declined = g_strdup_printf("declined the %s (%s); ", graphs[i].what, text);
         g_free(text);
-        remove_tree(dir);
+        qh_artifact_remove_tree(dir);
         g_mkdir(dir, 0700);
         continue;
       }
@@ -426,6 +409,6 @@ void qh_check_deploy(QhCheckRun *run) {
     break;
   }
   g_free(declined);
-  remove_tree(dir);
+  qh_artifact_remove_tree(dir);
   g_free(dir);
 }

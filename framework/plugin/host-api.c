@@ -216,6 +216,23 @@ static QhStatus *api_artifact_write(QhArtifact *artifact, const char *relative_p
   return st;
 }
 
+void qh_artifact_remove_tree(const char *path) {
+  GDir *d = g_dir_open(path, 0, NULL);
+  if (d) {
+    const char *name;
+    while ((name = g_dir_read_name(d)) != NULL) {
+      char *child = g_build_filename(path, name, NULL);
+      if (g_file_test(child, G_FILE_TEST_IS_DIR) && !g_file_test(child, G_FILE_TEST_IS_SYMLINK))
+        qh_artifact_remove_tree(child);
+      else
+        g_unlink(child);
+      g_free(child);
+    }
+    g_dir_close(d);
+  }
+  g_rmdir(path);
+}
+
 /* The flags of artifact_write_model this host knows. */
 #define MODEL_FLAGS QH_MODEL_STRIP_QDQ
 

@@ -35,6 +35,10 @@ struct QhRunContext {
 void qh_buffer_init(QhBuffer *buffer, gsize limit);
 void qh_buffer_clear(QhBuffer *buffer);
 
+/* Remove an artefact directory and everything under it (symlinks are unlinked, not
+ * followed); errors are ignored: used to take back a failed or temporary artefact. */
+void qh_artifact_remove_tree(const char *path);
+
 /* What a plugin's host->report calls produce while a sink is installed: one string
  * per finding, "warning: ..." / "info: ..." (level words as in the log). */
 typedef struct {
