@@ -317,22 +317,6 @@ static QhStatus *reshape_linear(Kernel *k, const QhHostApi *host, const QhTensor
   return build(k, host, &src, &wu, k->bias ? &bia : NULL, &dst, 0, 0);
 }
 
-static int view_ok(const QhTensorView *t) {
-  if (t->struct_size < sizeof(QhTensorView) || t->rank < 0 || t->rank > QH_MAX_RANK)
-    return 0;
-  for (int32_t i = 0; i < t->rank; i++)
-    if (t->dims[i] < 0)
-      return 0;
-  return 1;
-}
-
-static size_t numel(const QhTensorView *t) {
-  size_t n = 1;
-  for (int32_t i = 0; i < t->rank; i++)
-    n *= (size_t)t->dims[i];
-  return n;
-}
-
 static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView *inputs, size_t n_inputs,
                          QhTensorView *outputs, size_t n_outputs, size_t *out_workspace) {
   Kernel *k = kernel;
@@ -343,7 +327,7 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: bad arguments");
   const QhTensorView *x = &inputs[0];
   QhTensorView *y = &outputs[0];
-  if (!view_ok(x) || x->dtype != QH_DTYPE_UINT8)
+  if (!x86_u8_view_ok(x))
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: input must be a uint8 tensor");
   if (y->struct_size < sizeof(QhTensorView))
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: output view too small");
@@ -356,7 +340,7 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
   }
   if (k->in.add) {
     const QhTensorView *r = &inputs[k->in.res_input];
-    if (!view_ok(r) || r->dtype != QH_DTYPE_UINT8 || r->rank != y->rank || r->layout != y->layout ||
+    if (!x86_u8_view_ok(r) || r->rank != y->rank || r->layout != y->layout ||
         memcmp(r->dims, y->dims, (size_t)y->rank * sizeof *y->dims) != 0) {
       release(k);
       return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: residual differs from the output");
@@ -364,8 +348,8 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
   }
   k->in_rank = x->rank;
   memcpy(k->in_dims, x->dims, sizeof k->in_dims);
-  k->in_bytes = numel(x);
-  k->out_bytes = numel(y);
+  k->in_bytes = x86_numel(x);
+  k->out_bytes = x86_numel(y);
   k->reshaped = 1;
   *out_workspace = 0;
   return NULL;
@@ -384,10 +368,11 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
     return host->status_new(QH_ERR_INVALID_STATE, "run before reshape");
   const QhTensorView *x = &inputs[0];
   QhTensorView *y = &outputs[0];
-  if (!view_ok(x) || x->rank != k->in_rank || memcmp(x->dims, k->in_dims, (size_t)x->rank * sizeof *x->dims) ||
-      x->dtype != QH_DTYPE_UINT8 || x->nbytes != k->in_bytes || (k->in_bytes && !x->data))
+  if (!x86_u8_view_ok(x) || x->rank != k->in_rank ||
+      memcmp(x->dims, k->in_dims, (size_t)x->rank * sizeof *x->dims) || x->nbytes != k->in_bytes ||
+      (k->in_bytes && !x->data))
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: input differs from reshape's");
-  if (!view_ok(y) || y->dtype != QH_DTYPE_UINT8 || y->nbytes != k->out_bytes || (k->out_bytes && !y->data))
+  if (!x86_u8_view_ok(y) || y->nbytes != k->out_bytes || (k->out_bytes && !y->data))
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: output buffer differs from reshape's");
   if (k->out_bytes == 0)
     return NULL;

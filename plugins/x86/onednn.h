@@ -67,7 +67,8 @@ int32_t x86_known_shape(const QhHostApi *host, const QhGraphView *g, uint32_t v,
  * GlobalAveragePool and Flatten, channels-last, bit-exact with the host's QDQ run. */
 QhStatus *x86_accept_u8op(void *instance, const QhHostApi *host, const QhGraphView *g,
                           const QhNodeUnit *u);
-/* A well-formed uint8 tensor view with non-negative dims, and its element count. */
+/* A well-formed uint8 tensor view with non-negative dims, and its element count
+ * (onednn-u8ops.c; the oneDNN kernels and Concat check their views with them too). */
 int x86_u8_view_ok(const QhTensorView *t);
 size_t x86_numel(const QhTensorView *t);
 extern const QhKernelOps x86_add_kernel, x86_mul_kernel, x86_relu_kernel, x86_clip_kernel,
