@@ -45,6 +45,20 @@ int x86_cpu_has_vnni(const QhHostApi *host) {
   return (host->cpu_features() & (QH_CPU_AVX512VNNI | QH_CPU_AVXVNNI)) != 0;
 }
 
+void x86_parallel_for(const X86Instance *inst, size_t n, QhParallelTaskFn task, void *user) {
+  int team = inst->n_threads;
+  if (team <= 1 || n <= 1) {
+    for (size_t i = 0; i < n; i++)
+      task(user, i, 0);
+    return;
+  }
+  if ((size_t)team > n)
+    team = (int)n;
+#pragma omp parallel for schedule(static) num_threads(team)
+  for (size_t i = 0; i < n; i++)
+    task(user, i, (uint32_t)omp_get_thread_num());
+}
+
 void x86_instance_destroy(void *instance) {
   X86Instance *inst = instance;
   if (!inst)

@@ -33,6 +33,7 @@ typedef void BinarySpanFn(const U8Op *k, const uint8_t *restrict a, const uint8_
                        uint8_t *restrict y, size_t n);
 
 struct U8Op {
+  const X86Instance *inst; /* its team runs the loops */
   BinarySpanFn *binary; /* Add's or Mul's loop for this CPU */
   int op;
   int relu;        /* Add followed by Relu */
@@ -223,6 +224,7 @@ static QhStatus *create(void *instance, const QhHostApi *host, const QhGraphView
   if (!k)
     return host->status_new(QH_ERR_OUT_OF_MEMORY, "out of memory");
   analyze(host, g, u, k);
+  k->inst = instance;
   k->binary = binary_for_cpu(host, k->op);
   float lo = (float)(0 - k->zo), hi = (float)(255 - k->zo);
   k->identity = 1;
@@ -480,7 +482,7 @@ static void flatten_task(void *user, size_t index, uint32_t worker) {
 static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ctx, const QhTensorView *inputs,
                      size_t n_inputs, QhTensorView *outputs, size_t n_outputs, void *workspace,
                      size_t workspace_bytes) {
-  (void)workspace, (void)workspace_bytes;
+  (void)ctx, (void)workspace, (void)workspace_bytes;
   U8Op *k = kernel;
   if (!host)
     return NULL;
@@ -506,10 +508,13 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
   switch (k->op) {
   case U_ADD:
   case U_MUL:
-    return host->parallel_for(ctx, blocks, binary_task, &j);
+    x86_parallel_for(k->inst, blocks, binary_task, &j);
+    return NULL;
   case U_FLATTEN:
-    if (k->n > 0 && k->h * k->w > 1)
-      return host->parallel_for(ctx, (size_t)k->n, flatten_task, &j);
+    if (k->n > 0 && k->h * k->w > 1) {
+      x86_parallel_for(k->inst, (size_t)k->n, flatten_task, &j);
+      return NULL;
+    }
     /* Otherwise the same bytes in the same order: */
     /* fall through */
   case U_RELU:
@@ -519,9 +524,11 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
         memcpy(y->data, inputs[0].data, j.n);
       return NULL;
     }
-    return host->parallel_for(ctx, blocks, lut_task, &j);
+    x86_parallel_for(k->inst, blocks, lut_task, &j);
+    return NULL;
   default:
-    return host->parallel_for(ctx, (size_t)(k->n * k->oh), pool_task, &j);
+    x86_parallel_for(k->inst, (size_t)(k->n * k->oh), pool_task, &j);
+    return NULL;
   }
 }
 

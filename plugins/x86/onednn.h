@@ -47,6 +47,13 @@ typedef struct {
   const QhQParams *xq, *wq, *bq, *rq, *yq;
 } X86Info;
 
+/* Runs task(user, i, worker) for every i in [0, n) on the OpenMP team that runs
+ * oneDNN's primitives (inline when the instance has one thread or n is 1). One team
+ * for the whole lowered model: the worker that just finished a convolution is still
+ * waiting when the next uint8 loop starts, instead of a second pool's sleeping thread
+ * being woken for every unit. Threading: call from the thread that runs the kernel. */
+void x86_parallel_for(const X86Instance *inst, size_t n, QhParallelTaskFn task, void *user);
+
 QhStatus *x86_analyze(void *instance, const QhHostApi *host, const QhGraphView *g,
                       const QhNodeUnit *u, int kind, X86Info *in);
 

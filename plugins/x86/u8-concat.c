@@ -14,6 +14,7 @@
 #define MAX_INPUTS 256
 
 typedef struct {
+  const X86Instance *inst; /* its team runs the copy */
   size_t n_in;
   int64_t axis; /* ONNX axis, normalised once the rank is known */
   int64_t raw_axis;
@@ -89,6 +90,7 @@ static QhStatus *create(void *instance, const QhHostApi *host, const QhGraphView
   if (!k)
     return host->status_new(QH_ERR_OUT_OF_MEMORY, "out of memory");
   analyze(host, g, u, &k->raw_axis);
+  k->inst = instance;
   k->n_in = u->n_inputs;
   k->lut = calloc(k->n_in, sizeof *k->lut);
   k->identity = calloc(k->n_in, sizeof *k->identity);
@@ -201,7 +203,7 @@ static void concat_task(void *user, size_t index, uint32_t worker) {
 static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ctx, const QhTensorView *inputs,
                      size_t n_inputs, QhTensorView *outputs, size_t n_outputs, void *workspace,
                      size_t workspace_bytes) {
-  (void)workspace, (void)workspace_bytes;
+  (void)ctx, (void)workspace, (void)workspace_bytes;
   Concat *k = kernel;
   if (!host)
     return NULL;
@@ -222,7 +224,8 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
   if (k->out_bytes == 0)
     return NULL;
   Job j = {k, inputs, y->data, TASK_BYTES / k->out_inner + 1};
-  return host->parallel_for(ctx, (k->outer + j.per_task - 1) / j.per_task, concat_task, &j);
+  x86_parallel_for(k->inst, (k->outer + j.per_task - 1) / j.per_task, concat_task, &j);
+  return NULL;
 }
 
 const QhKernelOps x86_concat_kernel = {QH_STRUCT_HEADER(QhKernelOps), .id = "x86_concat_nhwc_qu8",
