@@ -293,6 +293,12 @@ static void test_transpose_fast_vs_naive(void) {
   transpose_random(4, DIMS(3, 33, 5, 40), DIMS(0, 3, 1, 2), QH_DTYPE_S64, rng);
   transpose_random(4, DIMS(2, 35, 34, 3), DIMS(0, 2, 1, 3), QH_DTYPE_F16, rng);
   transpose_random(4, DIMS(2, 0, 3, 4), DIMS(3, 2, 1, 0), QH_DTYPE_F32, rng);
+  /* images with a few channels to channels-last: the column-band path, bands with a tail */
+  transpose_random(4, DIMS(1, 3, 97, 91), DIMS(0, 2, 3, 1), QH_DTYPE_U8, rng);
+  transpose_random(4, DIMS(2, 4, 64, 130), DIMS(0, 2, 3, 1), QH_DTYPE_U8, rng);
+  transpose_random(4, DIMS(1, 3, 70, 70), DIMS(0, 2, 3, 1), QH_DTYPE_F32, rng);
+  transpose_random(4, DIMS(1, 5, 80, 60), DIMS(0, 2, 3, 1), QH_DTYPE_S8, rng);
+  transpose_random(4, DIMS(1, 2, 50, 90), DIMS(0, 2, 3, 1), QH_DTYPE_F16, rng);
   g_rand_free(rng);
 }
 

@@ -154,6 +154,39 @@ static void tiles_task(void *arg, int64_t begin, int64_t end) {
   }
 }
 
+/* A matrix of a few rows (an image's NCHW -> NHWC with 3 or 4 channels): tiles would be
+ * 3 x 32 with every store 3 bytes from the last and one task for the whole image, so
+ * each task interleaves a band of columns instead, with the row count a constant for
+ * the common cases so the compiler unrolls it. */
+#define NARROW_ROWS 8
+#define BAND 4096
+
+#define NARROW_LOOP(T, R)                                                              \
+  for (int64_t c = c0; c < c1; c++)                                                    \
+    for (int64_t r = 0; r < (R); r++)                                                  \
+      ((T *)dst)[c * (R) + r] = ((const T *)src)[r * t->cols + c];
+
+static void narrow_task(void *arg, int64_t begin, int64_t end) {
+  const Tiles *t = arg;
+  const int64_t bands = (t->cols + BAND - 1) / BAND;
+  for (int64_t task = begin; task < end; task++) {
+    int64_t b = task / bands, c0 = task % bands * BAND, c1 = MIN(c0 + BAND, t->cols);
+    const guint8 *src = t->src + (size_t)(b * t->rows * t->cols) * t->es;
+    guint8 *dst = t->dst + (size_t)(b * t->rows * t->cols) * t->es;
+    if (t->es == 1 && t->rows == 3) {
+      NARROW_LOOP(guint8, 3);
+    } else if (t->es == 1 && t->rows == 4) {
+      NARROW_LOOP(guint8, 4);
+    } else if (t->es == 4 && t->rows == 3) {
+      NARROW_LOOP(guint32, 3);
+    } else {
+      for (int64_t c = c0; c < c1; c++)
+        for (int64_t r = 0; r < t->rows; r++)
+          memcpy(dst + (size_t)(c * t->rows + r) * t->es, src + (size_t)(r * t->cols + c) * t->es, t->es);
+    }
+  }
+}
+
 /* Output-order walk with an odometer over the simplified dims. */
 static void odometer_copy(const Simplified *s, size_t es, const guint8 *src, guint8 *dst) {
   int64_t in_strides[QH_MAX_RANK], out_dims[QH_MAX_RANK], idx[QH_MAX_RANK] = {0}, n = 1;
@@ -209,6 +242,10 @@ gboolean qh_transpose_run(QhExecContext *ctx, const QhNode *node, const QhTensor
   int64_t batch = 1;
   for (int k = 0; k < s.rank - 2; k++)
     batch *= s.dims[k];
+  if (t.rows <= NARROW_ROWS && t.cols >= BAND) {
+    qh_thread_pool_parallel_for(ctx->pool, batch * ((t.cols + BAND - 1) / BAND), 1, narrow_task, &t);
+    return TRUE;
+  }
   t.row_blocks = (t.rows + TILE - 1) / TILE;
   qh_thread_pool_parallel_for(ctx->pool, batch * t.row_blocks, 1, tiles_task, &t);
   return TRUE;
