@@ -43,15 +43,15 @@ static void print_help(FILE *out) {
 
 int main(int argc, char **argv) {
   /* A backend's OpenMP team (oneDNN's libgomp, with --threads N > 1) runs one parallel
-   * region per unit. A worker that sleeps between them must be woken for every unit
-   * (resnet18 on x86 at 2 threads: 3.2 ms passive against 2.8 ms spinning), while
-   * libgomp's default spin (300000 rounds, about 30 times this) holds a core long after
-   * the model ran and slows everything else on a small machine. So a short bounded
-   * spin, like ONNX Runtime's; libgomp shortens it further when its threads outnumber
-   * the cores. libgomp reads this when a plugin loads it, so it is set before any
-   * plugin is loaded; a user's OMP_WAIT_POLICY or GOMP_SPINCOUNT wins. */
+   * region per unit. Workers that sleep between regions are woken for every unit
+   * (resnet18 on x86, 2 threads, 2 cores: 3.2 ms passive, 2.8 ms with this spin), but
+   * workers that spin long hold the cores when something else needs them: beside
+   * another busy process the same run takes 5.2 ms passive, 6.5-7.7 ms with this spin,
+   * 15-23 ms with 10000 rounds (libgomp's default is 300000). So a short spin. libgomp
+   * reads it when a plugin loads libgomp, so it is set before any plugin is loaded; a
+   * user's OMP_WAIT_POLICY or GOMP_SPINCOUNT wins. */
   if (!g_getenv("OMP_WAIT_POLICY") && !g_getenv("GOMP_SPINCOUNT"))
-    g_setenv("GOMP_SPINCOUNT", "10000", TRUE);
+    g_setenv("GOMP_SPINCOUNT", "1000", TRUE);
   if (argc < 2) {
     print_help(stderr);
     return QH_EXIT_USAGE;
