@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "exec/qdq-units.h"
 #include "plugin/host-api-private.h"
 #include "plugin/host-private.h"
 #include "plugin/status-private.h"
@@ -295,7 +296,7 @@ void qh_flow_probe_free(QhFlow *f) {
 typedef struct {
   const QhQuantPoint *pt;
   double sqnr; /* NAN when unknown */
-  gboolean is_weight;
+  const char *kind; /* "activation", "weight" or "bias" */
 } Row;
 
 static gint worst_first(gconstpointer a, gconstpointer b) {
@@ -311,6 +312,17 @@ static const char *dtype_word(int32_t dtype) {
   return name;
 }
 
+/* A constant feeding a Conv/Gemm's bias slot is a bias (backends such as
+ * example_vitis quantize it with its own scale); other constants are weights. */
+static const char *kind_of(const QhFlow *f, const QhQuantPoint *pt) {
+  if (!pt->is_constant)
+    return "activation";
+  const QhEdgeRef *e = &pt->root;
+  const QhGraph *g = f->points->graph;
+  const QhNode *n = e->kind == QH_EDGE_INPUT && e->node < g->nodes->len ? qh_graph_node(g, (int)e->node) : NULL;
+  return n && qh_qdq_default_role(n->op_type, (int)e->slot) == QH_ROLE_BIAS ? "bias" : "weight";
+}
+
 static GArray *rows_of(const QhFlow *f) {
   GArray *rows = g_array_new(FALSE, FALSE, sizeof(Row));
   for (guint i = 0; i < f->points->points->len; i++) {
@@ -319,7 +331,7 @@ static GArray *rows_of(const QhFlow *f) {
       continue;
     GHashTable *table = pt->is_constant ? f->weight_sqnr : f->sqnr;
     const double *s = table ? g_hash_table_lookup(table, pt->name) : NULL;
-    Row r = {pt, s ? *s : NAN, pt->is_constant};
+    Row r = {pt, s ? *s : NAN, kind_of(f, pt)};
     g_array_append_val(rows, r);
   }
   g_array_sort(rows, worst_first);
@@ -360,10 +372,10 @@ static void print_text(const QhFlow *f, GArray *rows) {
     else
       g_snprintf(sq, sizeof sq, "%.1f dB", r->sqnr);
     if (q->n == 1)
-      printf("  %-8s %-40s %-5s scale %-13.9g zero point %-4d %-28s SQNR %s\n", r->is_weight ? "weight" : "act",
+      printf("  %-8s %-40s %-5s scale %-13.9g zero point %-4d %-28s SQNR %s\n", strcmp(r->kind, "activation") == 0 ? "act" : r->kind,
              r->pt->name, dtype_word(q->dtype), (double)q->scale[0], q->zero_point[0], observer_of(r->pt), sq);
     else
-      printf("  %-8s %-40s %-5s %d channels (axis %d)              %-28s SQNR %s\n", r->is_weight ? "weight" : "act",
+      printf("  %-8s %-40s %-5s %d channels (axis %d)              %-28s SQNR %s\n", strcmp(r->kind, "activation") == 0 ? "act" : r->kind,
              r->pt->name, dtype_word(q->dtype), q->n, q->ch_axis, observer_of(r->pt), sq);
   }
   for (guint i = 0; f->output_sqnr && i < f->output_sqnr->len; i++)
@@ -426,7 +438,7 @@ static char *report_json(const QhFlow *f, GArray *rows) {
     json_builder_set_member_name(b, "name");
     json_builder_add_string_value(b, r->pt->name);
     json_builder_set_member_name(b, "kind");
-    json_builder_add_string_value(b, r->is_weight ? "weight" : "activation");
+    json_builder_add_string_value(b, r->kind);
     json_builder_set_member_name(b, "dtype");
     json_builder_add_string_value(b, dtype_word(q->dtype));
     json_builder_set_member_name(b, "observer");

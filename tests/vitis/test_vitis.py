@@ -333,6 +333,10 @@ def torchvision_case(name):
 def digits(r, tmp):
     q, rep = quantize(r, tmp, os.path.join(EXAMPLES, "digits_cnn.onnx"), os.path.join(EXAMPLES, "digits_calib.npy"))
     assert_dpu_file(q)
+    kinds = {t["name"]: t["kind"] for t in rep["tensors"]}
+    biases = sorted(n for n, k in kinds.items() if k == "bias")
+    assert biases and all(n.endswith(".bias") for n in biases), f"int8 biases reported as bias: {kinds}"
+    assert all(k != "weight" or n.endswith(".weight") for n, k in kinds.items()), kinds
     out, _ = ok(r, "run", q, "--input", os.path.join(EXAMPLES, "digits_test.npy"), "-o", os.path.join(tmp, "l.npy"),
                 "--labels", os.path.join(EXAMPLES, "digits_labels.npy"))
     acc = float(out.split("accuracy:")[1].split("%")[0])
