@@ -19,24 +19,39 @@
 
 /* ---- decisions of an imperative annotate ---- */
 
+/* Quantized by the final annotations: a quantizing spec on one of its edges, or the
+ * ANNOTATED mark PT2E puts on every node of a fused pattern (a conv's Relu has no
+ * spec of its own when the pattern quantizes only the conv's inputs). */
+static gboolean is_annotated(const QhAnnotationSet *set, const QhNode *n) {
+  if (qh_annotation_node_flags(set, (uint32_t)n->id) & QH_ANNOTATION_ANNOTATED)
+    return TRUE;
+  for (int k = 0; k < n->n_inputs + n->n_outputs; k++) {
+    gboolean in = k < n->n_inputs;
+    QhEdgeRef e = {(uint32_t)n->id, (uint32_t)(in ? k : k - n->n_inputs), in ? QH_EDGE_INPUT : QH_EDGE_OUTPUT, 0};
+    const QhQuantSpec *spec = qh_annotation_set_lookup(set, &e);
+    if (spec && spec->kind != QH_SPEC_FLOAT)
+      return TRUE;
+  }
+  return FALSE;
+}
+
+/* After a plugin's annotate, each node's decision follows the final annotations: the
+ * declarative pass's entry stays where the plugin kept its choice (with its pattern
+ * or reason), and is replaced where the plugin quantized or un-quantized the node. */
 void qh_flow_report_imperative(QhFlow *f) {
   for (int i = 0; i < qh_graph_n_nodes(f->graph); i++) {
     const QhNode *n = qh_graph_node(f->graph, i);
-    gboolean quantized;
-    const char *reason;
-    if (n->is_removed || qh_quant_report_lookup(f->report, n->id, &quantized, &reason))
+    if (n->is_removed)
       continue;
-    gboolean has_spec = FALSE;
-    for (int k = 0; k < n->n_inputs && !has_spec; k++) {
-      QhEdgeRef e = {(uint32_t)n->id, (uint32_t)k, QH_EDGE_INPUT, 0};
-      has_spec = qh_annotation_set_lookup(f->set, &e) != NULL;
-    }
-    for (int k = 0; k < n->n_outputs && !has_spec; k++) {
-      QhEdgeRef e = {(uint32_t)n->id, (uint32_t)k, QH_EDGE_OUTPUT, 0};
-      has_spec = qh_annotation_set_lookup(f->set, &e) != NULL;
-    }
-    if (has_spec)
+    gboolean annotated = is_annotated(f->set, n), quantized;
+    const char *reason;
+    gboolean decided = qh_quant_report_lookup(f->report, n->id, &quantized, &reason);
+    if (decided && quantized == annotated)
+      continue;
+    if (annotated)
       qh_quant_report_node(f->report, n, TRUE, "annotated by the plugin", NULL);
+    else if (decided)
+      qh_quant_report_node(f->report, n, FALSE, NULL, "left float by plugin '%s''s annotate", f->name);
     else
       qh_quant_report_node(f->report, n, FALSE, NULL, "not annotated by plugin '%s'", f->name);
   }

@@ -346,7 +346,7 @@ static QhStatus *inductor_annotate(const X86PluginInstance *pi, const QhHostApi 
     char line[200];
     snprintf(line, sizeof line,
              "quantizer=inductor: X86InductorQuantizer recipe, %d pattern(s) annotated; activations uint8 "
-             "[0, %d]%s; node decisions above the plugin's come from the FX pass",
+             "[0, %d]%s; the node table names the FX pass's patterns",
              c.n_patterns, c.act.quant_max, pi->base.reduce_range ? " (reduce_range)" : "");
     h->report(QH_LOG_INFO, line);
   }

@@ -184,6 +184,16 @@ def case_cat(r, tmp):
             assert q.edge(n, s) is None, f"{n} input {s} should stay float"
     assert q.edge("mm", 0) is not None and q.edge("y", 0) is None
     weight(q.edge("mm", 1), mw, 1)
+    # the report's node table follows the recipe, not the FX pass that ran before it
+    # (FX quantizes the pool, add and relu over the graph input)
+    fx, _ = quantize(r, tmp, model, calib, tag="fx")
+    table = {n["name"]: n for n in q.report["nodes"]}
+    fx_table = {n["name"]: n for n in fx.report["nodes"]}
+    for n in ("px", "ax", "rx"):
+        assert fx_table[n]["quantized"], fx_table[n]
+        assert not table[n]["quantized"] and "annotate" in table[n]["reason"], table[n]
+    for n in ("c1", "r1", "cat", "c3", "mm"):
+        assert table[n]["quantized"], table[n]
 
 
 def case_no_vnni(r, tmp):
