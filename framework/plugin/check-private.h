@@ -1,5 +1,6 @@
-/* What the plugin-check files share: the state of one run and the graph-based checks
- * (check-graphs.c) and the lowering checks (check-lowering.c). */
+/* What the plugin-check files share: the state of one run, the graph-based checks
+ * (check-graphs.c), the lowering checks (check-lowering.c) and the builder of their
+ * small QDQ graphs, whose int8 power-of-two family lives in check-graphs-pow2.c. */
 #ifndef QH_PLUGIN_CHECK_PRIVATE_H
 #define QH_PLUGIN_CHECK_PRIVATE_H
 
@@ -23,5 +24,43 @@ void qh_check_annotate(QhCheckRun *run);
 void qh_check_refine(QhCheckRun *run);
 void qh_check_deploy(QhCheckRun *run);
 void qh_check_lowering(QhCheckRun *run);
+
+/* ---- building the lowering checks' QDQ graphs ---- */
+
+typedef struct {
+  QhGraph *g;
+  GRand *rng;      /* seeded: every build of a graph gives the same constants */
+  float out_scale; /* the output's quantization step */
+  int out_signed;  /* int8 output (else uint8) */
+  int out_zero_point;
+  int pre_quant;   /* the value the output's QuantizeLinear reads */
+} QhCheckBuilder;
+
+typedef struct {
+  const char *name;
+  void (*build)(QhCheckBuilder *b);
+  /* every fp32 op of the reference is exact on this graph's grid, so the plugin's own
+   * fake_quantize of the value before the output's QuantizeLinear is what its kernel
+   * must give bit for bit */
+  gboolean exact;
+} QhCheckGraph;
+
+/* A constant (initializer) value holding a copy of data; returns its id. */
+int qh_check_builder_constant(QhCheckBuilder *b, const char *name, QhDType dt, int rank,
+                              const int64_t *dims, const void *data);
+/* A value without shape (filled in later); returns its id. */
+int qh_check_builder_value(QhCheckBuilder *b, const char *name);
+QhNode *qh_check_builder_node(QhCheckBuilder *b, const char *name, const char *op, int n_in,
+                              const int *in, int out);
+/* A graph input of float dims; returns its id. */
+int qh_check_builder_input(QhCheckBuilder *b, const char *name, int rank, const int64_t *dims);
+/* Marks out, the DequantizeLinear of pre's quantization (int8 when is_signed) with
+ * scale and zero_point, as the graph's output. */
+void qh_check_builder_output(QhCheckBuilder *b, int pre, int out, float scale, int is_signed,
+                             int zero_point);
+
+/* The int8 power-of-two family (check-graphs-pow2.c): symmetric int8, zero point 0,
+ * scale 2^-pos for activations, weights and bias, with DPU-legal positions. */
+const QhCheckGraph *qh_check_pow2_graphs(size_t *n);
 
 #endif

@@ -10,7 +10,14 @@ compared with the host's reference path.
 - --backend-opt fail=create|reshape|run makes every claimed graph FAIL with the
   plugin's message naming kernel and node; fail_node limits that to one unit;
 - decline=PATTERN leaves that pattern untested: a SKIP with the plugin's reason;
-- the fbgemm and qnnpack plugins, which have no lowering group, get no lowering line.
+- the fbgemm and qnnpack plugins, which have no lowering group, get no lowering line;
+- example_vitis (symmetric int8, power-of-two scales) declines the uint8 graphs and
+  claims every int8 power-of-two one, each a PASS within one step of the host's
+  reference and, where the reference's fp32 math is exact, bit for bit what its own
+  fake_quantize (round half up) gives; the graphs with ties must show them (fewer than
+  100% of elements bit-identical with ONNX's half-to-even), or a tie-rounding bug in its
+  kernels would go unseen. scalar_int8 takes uint8 activations only, so it claims none
+  of them.
 """
 
 import argparse
@@ -31,6 +38,38 @@ CLAIMED = {
     "add": ("add", "Add", "add", "add_qu8"),
 }
 UNCLAIMED = ("relu", "maxpool", "avgpool", "global_avgpool", "concat", "sigmoid")
+N_UINT8 = len(CLAIMED) + len(UNCLAIMED)
+# int8 power-of-two graph -> (unit, ops, example_vitis pattern, kernel suffix, exact, has ties)
+VITIS = {
+    "conv_relu": ("conv", "Conv+Relu", "conv_relu", "conv2d_nchw", True, True),
+    "conv_leaky_relu": ("conv", "Conv+LeakyRelu", "conv_leaky_relu", "conv2d_nchw", True, True),
+    "conv_clip": ("conv", "Conv+Clip", "conv_clip", "conv2d_nchw", True, True),
+    "conv": ("conv", "Conv", "conv", "conv2d_nchw", True, True),
+    "depthwise_conv": ("conv", "Conv", "conv", "conv2d_nchw", True, True),
+    "depthwise_conv_relu": ("conv", "Conv+Relu", "conv_relu", "conv2d_nchw", True, False),
+    "gemm_relu": ("fc", "Gemm+Relu", "gemm_relu", "linear", True, False),
+    "gemm_clip": ("fc", "Gemm+Clip", "gemm_clip", "linear", True, False),
+    "gemm": ("fc", "Gemm", "gemm", "linear", True, False),
+    "matmul_relu": ("matmul", "MatMul+Relu", "matmul_relu", "linear", True, False),
+    "matmul": ("matmul", "MatMul", "matmul", "linear", True, False),
+    "add_relu": ("op", "Add+Relu", "add_relu", "eltwise", True, True),
+    "add": ("op", "Add", "add", "eltwise", True, True),
+    "mul": ("op", "Mul", "mul", "eltwise", True, False),
+    "maxpool": ("op", "MaxPool", "maxpool", "pool_nchw", True, False),
+    "avgpool": ("op", "AveragePool", "avgpool", "pool_nchw", True, True),
+    "avgpool_dpu_factor": ("op", "AveragePool+Mul", "avgpool_dpu_factor", "pool_nchw", False, True),
+    "global_avgpool": ("op", "GlobalAveragePool", "global_avgpool", "pool_nchw", True, False),
+    "global_avgpool_dpu_factor": ("op", "GlobalAveragePool+Mul", "global_avgpool_dpu_factor", "pool_nchw",
+                                  False, False),
+    "concat": ("concat", "Concat", "concat", "concat", True, False),
+    "relu": ("op", "Relu", "relu", "unary", True, True),
+    "leaky_relu": ("op", "LeakyRelu", "leaky_relu", "unary", True, False),
+    "flatten": ("op", "Flatten", "flatten", "unary", True, False),
+}
+# unit text, worst, step, share bit-identical (absent when all are), own numerics, family
+PASS_DETAIL = re.compile(r"^(.*): 3 runs \(packed weights reused, one on 2 threads\) within one step of the "
+                         r"host's reference \(worst (\S+) steps of ([^,)]+)(?:, (\S+)% of elements "
+                         r"bit-identical)?\)(.*?)(?:; (int8 power-of-two) family)?$")
 LINE = re.compile(r"^  (PASS|FAIL|SKIP)  ([^:]+): (.*)$")
 
 
@@ -73,20 +112,22 @@ def lowering_lines(res):
 def case_conforms(r):
     res, out = r.scalar(expect_rc=0)
     assert not [k for k in res if k[0] == "FAIL"], out
-    pat = re.compile(r"^(.*): 3 runs \(packed weights reused, one on 2 threads\) within one step of the "
-                     r"host's reference \(worst (\S+) steps of (\S+)\)$")
     for graph in CLAIMED:
         detail = res.get(("PASS", f"lowering on {graph}"))
         assert detail is not None, f"no PASS for {graph}\n{out}"
-        m = pat.match(detail)
+        m = PASS_DETAIL.match(detail)
         assert m and m.group(1) == unit_text(graph), detail
         assert float(m.group(2)) <= 1.0, detail
+        # scalar_int8 is the host's int8 twin: bit for bit; no fake_quantize to hold it to
+        assert m.group(2) == "0.00" and m.group(4) is None and m.group(5) == "" and m.group(6) is None, detail
     for graph in UNCLAIMED:
         assert not [k for k in res if k[1] == f"lowering on {graph}"], out
+    assert not [k for k in res if k[1].startswith("lowering on int8_pow2 ")], out
     for graph, (unit, _, pattern, _) in CLAIMED.items():
         assert res.get(("PASS", f"lowering pattern {pattern}")) == f"claimed {graph} (unit '{unit}')", out
-    assert res.get(("PASS", "lowering")) == \
-        f"7 patterns validated at load; 7 of {len(CLAIMED) + len(UNCLAIMED)} built-in graphs claimed", out
+    assert res.get(("PASS", "lowering")) == (
+        f"7 patterns validated at load; 7 of {N_UINT8} uint8 and 0 of {len(VITIS)} int8 power-of-two "
+        "built-in graphs checked"), out
     assert out.splitlines()[-1] == "conforms: yes (21 passed, 0 failed, 0 skipped)", out
 
 
@@ -120,8 +161,9 @@ def case_decline(r):
         "no built-in graph for pattern conv_relu; declined: declined by option decline=conv_relu", out
     # Conv+Relu falls back to the host: nothing of the plugin's to check there
     assert not [k for k in res if k[1] == "lowering on conv_relu"], out
-    assert res.get(("PASS", "lowering")) == \
-        "7 patterns validated at load; 6 of 13 built-in graphs claimed", out
+    assert res.get(("PASS", "lowering")) == (
+        f"7 patterns validated at load; 6 of {N_UINT8} uint8 and 0 of {len(VITIS)} int8 power-of-two "
+        "built-in graphs checked"), out
 
 
 def case_json(r):
@@ -142,6 +184,43 @@ def no_lowering_case(name):
     return run
 
 
+OWN = ", and bit for bit what the plugin's own fake_quantize gives (activations round half up, "
+
+
+def case_example_vitis(r):
+    if not os.path.exists(os.path.join(r.build_plugins, "libqhost-example_vitis.so")):
+        print("skip example_vitis: not built")
+        return
+    res, out = r.check("example_vitis", "--plugin-dir", r.build_plugins, expect_rc=0)
+    assert not [k for k in res if k[0] == "FAIL"], out
+    # it declines every uint8 graph (zero points, non-power-of-two scales)
+    for graph in list(CLAIMED) + list(UNCLAIMED):
+        assert not [k for k in res if k[1] == f"lowering on {graph}"], out
+    claimed = {}
+    for graph, (unit, ops, pattern, kernel, exact, ties) in VITIS.items():
+        detail = res.get(("PASS", f"lowering on int8_pow2 {graph}"))
+        assert detail is not None, f"no PASS for {graph}\n{out}"
+        m = PASS_DETAIL.match(detail)
+        assert m, detail
+        assert m.group(1) == f"unit '{unit}' ({ops}, pattern {pattern}, kernel dpu_{kernel}_qs8_shift)", detail
+        assert float(m.group(2)) <= 1.0 and m.group(6) == "int8 power-of-two", detail
+        # a power-of-two step, as the graph's output quantizer has it
+        step = float(m.group(3))
+        assert step > 0 and (1 / step).is_integer() and (int(1 / step) & (int(1 / step) - 1)) == 0, detail
+        share = float(m.group(4)) if m.group(4) else 100.0
+        assert (share < 100.0) == ties, f"{graph}: {share}% bit-identical, ties expected: {ties}\n{detail}"
+        assert (m.group(2) == "1.00") == ties, detail
+        assert share > 50.0, detail  # only ties may differ
+        assert m.group(5).startswith(OWN) == exact, detail
+        claimed.setdefault(pattern, []).append(f"int8_pow2 {graph} (unit '{unit}')")
+    for pattern, graphs in claimed.items():
+        assert res.get(("PASS", f"lowering pattern {pattern}")) == "claimed " + ", ".join(graphs), out
+    assert not [k for k in res if k[0] == "SKIP" and k[1].startswith("lowering")], out
+    assert res.get(("PASS", "lowering")) == (
+        f"21 patterns validated at load; 0 of {N_UINT8} uint8 and {len(VITIS)} of {len(VITIS)} int8 "
+        "power-of-two built-in graphs checked"), out
+
+
 CASES = {
     "conforms": case_conforms,
     "fail_create": failure_case("create"),
@@ -152,6 +231,7 @@ CASES = {
     "json": case_json,
     "fbgemm": no_lowering_case("fbgemm"),
     "qnnpack": no_lowering_case("qnnpack"),
+    "example_vitis": case_example_vitis,
 }
 
 
