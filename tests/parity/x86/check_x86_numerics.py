@@ -35,7 +35,8 @@ avx512vnni,avxvnni, so oneDNN runs its non-VNNI vpmaddubsw path, as on an AVX2 E
   rrq_off     the rrq file, VNNI hidden, reduce_range=off: oneDNN's non-VNNI path on
               [0, 127] activations: outputs within the bar, every unit on the plugin
 The trained models also print the top-1 accuracy on their labelled test images of the
-float model, qhost's int8 run and both oracles. Prints one row per (model, setting). Exit 0 when all pass, 1 otherwise.
+float model, qhost's int8 run and both oracles. Prints one row per (model, setting).
+Exit 0 when all pass, 1 otherwise.
 """
 import os
 import sys
