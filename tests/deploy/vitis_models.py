@@ -21,9 +21,9 @@ import sys
 
 import numpy as np
 
-import qhtest
-
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))  # when run by hand
+import qhtest  # noqa: E402
 
 BATCH = 16
 
@@ -226,5 +226,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
     sys.exit(main())
