@@ -10,13 +10,20 @@ scale 2^-pos with pos = floor(log2(127 / max|x|)) (the overflow-free position), 
 weights and int8 biases with their own position (one int32 bias at ipos + wpos).
 With all_outputs every
 quantized activation is a graph output too. Returns (qdq_path, input_path).
+
+trained(qhost, tmp, name, ...) quantizes a torchvision net trained on digits
+(tests/models/trained_digits.py) for example_vitis and measures its lowered run and the
+host's against ONNX Runtime on the same QDQ file, and top-1 accuracy.
 """
 import math
 import os
+import sys
 
 import numpy as np
 
-import qhtest
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))  # when run by hand
+import qhtest  # noqa: E402
 
 BATCH = 16
 
@@ -143,3 +150,80 @@ def build(qhost, tmp, seed=0, int32_bias="dw_b", all_outputs=False):
     model.ir_version = 8
     path = qhtest.save_model(model, os.path.join(tmp, "vitis_pow2.qdq.onnx"))
     return path, x_path
+
+
+# ---- trained torchvision networks (tests/models/trained_digits.py) ---------------
+
+def _dynamic_batch(src, dst):
+    """The file with a symbolic batch on its input and output, so ONNX Runtime takes every
+    test image at once (the exported file, and so the QDQ one, has batch 1)."""
+    onnx = qhtest.onnx_modules()[0]
+    m = onnx.load(src)
+    for v in list(m.graph.input) + list(m.graph.output):
+        dims = v.type.tensor_type.shape.dim
+        if dims:
+            dims[0].ClearField("dim_value")
+            dims[0].dim_param = "N"
+    del m.graph.value_info[:]
+    onnx.save(m, dst)
+    return dst
+
+
+def trained(qhost, tmp, name, trained_dir, backend):
+    """Quantizes trained_digits' `name` with `qhost quantize --backend example_vitis` and
+    measures it. `backend` is the --backend/--plugin-dir argument list. Returns a dict:
+    qdq and test (paths), dpu_violations (check_dpu_qdq.py's lines), float / host / lowered / ort accuracy (%),
+    host_vs_ort and lowered_vs_ort (ort_compare results of the single output)."""
+    import ort_compare
+    sys.path.insert(0, os.path.join(ROOT, "tests", "models"))
+    sys.path.insert(0, os.path.join(ROOT, "tests", "vitis"))
+    import check_dpu_qdq
+    import trained_digits
+    info = trained_digits.build(name, trained_dir)
+    qdq = os.path.join(tmp, f"{name}.qdq.onnx")
+    rc, _, err = qhost.run("quantize", *backend, "--calib", info["calib"], "-o", qdq, info["onnx"], timeout=600)
+    assert rc == 0, err
+    res = {"model": name, "qdq": qdq, "test": info["test"], "dpu_violations": check_dpu_qdq.check(qdq),
+           "float": info["float_accuracy_test"]}
+    labels = np.load(info["labels"])
+    dyn = _dynamic_batch(qdq, os.path.join(tmp, f"{name}.qdq.dyn.onnx"))
+    res["host_vs_ort"] = ort_compare.compare(qhost, dyn, info["test"], tmp, f"{name}_host")[0]
+    res["lowered_vs_ort"] = ort_compare.compare(qhost, dyn, info["test"], tmp, f"{name}_lowered", backend)[0]
+    for who, f in (("host", "host_qhost"), ("lowered", "lowered_qhost"), ("ort", "host_ort")):
+        y = np.load(os.path.join(tmp, f"{name}_{f}.npy"))
+        res[who] = 100.0 * float(np.mean(y.argmax(1) == labels))
+    return res
+
+
+def describe_trained(res):
+    h, lo = res["host_vs_ort"], res["lowered_vs_ort"]
+    return (f"{res['model']} (trained on digits): ONNX Runtime vs qhost run {100 * h['within']:.2f}% within "
+            f"1 step (max {h['max_steps']:.3g}), vs qhost run --backend example_vitis "
+            f"{100 * lo['within']:.2f}% (max {lo['max_steps']:.3g}) of {lo['elements']} elements; "
+            f"top-1: float {res['float']:.2f}%, int8 host {res['host']:.2f}%, lowered {res['lowered']:.2f}%, "
+            f"ORT {res['ort']:.2f}%; DPU rule violations: {len(res['dpu_violations'])}")
+
+
+def main():
+    """By hand: vitis_models.py --qhost Q --plugin-dir D --trained-dir T [MODEL ...] prints
+    trained()'s figures for each trained model (both by default)."""
+    import argparse
+    import tempfile
+    ap = argparse.ArgumentParser(description="example_vitis on the nets trained on digits")
+    ap.add_argument("--qhost", required=True)
+    ap.add_argument("--plugin-dir", required=True)
+    ap.add_argument("--trained-dir", required=True)
+    ap.add_argument("model", nargs="*", default=["resnet18", "mobilenet_v2"])
+    a = ap.parse_args()
+    runner = qhtest.Runner(a.qhost, False)
+    for name in a.model:
+        res = trained(runner, tempfile.mkdtemp(prefix=f"vitis-{name}-"), name, a.trained_dir,
+                      ["--backend", "example_vitis", "--plugin-dir", a.plugin_dir])
+        print(describe_trained(res))
+        for line in res["dpu_violations"]:
+            print(f"  DPU rule: {line}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -2,10 +2,12 @@
 """The x86 backend's lowered int8 outputs against PyTorch 1.13 (issue 7, "Numerics").
 
   check_x86_numerics.py --qhost PATH --plugin-dir DIR --workdir DIR
-                        [--model M ...] [--setting S ...] [--asan]
+                        [--model M ...] [--setting S ...] [--trained-dir DIR] [--asan]
 
-For each model (the quantization suite's tutorial, cnn and mlp, and torchvision's
-resnet18 with seeded random weights at 1x3x64x64) PyTorch quantizes the float model
+For each model (the quantization suite's tutorial, cnn and mlp, torchvision's resnet18
+with seeded random weights at 1x3x64x64, and resnet18_digits / mobilenet_v2_digits:
+torchvision's resnet18 and mobilenet_v2 trained on digits at 1x3x32x32 by
+tests/models/trained_digits.py, cached in --trained-dir) PyTorch quantizes the float model
 with prepare_fx (get_x86_backend_config(), get_default_qconfig_mapping('onednn'),
 one forward per calibration sample in file order, as tests/parity/quant/oracle.py
 does), then gives two oracles on the same test inputs:
@@ -32,7 +34,9 @@ avx512vnni,avxvnni, so oneDNN runs its non-VNNI vpmaddubsw path, as on an AVX2 E
               the plugin's guard cannot know it)
   rrq_off     the rrq file, VNNI hidden, reduce_range=off: oneDNN's non-VNNI path on
               [0, 127] activations: outputs within the bar, every unit on the plugin
-Prints one row per (model, setting). Exit 0 when all pass, 1 otherwise.
+The trained models also print the top-1 accuracy on their labelled test images of the
+float model, qhost's int8 run and both oracles. Prints one row per (model, setting).
+Exit 0 when all pass, 1 otherwise.
 """
 import os
 import sys
@@ -55,7 +59,11 @@ from torch.ao.quantization.quantize_fx import convert_fx, convert_to_reference_f
 
 import models  # noqa: E402
 
-MODELS = ("tutorial", "cnn", "mlp", "resnet18")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "models"))
+import trained_digits  # noqa: E402
+
+TRAINED = ("resnet18_digits", "mobilenet_v2_digits")
+MODELS = ("tutorial", "cnn", "mlp", "resnet18") + TRAINED
 SETTINGS = ("default", "rr_on", "novnni_off", "rrq", "rrq_off")
 # setting -> (quantization, backend options, VNNI hidden, outputs must meet the bar,
 # every unit with MACs must be on the plugin)
@@ -95,8 +103,12 @@ RRQ_QCONFIG = {"global": {
                "qscheme": "per_channel_symmetric", "ch_axis": 0, "reduce_range": False}}}
 
 
-def build_model(name):
-    """(float model, calib tensor, test tensor, keeps BN in ONNX)."""
+def build_model(name, args):
+    """(float model, calib tensor, test tensor, keeps BN in ONNX, labels or None)."""
+    if name in TRAINED:
+        info = trained_digits.build(name[:-len("_digits")], args.trained_dir)
+        calib, test = (torch.from_numpy(np.load(info[k])) for k in ("calib", "test"))
+        return trained_digits.load_model(info), calib, test, False, (np.load(info["labels"]), info)
     if name == "resnet18":
         import torchvision
         torch.manual_seed(models.seed_of(name))
@@ -106,12 +118,12 @@ def build_model(name):
         gen = torch.Generator().manual_seed(models.seed_of(name) + 1)
         calib = torch.randn(RESNET_CALIB, *RESNET_SHAPE, generator=gen)
         test = torch.randn(TEST_SAMPLES // 4, *RESNET_SHAPE, generator=gen)
-        return model, calib, test, False
+        return model, calib, test, False, None
     model, calib, _ = models.build(name)
     shape, keep_bn = models.MODELS[name][1], models.MODELS[name][2]
     gen = torch.Generator().manual_seed(models.seed_of(name) + 7)
     draw = torch.rand if name.startswith("tutorial") else torch.randn
-    return model, calib, draw(TEST_SAMPLES, *shape, generator=gen), keep_bn
+    return model, calib, draw(TEST_SAMPLES, *shape, generator=gen), keep_bn, None
 
 
 def mapping_for(setting):
@@ -207,9 +219,9 @@ def run_case(args, name, setting, cache):
     d = os.path.join(args.workdir, name)
     os.makedirs(d, exist_ok=True)
     if name not in cache:
-        model, calib, test, keep_bn = build_model(name)
+        model, calib, test, keep_bn, labels = build_model(name, args)
         onnx_path = os.path.join(d, f"{name}.onnx")
-        if name == "resnet18":  # BN folded by the exporter: module names are not kept
+        if name == "resnet18" or name in TRAINED:  # BN folded by the exporter: module names are not kept
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore")
                 torch.onnx.export(model, calib[0:1], onnx_path, opset_version=models.OPSET,
@@ -218,11 +230,11 @@ def run_case(args, name, setting, cache):
             models.export_onnx(model, calib[0:1], onnx_path, keep_bn)
         np.save(os.path.join(d, "calib.npy"), calib.numpy().astype(np.float32))
         np.save(os.path.join(d, "test.npy"), test.numpy().astype(np.float32))
-        cache[name] = (model, calib, test)
+        cache[name] = (model, calib, test, labels)
         for f in os.listdir(d):  # QDQ files of an earlier run
             if f.endswith(".qdq.onnx"):
                 os.remove(os.path.join(d, f))
-    model, calib, test = cache[name]
+    model, calib, test, labels = cache[name]
     onnx_path, calib_path, test_path = (os.path.join(d, f) for f in (f"{name}.onnx", "calib.npy", "test.npy"))
 
     variant, backend_opts, no_vnni, bar, full = SETTING_INFO[setting]
@@ -254,6 +266,10 @@ def run_case(args, name, setting, cache):
     row["ref"], row["ref_max"], s_ref = steps_between(got, ref_out, step)
     row["dnnl"], row["dnnl_max"], s_dnnl = steps_between(got, q_out, step)
     row["pt"], row["pt_max"], _ = steps_between(q_out, ref_out, step)
+    if labels is not None:
+        y, info = labels
+        top1 = lambda out: 100.0 * float(np.mean(np.argmax(out, axis=1) == y))  # noqa: E731
+        row["acc"] = (info["float_accuracy_test"], top1(got), top1(ref_out), top1(q_out))
     for key, s, who in (("ref", s_ref, "PyTorch's reference model"), ("dnnl", s_dnnl, "PyTorch's onednn engine")):
         if bar and row[key] < AGREEMENT:
             row["fail"].append(f"{100 * row[key]:.2f}% of {s.size} elements within 1 step ({step:.6g}) "
@@ -273,18 +289,22 @@ def run_case(args, name, setting, cache):
 
 
 def print_rows(rows):
-    head = (f"{'model':<10}{'setting':<12}{'step':>10}{'vs ref':>9}{'max':>6}{'vs onednn':>11}{'max':>6}"
+    head = (f"{'model':<21}{'setting':<12}{'step':>10}{'vs ref':>9}{'max':>6}{'vs onednn':>11}{'max':>6}"
             f"{'pt:dnnl~ref':>13}{'max':>6}{'MAC share':>11}{'declined':>9}  result")
     print(head)
     print("-" * len(head))
     for r in rows:
         if "ref" not in r:
-            print(f"{r['model']:<10}{r['setting']:<12}  FAIL")
+            print(f"{r['model']:<21}{r['setting']:<12}  FAIL")
             continue
-        print(f"{r['model']:<10}{r['setting']:<12}{r['step']:>10.4g}{100 * r['ref']:>8.2f}%{r['ref_max']:>6.2g}"
+        print(f"{r['model']:<21}{r['setting']:<12}{r['step']:>10.4g}{100 * r['ref']:>8.2f}%{r['ref_max']:>6.2g}"
               f"{100 * r['dnnl']:>10.2f}%{r['dnnl_max']:>6.2g}{100 * r['pt']:>12.2f}%{r['pt_max']:>6.2g}"
               f"{r.get('share', float('nan')):>11.4f}{len(r.get('declined', [])):>9}  "
               f"{'PASS' if not r['fail'] else 'FAIL'}")
+    for r in rows:
+        if "acc" in r:
+            print(f"{r['model']}.{r['setting']}: top-1 accuracy on the test images: float "
+                  "{:.2f}%, qhost int8 {:.2f}%, PyTorch ref {:.2f}%, PyTorch onednn {:.2f}%".format(*r["acc"]))
     for r in rows:
         for n, why in r.get("declined", []):
             known = " (known)" if (r["model"], n) in KNOWN_DECLINES else ""
@@ -298,10 +318,12 @@ def main():
     ap.add_argument("--qhost", required=True)
     ap.add_argument("--plugin-dir", required=True)
     ap.add_argument("--workdir", required=True)
+    ap.add_argument("--trained-dir", help="trained_digits.py's cache (default: WORKDIR/trained)")
     ap.add_argument("--asan", action="store_true", help="qhost is sanitized (sets ASAN_OPTIONS)")
     ap.add_argument("--model", action="append", choices=MODELS)
     ap.add_argument("--setting", action="append", choices=SETTINGS)
     args = ap.parse_args()
+    args.trained_dir = args.trained_dir or os.path.join(args.workdir, "trained")
     if oracle.cpu_capability() != "AVX2":
         print(f"FAIL: torch runs with CPU capability {oracle.cpu_capability()}, not AVX2")
         return 1
