@@ -1,7 +1,7 @@
 /* `qhost bench`: warm-up, then repeated timed runs of a model, on the host's
  * reference path or (--backend) lowered to a plugin's int8 kernels; prints median,
  * min and max latency, the ratio to the model's fp32 twin timed in the same run
- * (runs alternate), and with a backend the coverage table (text, or JSON with
+ * (in alternating blocks of runs), and with a backend the coverage table (text, or JSON with
  * --json). */
 #include <json-glib/json-glib.h>
 #include <stdio.h>
@@ -63,6 +63,7 @@ typedef struct {
   const QhCliCommon *common;
   const char *backend;   /* NULL: host reference */
   int warmup, runs;
+  int profiled_runs;     /* runs of the model while the plan profiled (for the coverage) */
   double *ms;            /* sorted */
   double *fp32_ms;       /* sorted, or NULL when there is no fp32 twin */
   int fp32_dropped;      /* Q/DQ pairs dropped to make the fp32 twin */
@@ -114,9 +115,9 @@ static void print_json(const Bench *x) {
   if (l) {
     QhCliCoverage c;
     QhPlan *plan = qh_cli_runner_plan(x->runner);
-    qh_cli_coverage_compute(l, x->graph, plan, x->runs, &c);
+    qh_cli_coverage_compute(l, x->graph, plan, x->profiled_runs, &c);
     json_builder_set_member_name(b, "coverage");
-    qh_cli_coverage_json(l, plan, &c, x->runs, TRUE, b);
+    qh_cli_coverage_json(l, plan, &c, x->profiled_runs, TRUE, b);
   }
   json_builder_end_object(b);
   qh_cli_print_json(b);
@@ -143,12 +144,14 @@ static void print_text(const Bench *x) {
   if (l) {
     QhCliCoverage c;
     QhPlan *plan = qh_cli_runner_plan(x->runner);
-    qh_cli_coverage_compute(l, x->graph, plan, x->runs, &c);
-    qh_cli_coverage_print(l, plan, &c, x->runs, TRUE);
+    qh_cli_coverage_compute(l, x->graph, plan, x->profiled_runs, &c);
+    qh_cli_coverage_print(l, plan, &c, x->profiled_runs, TRUE);
   }
 }
 
 /* One timed run; FALSE with error set on failure. */
+#define BENCH_BLOCK 10 /* timed runs of one path before the other's */
+
 static gboolean timed_run(QhCliRunner *r, int n_outputs, double *ms, GError **error) {
   QhTensor **outs = NULL;
   gint64 t0 = g_get_monotonic_time();
@@ -228,24 +231,35 @@ int qh_cli_bench(int argc, char **argv) {
     x.fp32_ms = g_new0(double, runs);
   gboolean tty = qh_cli_is_tty() && !as_json;
   int n_out = (int)graph->outputs->len;
-  /* The two paths alternate so that both see the same machine state. */
-  for (int i = 0; i < warmup + runs; i++) {
-    if (i == warmup)
-      qh_plan_set_profiling(qh_cli_runner_plan(runner), TRUE);
-    double ms, fms;
-    if (!timed_run(runner, n_out, &ms, &error) ||
-        (fp32_runner && !timed_run(fp32_runner, n_out, &fms, &error))) {
-      qh_error_prefix(&error, model);
-      goto fail;
-    }
-    if (i >= warmup) {
-      x.ms[i - warmup] = ms;
-      if (fp32_runner)
-        x.fp32_ms[i - warmup] = fms;
-    }
+  /* The two paths alternate in blocks, so that both see the same machine state, and a
+   * block starts with an untimed run of its path, so that its timed runs find that
+   * model's weights in cache as a deployed model does: alternating run by run made
+   * every int8 run of resnet18 follow its fp32 twin's 45 MB of weights (x86, 2
+   * threads: 3.3 ms against 2.8 back to back). */
+  double ms;
+  for (int i = 0; i < warmup; i++) {
+    if (!timed_run(runner, n_out, &ms, &error) || (fp32_runner && !timed_run(fp32_runner, n_out, &ms, &error)))
+      goto run_failed;
     if (tty)
-      fprintf(stderr, "\r%s %d/%d", i < warmup ? "warm-up" : "run", i < warmup ? i + 1 : i - warmup + 1,
-              i < warmup ? warmup : runs);
+      fprintf(stderr, "\rwarm-up %d/%d", i + 1, warmup);
+  }
+  qh_plan_set_profiling(qh_cli_runner_plan(runner), TRUE);
+  for (int done = 0; done < runs;) {
+    int n = MIN(BENCH_BLOCK, runs - done);
+    for (int path = 0; path < (fp32_runner ? 2 : 1); path++) {
+      QhCliRunner *r = path ? fp32_runner : runner;
+      double *dst = path ? x.fp32_ms : x.ms;
+      if (fp32_runner && done > 0 && !timed_run(r, n_out, &ms, &error))
+        goto run_failed;
+      x.profiled_runs += path == 0 && fp32_runner && done > 0;
+      for (int k = 0; k < n; k++)
+        if (!timed_run(r, n_out, &dst[done + k], &error))
+          goto run_failed;
+      x.profiled_runs += path == 0 ? n : 0;
+    }
+    done += n;
+    if (tty)
+      fprintf(stderr, "\rrun %d/%d", done, runs);
   }
   if (tty)
     fprintf(stderr, "\r\033[K");
@@ -258,6 +272,8 @@ int qh_cli_bench(int argc, char **argv) {
     print_text(&x);
   status = QH_EXIT_OK;
   goto out;
+run_failed:
+  qh_error_prefix(&error, model);
 fail:
   status = qh_cli_report(error);
 out:
