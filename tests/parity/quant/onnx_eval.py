@@ -84,6 +84,18 @@ def _hardsigmoid(x, a):
     return torch.clamp(alpha * x + beta, 0.0, 1.0)
 
 
+def _clip(i, a):
+    """Clip-11+ takes its bounds as optional inputs, Clip-6 as attributes."""
+    lo = i[1] if len(i) > 1 and i[1] is not None else a.get("min")
+    hi = i[2] if len(i) > 2 and i[2] is not None else a.get("max")
+    x = i[0]
+    if lo is not None:
+        x = torch.maximum(x, torch.as_tensor(lo, dtype=x.dtype))
+    if hi is not None:
+        x = torch.minimum(x, torch.as_tensor(hi, dtype=x.dtype))
+    return x
+
+
 def _flatten(x, a):
     axis = a.get("axis", 1) % x.dim() if x.dim() else 0
     return x.reshape(int(np.prod(x.shape[:axis])), -1)
@@ -93,6 +105,7 @@ OPS = {
     "Conv": lambda i, a: _conv(i[0], i[1], i[2] if len(i) > 2 else None, a),
     "BatchNormalization": lambda i, a: _bn(*i[:5], a),
     "Relu": lambda i, a: torch.relu(i[0]),
+    "Clip": _clip,
     "MaxPool": lambda i, a: _maxpool(i[0], a),
     "Concat": lambda i, a: torch.cat(i, dim=a["axis"]),
     "Add": lambda i, a: i[0] + i[1],
