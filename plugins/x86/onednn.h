@@ -2,12 +2,13 @@
  * thread count, VNNI), the unit analysis that accept and create share, and the kernels.
  *
  * Numerics (oneDNN 2.6, output-scale API): the primitive computes
- *   v = f32(acc + bq[c]) * M[c]  (then post-ops: sum, eltwise), out = sat_u8(rint(v + zo))
- * with bq[c] the int32 bias in units of sb[c] = f32(sx*sw[c]) and M[c] = f32(sb * f32(1/so)):
- * the bias is added BEFORE the output scale, so this is int8-reference.h's QNNPACK rule,
- * not its ONEDNN rule (oneDNN 3.x's float bias after the scales). The only difference from
- * QNNPACK is that oneDNN adds the zero point in float before rounding, which can move a
- * near-tie by one step. */
+ *   v = (f32(acc) + b[c]) * M[c]  (then post-ops: sum, eltwise), out = sat_u8(rint(v + zo))
+ * with b[c] = f32(bias / sb[c]) the float bias in units of sb[c] = f32(sx*sw[c]), not
+ * rounded (PyTorch's onednn engine keeps the bias float), and M[c] = f32(sb * f32(1/so)).
+ * This is the float QDQ graph's arithmetic up to fp32 rounding and the order of the
+ * scaling; the host's int8 twin (int8-reference.h's QNNPACK rule) rounds the bias to
+ * int32 instead, and oneDNN adds the zero point in float before rounding, so a unit can
+ * differ from either by one step near a tie. */
 #ifndef QH_X86_ONEDNN_H
 #define QH_X86_ONEDNN_H
 
