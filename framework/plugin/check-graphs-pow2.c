@@ -20,18 +20,7 @@ static float step_of(int pos) { return ldexpf(1.0f, -pos); }
 
 /* QuantizeLinear then DequantizeLinear of v to int8 at pos; returns the DQ output. */
 static int qdq(QhCheckBuilder *b, const char *base, int v, int pos) {
-  char *n[4] = {g_strdup_printf("%s_scale", base), g_strdup_printf("%s_zero_point", base),
-                g_strdup_printf("%s_quantized", base), g_strdup_printf("%s_dequantized", base)};
-  float scale = step_of(pos);
-  int8_t z = 0;
-  int s = qh_check_builder_constant(b, n[0], QH_DTYPE_F32, 0, NULL, &scale);
-  int zv = qh_check_builder_constant(b, n[1], QH_DTYPE_S8, 0, NULL, &z);
-  int q = qh_check_builder_value(b, n[2]), d = qh_check_builder_value(b, n[3]);
-  qh_check_builder_node(b, n[2], "QuantizeLinear", 3, (int[]){v, s, zv}, q);
-  qh_check_builder_node(b, n[3], "DequantizeLinear", 3, (int[]){q, s, zv}, d);
-  for (int i = 0; i < 4; i++)
-    g_free(n[i]);
-  return d;
+  return qh_check_builder_qdq(b, base, v, step_of(pos), TRUE, 0);
 }
 
 static int input(QhCheckBuilder *b, const char *name, int rank, const int64_t *dims, int pos) {

@@ -67,18 +67,24 @@ void qh_check_builder_output(Builder *b, int pre, int out, float scale, int is_s
 
 /* A QuantizeLinear then DequantizeLinear of v to uint8 (scale, zp); returns the DQ
  * output. */
-static int qdq(Builder *b, const char *base, int v, float scale, int zp) {
+int qh_check_builder_qdq(Builder *b, const char *base, int v, float scale, int is_signed, int zero_point) {
   char *n[4] = {g_strdup_printf("%s_scale", base), g_strdup_printf("%s_zero_point", base),
                 g_strdup_printf("%s_quantized", base), g_strdup_printf("%s_dequantized", base)};
-  uint8_t z = (uint8_t)zp;
+  int8_t zs = (int8_t)zero_point;
+  uint8_t zu = (uint8_t)zero_point;
   int s = qh_check_builder_constant(b, n[0], QH_DTYPE_F32, 0, NULL, &scale);
-  int zv = qh_check_builder_constant(b, n[1], QH_DTYPE_U8, 0, NULL, &z);
+  int zv = is_signed ? qh_check_builder_constant(b, n[1], QH_DTYPE_S8, 0, NULL, &zs)
+                     : qh_check_builder_constant(b, n[1], QH_DTYPE_U8, 0, NULL, &zu);
   int q = qh_check_builder_value(b, n[2]), d = qh_check_builder_value(b, n[3]);
   qh_check_builder_node(b, n[2], "QuantizeLinear", 3, (int[]){v, s, zv}, q);
   qh_check_builder_node(b, n[3], "DequantizeLinear", 3, (int[]){q, s, zv}, d);
   for (int i = 0; i < 4; i++)
     g_free(n[i]);
   return d;
+}
+
+static int qdq(Builder *b, const char *base, int v, float scale, int zp) {
+  return qh_check_builder_qdq(b, base, v, scale, FALSE, zp);
 }
 
 static int input(Builder *b, const char *name, int rank, const int64_t *dims, float scale, int zp) {

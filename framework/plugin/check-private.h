@@ -52,6 +52,10 @@ int qh_check_builder_constant(QhCheckBuilder *b, const char *name, QhDType dt, i
 int qh_check_builder_value(QhCheckBuilder *b, const char *name);
 QhNode *qh_check_builder_node(QhCheckBuilder *b, const char *name, const char *op, int n_in,
                               const int *in, int out);
+/* QuantizeLinear then DequantizeLinear of v (names "<base>_scale", ...), to int8 when
+ * is_signed else uint8, per tensor; returns the DequantizeLinear's output. */
+int qh_check_builder_qdq(QhCheckBuilder *b, const char *base, int v, float scale, int is_signed,
+                         int zero_point);
 /* A graph input of float dims; returns its id. */
 int qh_check_builder_input(QhCheckBuilder *b, const char *name, int rank, const int64_t *dims);
 /* Marks out, the DequantizeLinear of pre's quantization (int8 when is_signed) with
