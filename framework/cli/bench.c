@@ -249,13 +249,13 @@ int qh_cli_bench(int argc, char **argv) {
     for (int path = 0; path < (fp32_runner ? 2 : 1); path++) {
       QhCliRunner *r = path ? fp32_runner : runner;
       double *dst = path ? x.fp32_ms : x.ms;
-      if (fp32_runner && done > 0 && !timed_run(r, n_out, &ms, &error))
+      int rewarm = fp32_runner != NULL; /* the other path ran last (the warm-up too) */
+      if (rewarm && !timed_run(r, n_out, &ms, &error))
         goto run_failed;
-      x.profiled_runs += path == 0 && fp32_runner && done > 0;
       for (int k = 0; k < n; k++)
         if (!timed_run(r, n_out, &dst[done + k], &error))
           goto run_failed;
-      x.profiled_runs += path == 0 ? n : 0;
+      x.profiled_runs += path == 0 ? rewarm + n : 0;
     }
     done += n;
     if (tty)
