@@ -5,6 +5,7 @@
                        [--threads 1,2] [--quant-backend x86] [--backend x86|none]
                        [--peak PATH] [--calib-samples 8] [--rounds 5] [--warmup 3]
                        [--runs 10] [--qhost-arg ARG ...] [--workdir DIR] [--json]
+                       [--simulate-avx2]
 
 Prints the CPU and its relevant ISA flags, exports each float model once (with
 tests/parity/export_models.py: torchvision, random seeded weights, 1x3x224x224),
@@ -31,6 +32,13 @@ one-thread peak); `qhost inspect --json` of the QDQ file gives each Conv's weigh
 shape, so units are grouped into classes (conv3x3, conv3x3-dw, conv1x1, ...); the
 issue's bars are printed as PASS/MISS lines (information only: the exit code does
 not depend on them). The load average before and after is recorded.
+--simulate-avx2 measures, on a CPU with AVX-512 VNNI, what qhost does on an AVX2-only
+CPU: every qhost process and qhost-peak get
+QHOST_CPU_DISABLE=avx512vnni,avxvnni,avx512f,avx512bw,avx512vl (oneDNN capped to AVX2, reduce_range=auto on, so the QDQ file is quantized to [0, 127]:
+MODEL.QUANT_BACKEND.avx2sim.qdq.onnx), the fp32 side OPENBLAS_CORETYPE=Haswell, and the
+peak is the vpmaddubsw+vpmaddwd ymm loop. The AVX2 bars on the kernels' share of that
+peak apply; ONNX Runtime still uses this CPU's VNNI, so its ratios are printed but its
+bars are n/a.
 With --json everything goes to stdout as one JSON object.
 Exit 0 when every measurement ran, 1 otherwise, 2 usage.
 """
@@ -52,6 +60,8 @@ import export_models  # noqa: E402
 from bench_fp32_vs_ort import cpu_info, int_list, run_json  # noqa: E402
 
 SIDES = ("qhost_qdq", "ort_qdq", "qhost_fp32")
+# What --simulate-avx2 hides from qhost: an AVX2-only EPYC has none of these.
+AVX2_ONLY_DISABLE = "avx512vnni,avxvnni,avx512f,avx512bw,avx512vl"
 
 
 def ensure_float_model(workdir, model, say):
@@ -80,7 +90,8 @@ def calibration_file(workdir, model, x_path, samples, seed):
 
 def ensure_qdq_model(args, workdir, model, onnx_path, x_path, say):
     """Returns (qdq path, quantize report or None, error text or None)."""
-    qdq = os.path.join(workdir, f"{model}.{args.quant_backend}.qdq.onnx")
+    sim = ".avx2sim" if args.simulate_avx2 else ""
+    qdq = os.path.join(workdir, f"{model}.{args.quant_backend}{sim}.qdq.onnx")
     report = qdq + ".report.json"
     if os.path.exists(qdq) and os.path.exists(report) and \
             os.path.getmtime(qdq) >= os.path.getmtime(onnx_path):
@@ -318,7 +329,7 @@ def aggregate(units, key, peak_gops):
     return groups
 
 
-def x86_figures(results, unit_class, peak, vnni):
+def x86_figures(results, unit_class, peak, vnni, simulated=False):
     """Per model and thread count: units with GOPS and % of peak, the same by class and
     by kernel, time shares, the int8/fp32 speed-ups; then the issue's bars."""
     peak1 = peak.get("int8_gops") if peak else None
@@ -355,7 +366,11 @@ def x86_figures(results, unit_class, peak, vnni):
         m, t = row["model"], row["threads"]
         if m in ("resnet18", "mobilenet_v2") and row["qdq_over_ort"] is not None:
             lim = (0.9 if m == "resnet18" else 1.0) if vnni else 1.1
-            bars.append(bar(f"qhost/ORT latency {m} {t} thread(s)", row["qdq_over_ort"], "<=", lim))
+            b = bar(f"qhost/ORT latency {m} {t} thread(s)", row["qdq_over_ort"], "<=", lim)
+            if simulated:
+                b["result"] = "n/a"
+                b["bar"] += " [simulated AVX2: ORT used VNNI]"
+            bars.append(b)
         if m == "resnet18" and t == 1:
             c = row["by_class"].get("conv3x3")
             bars.append(bar("resnet18 3x3 convs, share of the one-thread int8 peak (1 thread)",
@@ -365,7 +380,7 @@ def x86_figures(results, unit_class, peak, vnni):
                             row["int8_speedup_alternating"], ">=", 3.0))
         if t == min(x["threads"] for x in rows if x["model"] == m):
             bars.append(bar(f"MACs in oneDNN kernels {m}", row["plugin_mac_share"], ">=", 0.99, pct=True))
-    return {"vnni": vnni, "rows": rows, "bars": bars}
+    return {"vnni": vnni, "simulated_avx2": simulated, "rows": rows, "bars": bars}
 
 
 def median_field(r, key):
@@ -423,7 +438,10 @@ def print_x86(x86, peak, cpu, load_before, load_after):
                     print(f"  {u['name'][-46:]:<46}{str(u['ops'])[:11]:<12}{u['cls']:<11}"
                           f"{u['macs'] / 1e6:>8.1f}{fmt_num(u['time_ms'], '.3f'):>8}"
                           f"{fmt_num(u['gops'], '.1f'):>8}{fmt_pct(u['pct_peak']):>8}")
-    print(f"\nbars ({'VNNI' if x86['vnni'] else 'AVX2 only'}; information, the exit code does not depend on them):")
+    kind = "VNNI" if x86["vnni"] else "AVX2 only"
+    if x86.get("simulated_avx2"):
+        kind = f"AVX2 only, simulated with QHOST_CPU_DISABLE={AVX2_ONLY_DISABLE}"
+    print(f"\nbars ({kind}; information, the exit code does not depend on them):")
     for b in x86["bars"]:
         v = fmt_pct(b["value"]) if b["pct"] else fmt_num(b["value"])
         lim = f"{100 * b['limit']:.0f}%" if b["pct"] else f"{b['limit']}"
@@ -454,6 +472,8 @@ def main():
                     help="extra argument for `qhost bench` on the QDQ model (repeatable)")
     ap.add_argument("--workdir", help="keep the models here and reuse them (default: a temp dir)")
     ap.add_argument("--json", action="store_true", help="print results as JSON on stdout")
+    ap.add_argument("--simulate-avx2", action="store_true",
+                    help="hide AVX-512 and VNNI from qhost and qhost-peak (see the top of this file)")
     args = ap.parse_args()
     models = [m for m in args.models.split(",") if m]
     bad = [m for m in models if m not in export_models.MODELS]
@@ -462,6 +482,14 @@ def main():
     if args.runs < 1 or args.warmup < 0 or args.rounds < 1 or args.calib_samples < 1:
         ap.error("--runs, --rounds and --calib-samples must be positive and --warmup non-negative")
     say = (lambda *a: print(*a, file=sys.stderr)) if args.json else print
+    if args.simulate_avx2:
+        if os.environ.get("QHOST_CPU_DISABLE"):
+            ap.error("--simulate-avx2 sets QHOST_CPU_DISABLE itself; unset it")
+        # Inherited by every qhost process and qhost-peak; ONNX Runtime ignores both.
+        os.environ["QHOST_CPU_DISABLE"] = AVX2_ONLY_DISABLE
+        os.environ.setdefault("OPENBLAS_CORETYPE", "Haswell")
+        say(f"simulating an AVX2-only CPU: QHOST_CPU_DISABLE={AVX2_ONLY_DISABLE} "
+            f"OPENBLAS_CORETYPE={os.environ['OPENBLAS_CORETYPE']} (ONNX Runtime is not affected)")
 
     cpu = cpu_info()
     say(f"CPU: {cpu['model']} ({cpu['cores']} logical cores)")
@@ -543,13 +571,14 @@ def main():
     peak = best_peak(peaks)
     vnni = bool(peak["vnni"]) if peak and "vnni" in peak else \
         bool(cpu["flags"].get("avx512_vnni") or cpu["flags"].get("avx_vnni"))
-    x86 = x86_figures(results, unit_class, peak, vnni)
+    x86 = x86_figures(results, unit_class, peak, vnni, args.simulate_avx2)
     blas = {b for r in results for b in r["blas"]}
     if args.json:
         json.dump({"schema_version": 1, "cpu": cpu, "quant_backend": args.quant_backend,
                    "calib_samples": args.calib_samples, "seed": args.seed, "rounds": args.rounds,
                    "warmup": args.warmup, "runs": args.runs, "qhost_args": args.qhost_arg,
                    "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE"),
+                   "qhost_cpu_disable": os.environ.get("QHOST_CPU_DISABLE"),
                    "backend": args.backend, "load_average_before": load_before,
                    "load_average_after": load_after, "peak_runs": peaks, "peak": peak,
                    "results": results, "x86": x86, "ok": not failed}, sys.stdout, indent=1)

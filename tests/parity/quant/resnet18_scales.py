@@ -76,8 +76,11 @@ def build(workdir, samples, size):
     return model, onnx_path, calib_path, calib
 
 
-def torch_scales(model, onnx_path, calib, dump):
-    """{ONNX tensor name: (scale, zero point, fx node)} and, with dump, the batches."""
+def torch_scales(model, onnx_path, calib, dump, match=None):
+    """{ONNX tensor name: (scale, zero point, fx node)} and, with dump, the batches.
+    match(value, onnx values, fx name, exclude) names an FX value in the ONNX file
+    (default oracle.match_tensor)."""
+    match = match or oracle.match_tensor
     torch.backends.quantized.engine = "onednn"
     mapping, _ = oracle.qconfig_mapping("x86", "default")
     bc = get_x86_backend_config()
@@ -118,7 +121,7 @@ def torch_scales(model, onnx_path, calib, dump):
     values = onnx_eval.evaluate(onnx_model, {"input": calib[0:1].numpy()})
     out, batches = {}, {}
     for fx_name, (scale, zp, _) in oracle.quantized_activations(ref).items():
-        name = oracle.match_tensor(recorder.values[fx_name], values, fx_name, inits)
+        name = match(recorder.values[fx_name], values, fx_name, inits)
         out[name] = (scale, zp, fx_name)
         ob = observers.get(fx_name)
         if dump and ob is not None:
@@ -126,7 +129,7 @@ def torch_scales(model, onnx_path, calib, dump):
                 batches[f"{name}/{k}"] = b
     # Every observer call of one forward, as (observer, ONNX tensor it sees), and the
     # observer behind each quantized activation: what replay() needs.
-    plan = {"calls": [(t, oracle.match_tensor(recorder.values[x], values, x, inits))
+    plan = {"calls": [(t, match(recorder.values[x], values, x, inits))
                       for t, x in calls],
             "observer_of": {name: next(t for t, x in calls if x == fx)
                             for name, (_, _, fx) in out.items()}}

@@ -25,10 +25,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "models"))
-import oracle  # noqa: E402  (sets ATEN_CPU_CAPABILITY before torch is imported)
+import oracle  # noqa: E402,F401  (sets ATEN_CPU_CAPABILITY before torch is imported)
 
 import argparse  # noqa: E402
-import copy  # noqa: E402
 import subprocess  # noqa: E402
 import warnings  # noqa: E402
 
@@ -36,32 +35,11 @@ import numpy as np  # noqa: E402
 import onnx  # noqa: E402
 import onnx.numpy_helper  # noqa: E402
 import torch  # noqa: E402
-from torch.ao.quantization.quantize_fx import convert_fx, convert_to_reference_fx, prepare_fx  # noqa: E402
 
 import models  # noqa: E402
 import resnet18_scales  # noqa: E402
+from same_model import forced, plan_for, qhost_qparams, without_inplace  # noqa: E402
 import trained_digits  # noqa: E402
-
-
-def first_match(value, onnx_values, fx_name, exclude):
-    """oracle.match_tensor, but the first of several hits: at 32x32 mobilenet_v2's last
-    feature map is 1x1, so its ReLU6 and the global pool hold the same values (and share
-    one observer in PyTorch, so either name is right)."""
-    v = value.detach().numpy()
-    tol = 1e-4 * max(float(np.max(np.abs(v))), 1e-3)
-    hits = [k for k, a in onnx_values.items()
-            if k not in exclude and a.shape == v.shape and a.dtype == v.dtype
-            and float(np.max(np.abs(a - v))) <= tol]
-    if not hits:
-        raise RuntimeError(f"FX node {fx_name}: no ONNX tensor matches its value")
-    return hits[0]
-
-
-def qhost_qparams(path):
-    inits = {t.name: onnx.numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer}
-    return {k[:-6]: (float(v.reshape(())), int(inits[k[:-6] + "_zero_point"].reshape(())))
-            for k, v in inits.items()
-            if k.endswith("_scale") and v.size == 1 and k[:-6] + "_quantized" not in inits}, inits
 
 
 def run(cmd):
@@ -72,48 +50,6 @@ def run(cmd):
 
 def within_one(a, b, step):
     return float(np.mean(np.abs(a.astype(np.float64) - b) / step <= 1.0 + 1e-3))
-
-
-def forced(model, calib, test, plan, qh, folded, acts, weights):
-    """(reference outputs, onednn outputs, output step) of PyTorch's model with qhost's
-    activation qparams and/or the ONNX file's folded weights put in before convert."""
-    torch.backends.quantized.engine = "onednn"
-    bc = oracle.BACKEND_CONFIGS["x86"]()
-    mapping, _ = oracle.qconfig_mapping("x86", "default")
-    prepared = prepare_fx(copy.deepcopy(model), mapping, (calib[0:1],), backend_config=bc)
-    with torch.no_grad():
-        for i in range(calib.shape[0]):
-            prepared(calib[i:i + 1])
-    if acts:
-        for name, target in plan["observer_of"].items():
-            if name in qh:
-                s, z = qh[name]
-                prepared.get_submodule(target).calculate_qparams = (
-                    lambda s=s, z=z: (torch.tensor([s]), torch.tensor([z], dtype=torch.int32)))
-    if weights:  # fused conv+bn modules hold PyTorch's fold: swap in the exporter's
-        for name, mod in prepared.named_modules():
-            if not isinstance(mod, (torch.nn.Conv2d, torch.nn.Linear)):
-                continue
-            w = mod.weight.detach().numpy()
-            tol = 1e-6 * max(1.0, float(np.abs(w).max()))
-            hit = [k for k, a in folded.items() if a.shape == w.shape and np.allclose(a, w, atol=tol)]
-            if len(hit) != 1:
-                raise RuntimeError(f"{name}: {len(hit)} ONNX weights match")
-            with torch.no_grad():
-                mod.weight.copy_(torch.from_numpy(folded[hit[0]]))
-                if mod.bias is not None:
-                    b = mod.bias.detach().numpy()
-                    bh = [k for k, a in folded.items() if a.shape == b.shape and np.allclose(a, b, atol=1e-5)]
-                    if len(bh) == 1:
-                        mod.bias.copy_(torch.from_numpy(folded[bh[0]]))
-    with torch.no_grad():
-        ref = convert_to_reference_fx(copy.deepcopy(prepared), backend_config=bc)
-        quant = convert_fx(copy.deepcopy(prepared), backend_config=bc)
-        r = torch.cat([ref(test[i:i + 1]) for i in range(test.shape[0])]).numpy()
-        q = torch.cat([quant(test[i:i + 1]) for i in range(test.shape[0])]).numpy()
-    last = next(n for n in ref.graph.nodes if n.op == "output").args[0]  # dequantize(quantize(y))
-    step = oracle.quantized_activations(ref)[last.args[0].args[0].name][0]
-    return r, q, step
 
 
 def main():
@@ -128,12 +64,7 @@ def main():
     warnings.filterwarnings("ignore")
     os.makedirs(a.workdir, exist_ok=True)
     info = trained_digits.build(a.model, a.trained_dir)
-    model = trained_digits.load_model(info)
-    # An in-place ReLU6 overwrites the conv output the Recorder keeps, so the conv's
-    # quantize would be paired with the Clip's tensor; values are unchanged.
-    for m in model.modules():
-        if isinstance(m, (torch.nn.ReLU6, torch.nn.ReLU)):
-            m.inplace = False
+    model = without_inplace(trained_digits.load_model(info))
     calib = torch.from_numpy(np.load(info["calib"]))
     test = torch.from_numpy(np.load(info["test"]))
     onnx_path = os.path.join(a.workdir, f"{a.model}.onnx")
@@ -147,8 +78,7 @@ def main():
          "--calib", calib_path, "-o", qdq, "--quiet", onnx_path])
     qh, _ = qhost_qparams(qdq)
 
-    oracle.match_tensor = first_match  # resnet18_scales looks it up on the module
-    want, _, plan = resnet18_scales.torch_scales(model, onnx_path, calib, False)
+    want, plan = plan_for(model, onnx_path, calib)
     replayed = resnet18_scales.replay(a.qhost, a.workdir, onnx_path, calib, plan)
     print("1. activation scales that differ (qhost vs PyTorch FX; replay = PyTorch's observers "
           "on qhost's fp32 activations)")
