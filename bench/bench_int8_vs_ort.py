@@ -34,9 +34,10 @@ issue's bars are printed as PASS/MISS lines (information only: the exit code doe
 not depend on them). The load average before and after is recorded.
 --simulate-avx2 measures, on a CPU with AVX-512 VNNI, what qhost does on an AVX2-only
 CPU: every qhost process and qhost-peak get
-QHOST_CPU_DISABLE=avx512vnni,avxvnni,avx512f,avx512bw,avx512vl (oneDNN capped to AVX2, reduce_range=auto on, so the QDQ file is quantized to [0, 127]:
-MODEL.QUANT_BACKEND.avx2sim.qdq.onnx), the fp32 side OPENBLAS_CORETYPE=Haswell, and the
-peak is the vpmaddubsw+vpmaddwd ymm loop. The AVX2 bars on the kernels' share of that
+QHOST_CPU_DISABLE=avx512vnni,avxvnni,avx512f,avx512bw,avx512vl (oneDNN capped to AVX2,
+reduce_range=auto on, so the QDQ file MODEL.QUANT_BACKEND.avx2sim.qdq.onnx is quantized
+to [0, 127]), the fp32 side OPENBLAS_CORETYPE=Haswell, and the peak is the
+vpmaddubsw+vpmaddwd ymm loop. The AVX2 bars on the kernels' share of that
 peak apply; ONNX Runtime still uses this CPU's VNNI, so its ratios are printed but its
 bars are n/a.
 With --json everything goes to stdout as one JSON object.
