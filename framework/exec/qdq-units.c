@@ -198,6 +198,63 @@ static void unit_clear_inputs(QhQdqUnit *u) {
   g_array_set_size(u->inputs, 0);
 }
 
+static gboolean qparams_equal(const QhQParams *a, const QhQParams *b) {
+  return a->dtype == b->dtype && a->qscheme == b->qscheme && a->quant_min == b->quant_min &&
+         a->quant_max == b->quant_max && a->ch_axis == b->ch_axis && a->count == b->count &&
+         memcmp(a->scale, b->scale, a->count * sizeof *a->scale) == 0 &&
+         memcmp(a->zero_point, b->zero_point, a->count * sizeof *a->zero_point) == 0;
+}
+
+/* The op reading v, or the op behind a Q -> DQ pair reading v when the pattern may
+ * cross one (QH_PATTERN_THROUGH_SHARED_QDQ): each link read by that one node only.
+ * *q and *dq are the pair's nodes, or -1. Returns -1 when v has no such single reader. */
+static int next_op(const Ctx *c, const QhLoweringPattern *pat, int v, int *q, int *dq) {
+  *q = *dq = -1;
+  if (n_uses(c, v) != 1 || qh_graph_value(c->g, v)->is_output)
+    return -1;
+  int next = use_node(c, v, 0);
+  const QhNode *qn = qh_graph_node(c->g, next);
+  if (!(pat->flags & QH_PATTERN_THROUGH_SHARED_QDQ) || !is_plain(qn, "QuantizeLinear") ||
+      use_slot(c, v, 0) != 0)
+    return next;
+  int qv = qh_node_output(qn, 0);
+  if (qv < 0 || n_uses(c, qv) != 1 || qh_graph_value(c->g, qv)->is_output || !side_outputs_unused(c, qn))
+    return -1;
+  const QhNode *dqn = qh_graph_node(c->g, use_node(c, qv, 0));
+  int dv = qh_node_output(dqn, 0);
+  if (!is_plain(dqn, "DequantizeLinear") || use_slot(c, qv, 0) != 0 || dv < 0 || n_uses(c, dv) != 1 ||
+      qh_graph_value(c->g, dv)->is_output || !side_outputs_unused(c, dqn))
+    return -1;
+  *q = qn->id;
+  *dq = dqn->id;
+  return use_node(c, dv, 0);
+}
+
+/* Every crossed pair must quantize on the unit's output grid: then dropping its
+ * rounding is exact for the ops the flag is meant for. */
+static int crossed_pairs_match(const Ctx *c, const QhQdqUnit *u, GError **error) {
+  for (int i = 1; i < u->n_nodes; i++) {
+    if (u->crossed_q[i] < 0)
+      continue;
+    if (u->float_output)
+      return NO_MATCH;
+    const QhNode *qn = qh_graph_node(c->g, u->crossed_q[i]);
+    const QhNode *dqn = qh_graph_node(c->g, u->crossed_dq[i]);
+    int x = qh_node_output(qn, 0);
+    QhQParams a = {0}, b = {0};
+    int r = read_qparams(c->g, qn, x, &a, error);
+    if (r == MATCH)
+      r = read_qparams(c->g, dqn, x, &b, error);
+    if (r == MATCH && (!qparams_equal(&a, &b) || !qparams_equal(&a, &u->output_qparams)))
+      r = NO_MATCH;
+    qparams_clear(&a);
+    qparams_clear(&b);
+    if (r != MATCH)
+      return r;
+  }
+  return MATCH;
+}
+
 static int try_pattern(const Ctx *c, const QhLoweringPattern *pat, int start, QhQdqUnit *u,
                        GError **error) {
   if (pat->n_ops < 1 || pat->n_ops > QH_PATTERN_MAX_OPS || !pat->ops)
@@ -207,18 +264,23 @@ static int try_pattern(const Ctx *c, const QhLoweringPattern *pat, int start, Qh
     return NO_MATCH;
   int chain_slot[QH_PATTERN_MAX_OPS] = {-1, -1, -1};
   u->nodes[0] = start;
+  for (size_t i = 0; i < QH_PATTERN_MAX_OPS; i++)
+    u->crossed_q[i] = u->crossed_dq[i] = -1;
   for (size_t i = 1; i < pat->n_ops; i++) {
     const QhNode *prev = qh_graph_node(c->g, u->nodes[i - 1]);
     int v = qh_node_output(prev, 0);
-    if (v < 0 || n_uses(c, v) != 1 || qh_graph_value(c->g, v)->is_output ||
-        !side_outputs_unused(c, prev))
+    if (v < 0 || !side_outputs_unused(c, prev))
       return NO_MATCH;
-    int next = use_node(c, v, 0);
+    int next = next_op(c, pat, v, &u->crossed_q[i], &u->crossed_dq[i]);
+    if (next < 0)
+      return NO_MATCH;
     const QhNode *nn = qh_graph_node(c->g, next);
     if (c->claimed[next] || !pat->ops[i] || !op_is(nn, pat->ops[i]))
       return NO_MATCH;
     u->nodes[i] = next;
-    chain_slot[i] = use_slot(c, v, 0);
+    /* The slot the chain enters: of the crossed DequantizeLinear's output if any. */
+    int entering = u->crossed_dq[i] >= 0 ? qh_node_output(qh_graph_node(c->g, u->crossed_dq[i]), 0) : v;
+    chain_slot[i] = use_slot(c, entering, 0);
   }
   u->n_nodes = (int)pat->n_ops;
   unit_clear_inputs(u);
@@ -264,7 +326,7 @@ static int try_pattern(const Ctx *c, const QhLoweringPattern *pat, int start, Qh
       u->float_output = FALSE;
     }
   }
-  return MATCH;
+  return crossed_pairs_match(c, u, error);
 }
 
 static void build_abi(QhQdqUnit *u) {
@@ -288,6 +350,8 @@ static QhQdqUnit *unit_new(void) {
   QhQdqUnit *u = g_new0(QhQdqUnit, 1);
   u->inputs = g_array_new(FALSE, TRUE, sizeof(QhQdqUnitInput));
   u->q_node = -1;
+  for (int i = 0; i < QH_PATTERN_MAX_OPS; i++)
+    u->crossed_q[i] = u->crossed_dq[i] = -1;
   return u;
 }
 
@@ -391,8 +455,11 @@ GPtrArray *qh_qdq_match_units_with(const QhGraph *g, const QhLoweringPattern *co
           continue;
         }
       }
-      for (int k = 0; k < u->n_nodes; k++)
+      for (int k = 0; k < u->n_nodes; k++) {
         c.claimed[u->nodes[k]] = TRUE;
+        if (u->crossed_q[k] >= 0)
+          c.claimed[u->crossed_q[k]] = c.claimed[u->crossed_dq[k]] = TRUE;
+      }
       g_ptr_array_add(units, u);
       u = unit_new();
       break;

@@ -40,6 +40,10 @@ typedef struct {
   size_t pattern_index;             /* index into the patterns passed to the matcher */
   int n_nodes;
   int nodes[QH_PATTERN_MAX_OPS];    /* the op nodes, in pattern order */
+  /* The QuantizeLinear/DequantizeLinear pair crossed before nodes[i]
+   * (QH_PATTERN_THROUGH_SHARED_QDQ), or -1. */
+  int crossed_q[QH_PATTERN_MAX_OPS];
+  int crossed_dq[QH_PATTERN_MAX_OPS];
   GArray *inputs;                   /* QhQdqUnitInput: first op's slots, then extras */
   int chain_output;                 /* the float value the last op writes */
   int q_node;                       /* the QuantizeLinear, or -1 (float output) */

@@ -298,8 +298,13 @@ static gboolean rewrite_unit(QhLowering *l, const QhQdqUnit *u, QhKernelNode *k,
     }
   }
   if (ok) {
-    for (int i = 0; i < u->n_nodes; i++)
+    for (int i = 0; i < u->n_nodes; i++) {
       qh_graph_remove_node(g, u->nodes[i]);
+      if (u->crossed_q[i] >= 0) { /* QH_PATTERN_THROUGH_SHARED_QDQ: the pair is inside */
+        qh_graph_remove_node(g, u->crossed_q[i]);
+        qh_graph_remove_node(g, u->crossed_dq[i]);
+      }
+    }
     if (u->q_node >= 0)
       qh_graph_remove_node(g, u->q_node);
     QhNode *kn = qh_graph_add_node(g, name, ops->id, QH_LOWERED_DOMAIN, n_in, ins, 1, &out, error);

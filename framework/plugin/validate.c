@@ -537,8 +537,12 @@ static gboolean check_lowering(Ctx *c, const QhLoweringOps *l, QhPluginInfo *inf
       ok = check_op_name(c, what, p->ops[k]);
     if (ok && (p->extra_inputs_mask >> p->n_ops))
       ok = fail(c, "descriptor: %s: extra_inputs_mask names ops past the pattern", what);
-    if (ok && p->flags != 0)
-      ok = fail(c, "descriptor: %s: unknown flags 0x%x", what, p->flags);
+    /* QH_PATTERN_THROUGH_SHARED_QDQ exists since ABI 1.1: a 1.0 pattern knows no flags. */
+    uint32_t known = QH_ABI_VERSION_MINOR(p->abi_version) >= 1 ? QH_PATTERN_THROUGH_SHARED_QDQ : 0u;
+    if (ok && (p->flags & ~known))
+      ok = fail(c, "descriptor: %s: unknown flags 0x%x", what, p->flags & ~known);
+    if (ok && (p->flags & QH_PATTERN_THROUGH_SHARED_QDQ) && p->n_ops < 2)
+      ok = fail(c, "descriptor: %s: QH_PATTERN_THROUGH_SHARED_QDQ needs two or more ops", what);
     ok = ok && check_roles(c, what, p->input_roles, p->n_input_roles);
     char kwhat[160];
     snprintf(kwhat, sizeof kwhat, "%s: kernel", what);

@@ -385,18 +385,27 @@ static const char *const conv_add_relu_ops[] = {"Conv", "Add", "Relu"},
                   *const avgpool_ops[] = {"AveragePool"}, *const gap_ops[] = {"GlobalAveragePool"},
                   *const flatten_ops[] = {"Flatten"};
 
-#define PATTERN(name, list, mask, kern, acc)                                                     \
+#define PATTERN_F(name, list, mask, kern, acc, fl)                                               \
   static const QhLoweringPattern name = {QH_STRUCT_HEADER(QhLoweringPattern), .id = #name,      \
                                          .ops = list, .n_ops = sizeof list / sizeof list[0],    \
-                                         .extra_inputs_mask = mask, .kernel = &kern, .accept = acc}
+                                         .extra_inputs_mask = mask, .flags = fl, .kernel = &kern, \
+                                         .accept = acc}
+#define PATTERN(name, list, mask, kern, acc) PATTERN_F(name, list, mask, kern, acc, 0)
+/* Relu and Clip after a conv or linear may sit behind a Q -> DQ pair on the unit's
+ * output grid (PyTorch's x86 config quantizes Conv -> ReLU6 so: hardtanh shares its
+ * input's qparams). The kernel clamps in float and rounds once; round() is monotonic,
+ * so that equals clamping the rounded value: the same integers, one pass fewer over
+ * the activation (mobilenet_v2: 35 Clip units). Not for conv_add*: the Add's input
+ * rounding matters. */
+#define THROUGH QH_PATTERN_THROUGH_SHARED_QDQ
 PATTERN(conv_add_relu, conv_add_relu_ops, 1u << 1, x86_conv_kernel, accept_conv);
 PATTERN(conv_add, conv_add_ops, 1u << 1, x86_conv_kernel, accept_conv);
-PATTERN(conv_relu, conv_relu_ops, 0, x86_conv_kernel, accept_conv);
-PATTERN(conv_clip, conv_clip_ops, 1u << 1, x86_conv_kernel, accept_conv); /* bounds */
+PATTERN_F(conv_relu, conv_relu_ops, 0, x86_conv_kernel, accept_conv, THROUGH);
+PATTERN_F(conv_clip, conv_clip_ops, 1u << 1, x86_conv_kernel, accept_conv, THROUGH); /* bounds */
 PATTERN(conv, conv_ops, 0, x86_conv_kernel, accept_conv);
-PATTERN(linear_relu, gemm_relu_ops, 0, x86_linear_kernel, accept_linear);
+PATTERN_F(linear_relu, gemm_relu_ops, 0, x86_linear_kernel, accept_linear, THROUGH);
 PATTERN(linear, gemm_ops, 0, x86_linear_kernel, accept_linear);
-PATTERN(matmul_relu, matmul_relu_ops, 0, x86_linear_kernel, accept_linear);
+PATTERN_F(matmul_relu, matmul_relu_ops, 0, x86_linear_kernel, accept_linear, THROUGH);
 PATTERN(matmul, matmul_ops, 0, x86_linear_kernel, accept_linear);
 PATTERN(add_relu, add_relu_ops, 0, x86_add_kernel, x86_accept_u8op);
 PATTERN(add, add_ops, 0, x86_add_kernel, x86_accept_u8op);

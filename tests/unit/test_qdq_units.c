@@ -18,7 +18,14 @@
                                          name##_ops, G_N_ELEMENTS(name##_ops), mask, NULL, \
                                          0, 0, NULL, NULL}
 
+#define PATF(name, mask, flags, ...)                                                      \
+  static const char *const name##_ops[] = {__VA_ARGS__};                                  \
+  static const QhLoweringPattern name = {QH_STRUCT_HEADER(QhLoweringPattern), #name,      \
+                                         name##_ops, G_N_ELEMENTS(name##_ops), mask, NULL, \
+                                         0, flags, NULL, NULL}
+
 PAT(conv_add_relu, 0x2u, "Conv", "Add", "Relu");
+PATF(conv_relu_through, 0, QH_PATTERN_THROUGH_SHARED_QDQ, "Conv", "Relu");
 PAT(conv_relu, 0, "Conv", "Relu");
 PAT(conv, 0, "Conv");
 PAT(gemm_relu, 0, "Gemm", "Relu");
@@ -133,6 +140,72 @@ static int nid(const QhGraph *g, const char *name) {
 }
 
 /* ---- tests ---- */
+
+static QhGraph *conv_relu_graph(void);
+
+/* x -> Q/DQ -> Conv -> Q/DQ(c: cscale, czp) -> Relu -> Q/DQ(r: 0.05, 3) -> y; with
+ * extra_reader the conv's quantized output is also a graph output. */
+static QhGraph *conv_qdq_relu_graph(float cscale, uint8_t czp, gboolean extra_reader) {
+  QhGraph *g = qh_graph_new();
+  int x = qdq(g, "x", input(g, "x"), 0.1f, 128);
+  int c = val(g, "c"), r = val(g, "r");
+  conv_node(g, "conv", x, c);
+  int cd = qdq(g, "c", c, cscale, czp);
+  if (extra_reader)
+    output(g, qh_graph_find_value(g, "c_q"));
+  node(g, "relu", "Relu", 1, &cd, r);
+  output(g, qdq(g, "r", r, 0.05f, 3));
+  return g;
+}
+
+/* QH_PATTERN_THROUGH_SHARED_QDQ: a Q -> DQ pair on the unit's output grid between the
+ * ops is crossed and recorded; a different grid, another reader of the pair, or a
+ * pattern without the flag is no match (conv and relu then stand alone). */
+static void test_through_shared_qdq(void) {
+  const QhLoweringPattern *p[] = {&conv_relu_through, &conv, &relu};
+  QhGraph *g = conv_qdq_relu_graph(0.05f, 3, FALSE);
+  GPtrArray *units = match(g, p, G_N_ELEMENTS(p));
+  g_assert_cmpuint(units->len, ==, 1);
+  const QhQdqUnit *u = unit(units, 0);
+  g_assert_cmpstr(u->pattern->id, ==, "conv_relu_through");
+  g_assert_cmpint(u->n_nodes, ==, 2);
+  g_assert_cmpint(u->nodes[1], ==, nid(g, "relu"));
+  g_assert_cmpint(u->crossed_q[0], ==, -1);
+  g_assert_cmpint(u->crossed_q[1], ==, nid(g, "c_q"));
+  g_assert_cmpint(u->crossed_dq[1], ==, nid(g, "c_dq"));
+  g_assert_cmpint(u->q_node, ==, nid(g, "r_q"));
+  g_assert_cmpuint(u->inputs->len, ==, 3); /* the crossed pair adds no input */
+  g_ptr_array_unref(units);
+  qh_graph_free(g);
+
+  struct { float scale; uint8_t zp; gboolean extra; } bad[] = {
+      {0.05f * 1.0001f, 3, FALSE}, {0.05f, 4, FALSE}, {0.05f, 3, TRUE}};
+  for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+    g = conv_qdq_relu_graph(bad[i].scale, bad[i].zp, bad[i].extra);
+    units = match(g, p, G_N_ELEMENTS(p));
+    g_assert_cmpuint(units->len, ==, 2);
+    g_assert_cmpstr(unit(units, 0)->pattern->id, ==, "conv");
+    g_assert_cmpstr(unit(units, 1)->pattern->id, ==, "relu");
+    g_ptr_array_unref(units);
+    qh_graph_free(g);
+  }
+  g = conv_qdq_relu_graph(0.05f, 3, FALSE);
+  const QhLoweringPattern *plain[] = {&conv_relu, &conv, &relu};
+  units = match(g, plain, G_N_ELEMENTS(plain));
+  g_assert_cmpuint(units->len, ==, 2);
+  g_assert_cmpstr(unit(units, 0)->pattern->id, ==, "conv");
+  g_ptr_array_unref(units);
+  qh_graph_free(g);
+
+  /* Without a pair the flagged pattern matches as before. */
+  g = conv_relu_graph();
+  units = match(g, p, G_N_ELEMENTS(p));
+  g_assert_cmpuint(units->len, ==, 1);
+  g_assert_cmpstr(unit(units, 0)->pattern->id, ==, "conv_relu_through");
+  g_assert_cmpint(unit(units, 0)->crossed_q[1], ==, -1);
+  g_ptr_array_unref(units);
+  qh_graph_free(g);
+}
 
 /* x -> Q/DQ -> Conv(w per-axis, float b) -> Relu -> Q/DQ -> y */
 static QhGraph *conv_relu_graph(void) {
@@ -454,6 +527,7 @@ int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/qdq-units/conv-relu", test_conv_relu);
   g_test_add_func("/qdq-units/conv-add-relu", test_conv_add_relu);
+  g_test_add_func("/qdq-units/through-shared-qdq", test_through_shared_qdq);
   g_test_add_func("/qdq-units/add-shared-dq", test_add_shared_dq);
   g_test_add_func("/qdq-units/per-axis-negative", test_per_axis_negative);
   g_test_add_func("/qdq-units/two-consumers", test_two_consumers);

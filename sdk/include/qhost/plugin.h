@@ -204,6 +204,20 @@ typedef struct QhKernelOps {
 /* One node-unit pattern over the QDQ graph: DequantizeLinear on the inputs, the ops
  * in forward order, QuantizeLinear on the output (conv + relu, conv + add(x) + relu,
  * add, pooling, concat, fixed-qparams activations). */
+
+/* QhLoweringPattern.flags. Added in ABI 1.1.
+ * QH_PATTERN_THROUGH_SHARED_QDQ: between two consecutive ops of the pattern the host
+ * also matches a QuantizeLinear -> DequantizeLinear pair whose qparams (dtype, scale,
+ * zero point, axis, range) equal the unit's output qparams, when nothing else reads
+ * the pair's tensors. This is how PyTorch's x86 BackendConfig quantizes Conv -> ReLU6:
+ * the Clip shares its input's qparams, so the conv's output is quantized, dequantized
+ * and clipped on the same grid. The unit's nodes are the float ops only; the pair is
+ * removed with the unit. Use it only for ops whose result is unchanged when the
+ * rounding in between is dropped (Relu, Clip: round() is monotonic, so clamping before
+ * or after one rounding on the same grid gives the same integer); the kernel then
+ * rounds once, at the end. A plugin built against ABI 1.0 may not set it. */
+#define QH_PATTERN_THROUGH_SHARED_QDQ 0x1u
+
 typedef struct QhLoweringPattern {
   uint32_t abi_version;
   uint32_t struct_size;
@@ -213,7 +227,7 @@ typedef struct QhLoweringPattern {
   uint32_t extra_inputs_mask; /* as QhBackendPatternConfig.extra_inputs_mask */
   const int32_t *input_roles; /* roles of the first op's input slots; NULL as in backend-config.h */
   size_t n_input_roles;
-  uint32_t flags;             /* 0 */
+  uint32_t flags;             /* QH_PATTERN_THROUGH_SHARED_QDQ (ABI 1.1) or 0 */
   const QhKernelOps *kernel;  /* required */
   /* Optional (NULL: accept every match). Accept the unit (return NULL) or decline it
    * with QH_ERR_UNSUPPORTED and the reason (shown by inspect and bench); any other

@@ -188,7 +188,9 @@ def qdq_unit(path, spec, seed):
     """A hand-built QDQ graph of one node unit: Q/DQ input (scale, zero point as given),
     int8 weights (per channel or per tensor) through DQ, int32 or float bias, the op,
     optional residual Add (a second, quantized input), Relu or Clip, and Q/DQ output
-    with qparams from the float result's range. Returns (model, inputs npz, so)."""
+    with qparams from the float result's range. spec "through": a Q -> DQ pair before
+    the Relu or Clip on the output's grid (PyTorch x86's Conv -> ReLU6), or with
+    "through_scale" on a grid that many times coarser. Returns (model, inputs npz, so)."""
     import torch
     onnx, TP, helper, nh = qhtest.onnx_modules()
     rng = np.random.default_rng(seed)
@@ -273,6 +275,10 @@ def qdq_unit(path, spec, seed):
         yt = yt + torch.tensor(rf)
         last = "a"
     post = spec.get("post")
+    pre_post = last
+    if post and spec.get("through"):
+        last = "pd"  # the Q -> DQ pair pre_post -> pd goes in once the output grid is known
+    post_at = len(nodes)
     if post == "relu":
         nodes.append(helper.make_node("Relu", [last], ["p"]))
         yt, last = torch.relu(yt), "p"
@@ -286,6 +292,11 @@ def qdq_unit(path, spec, seed):
     so = np.float32((ymax - ymin) / 255.0 * spec.get("range", 1.0))
     zo = int(np.clip(np.rint(-ymin / so), 0, 255))
     inits += [nh.from_array(np.array(so, np.float32), "so"), nh.from_array(np.array(zo, np.uint8), "zo")]
+    if post and spec.get("through"):
+        st = np.float32(so * spec.get("through_scale", 1.0))
+        inits.append(nh.from_array(np.array(st, np.float32), "st"))
+        nodes[post_at:post_at] = [helper.make_node("QuantizeLinear", [pre_post, "st", "zo"], ["pq"]),
+                                  helper.make_node("DequantizeLinear", ["pq", "st", "zo"], ["pd"])]
     nodes += [helper.make_node("QuantizeLinear", [last, "so", "zo"], ["yq"]),
               helper.make_node("DequantizeLinear", ["yq", "so", "zo"], ["y"])]
     graph = helper.make_graph(nodes, "unit", graph_inputs,
@@ -314,6 +325,12 @@ UNITS = {
     "gemm_relu_pc": dict(kind="linear", k=40, n=24, zx=128, post="relu"),
     "gemm_pt_zx17": dict(kind="linear", k=33, n=7, zx=17, per_channel=False),
     "matmul_rank3": dict(kind="linear", k=20, n=12, zx=128, matmul=True, bias=None),
+    # Relu/Clip behind a Q -> DQ pair on the output's grid: one unit (the plugin's
+    # patterns cross the pair, QH_PATTERN_THROUGH_SHARED_QDQ); on another grid: two.
+    "depthwise_through_qdq_clip": dict(cin=16, cout=16, k=3, group=16, zx=0, post="clip", through=True),
+    "conv_through_qdq_relu": dict(cin=8, cout=16, k=3, zx=128, post="relu", through=True),
+    "gemm_through_qdq_relu": dict(kind="linear", k=40, n=24, zx=128, post="relu", through=True),
+    "conv_coarser_qdq_clip": dict(cin=8, cout=8, k=3, zx=128, post="clip", through=True, through_scale=1.5),
 }
 
 
@@ -335,6 +352,11 @@ def case_units(r, tmp):
         assert lowered or all(safe_decline(u) for u in cov["units"] if u.get("macs", 0) > 0), \
             f"{name}: not lowered: {cov['units']}"
         assert steps.max() <= 1, f"{name}: {steps.max()} steps from the host's"
+        if spec.get("through") and VNNI:
+            want = 2 if spec.get("through_scale", 1.0) != 1.0 else 1
+            assert len(cov["units"]) == want, f"{name}: {want} unit(s) expected: {cov['units']}"
+            if want == 1:
+                assert cov["units"][0]["ops"].endswith(spec["post"].capitalize()), cov["units"]
         total += steps.size
         same_total += int(np.sum(steps == 0))
     print(f"all units: {100 * same_total / total:.3f}% identical over {total} outputs")
