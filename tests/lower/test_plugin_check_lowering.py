@@ -4,9 +4,10 @@
 compared with the host's reference path.
 
 - without options it conforms: each graph one of its seven patterns claims (Conv,
-  Conv+Relu, Gemm, Gemm+Relu, MatMul, Add, Add+Relu) gets a PASS within one output
-  step, each pattern a line naming what it claimed, and graphs nobody claims (Relu,
-  pools, Concat, Sigmoid) no line;
+  Conv+Relu, Gemm, Gemm+Relu, MatMul, Add, Add+Relu; the Conv of Conv -> Q/DQ -> Clip)
+  gets a PASS within one output step, each pattern a line naming what it claimed, and
+  graphs nobody claims (Relu, pools, Concat, Sigmoid) no line; the x86 plugin, whose
+  conv_clip pattern crosses a Q/DQ pair on the output's grid, claims that graph whole;
 - --backend-opt fail=create|reshape|run makes every claimed graph FAIL with the
   plugin's message naming kernel and node; fail_node limits that to one unit;
 - decline=PATTERN leaves that pattern untested: a SKIP with the plugin's reason;
@@ -31,6 +32,9 @@ import sys
 CLAIMED = {
     "conv_relu": ("conv", "Conv+Relu", "conv_relu", "conv2d_nhwc_qu8_qs8w"),
     "conv": ("conv", "Conv", "conv", "conv2d_nhwc_qu8_qs8w"),
+    # Conv -> Q/DQ on the output's grid -> Clip: scalar_int8's patterns do not cross the
+    # pair (no QH_PATTERN_THROUGH_SHARED_QDQ), so its conv pattern takes the Conv alone
+    "conv_qdq_clip": ("conv", "Conv", "conv", "conv2d_nhwc_qu8_qs8w"),
     "gemm_relu": ("fc", "Gemm+Relu", "linear_relu", "linear_qu8_qs8w"),
     "gemm": ("fc", "Gemm", "linear", "linear_qu8_qs8w"),
     "matmul": ("matmul", "MatMul", "matmul", "linear_qu8_qs8w"),
@@ -123,12 +127,15 @@ def case_conforms(r):
     for graph in UNCLAIMED:
         assert not [k for k in res if k[1] == f"lowering on {graph}"], out
     assert not [k for k in res if k[1].startswith("lowering on int8_pow2 ")], out
+    claims = {}
     for graph, (unit, _, pattern, _) in CLAIMED.items():
-        assert res.get(("PASS", f"lowering pattern {pattern}")) == f"claimed {graph} (unit '{unit}')", out
+        claims.setdefault(pattern, []).append(f"{graph} (unit '{unit}')")
+    for pattern, what in claims.items():
+        assert res.get(("PASS", f"lowering pattern {pattern}")) == "claimed " + ", ".join(what), out
     assert res.get(("PASS", "lowering")) == (
-        f"7 patterns validated at load; 7 of {N_UINT8} uint8 and 0 of {len(VITIS)} int8 power-of-two "
-        "built-in graphs checked"), out
-    assert out.splitlines()[-1] == "conforms: yes (21 passed, 0 failed, 0 skipped)", out
+        f"7 patterns validated at load; {len(CLAIMED)} of {N_UINT8} uint8 and 0 of {len(VITIS)} int8 "
+        "power-of-two built-in graphs checked"), out
+    assert out.splitlines()[-1] == f"conforms: yes ({len(CLAIMED) + 14} passed, 0 failed, 0 skipped)", out
 
 
 def failure_case(phase, run_name=None):
@@ -162,8 +169,8 @@ def case_decline(r):
     # Conv+Relu falls back to the host: nothing of the plugin's to check there
     assert not [k for k in res if k[1] == "lowering on conv_relu"], out
     assert res.get(("PASS", "lowering")) == (
-        f"7 patterns validated at load; 6 of {N_UINT8} uint8 and 0 of {len(VITIS)} int8 power-of-two "
-        "built-in graphs checked"), out
+        f"7 patterns validated at load; {len(CLAIMED) - 1} of {N_UINT8} uint8 and 0 of {len(VITIS)} int8 "
+        "power-of-two built-in graphs checked"), out
 
 
 def case_json(r):
@@ -182,6 +189,35 @@ def no_lowering_case(name):
         assert "lowering" not in out, out
         assert out.splitlines()[-1].startswith("conforms: yes ("), out
     return run
+
+
+def has_vnni():
+    """VNNI as the x86 plugin sees it: the CPU flag, not hidden by QHOST_CPU_DISABLE."""
+    hidden = os.environ.get("QHOST_CPU_DISABLE", "")
+    try:
+        flags = open("/proc/cpuinfo").read().split()
+    except OSError:
+        return False
+    return any(f in flags and f.replace("_", "") not in hidden for f in ("avx512_vnni", "avx_vnni"))
+
+
+def case_x86(r):
+    """The x86 plugin's conv_clip pattern crosses the Q/DQ pair of conv_qdq_clip
+    (QH_PATTERN_THROUGH_SHARED_QDQ): one unit, within one step of the host."""
+    if not os.path.exists(os.path.join(r.build_plugins, "libqhost-x86.so")):
+        print("skip x86: not built")
+        return
+    if not has_vnni():  # reduce_range=auto then declines these full-range uint8 units
+        print("skip x86: no VNNI here")
+        return
+    res, out = r.check("x86", "--plugin-dir", r.build_plugins, expect_rc=0)
+    detail = res.get(("PASS", "lowering on conv_qdq_clip"))
+    assert detail is not None, out
+    m = PASS_DETAIL.match(detail)
+    assert m and m.group(1) == "unit 'conv' (Conv+Clip, pattern conv_clip, kernel onednn_conv2d_nhwc_qu8_qs8w)", \
+        detail
+    assert float(m.group(2)) <= 1.0, detail
+    assert "conv_qdq_clip (unit 'conv')" in res.get(("PASS", "lowering pattern conv_clip"), ""), out
 
 
 OWN = ", and bit for bit what the plugin's own fake_quantize gives (activations round half up, "
@@ -232,6 +268,7 @@ CASES = {
     "fbgemm": no_lowering_case("fbgemm"),
     "qnnpack": no_lowering_case("qnnpack"),
     "example_vitis": case_example_vitis,
+    "x86": case_x86,
 }
 
 
