@@ -39,14 +39,42 @@ function positiveInt(value, name, usageText, allowZero = false) {
   return n;
 }
 
-async function createSession(ort, modelPath, threads) {
-  return ort.InferenceSession.create(modelPath, {
+// Whether ONNX Runtime's uint8 x int8 kernels (MLAS U8S8) are exact on this CPU. With
+// AVX-512 VNNI or AVX-VNNI they multiply-add into int32; without (an AVX2-only EPYC)
+// they use VPMADDUBSW, which adds two u8 x s8 products in int16 with saturation, so a
+// QDQ model with full-range uint8 activations and int8 weights leaves its own numerics
+// (measured under an emulated EPYC-Rome: the x86-quantized digits model 21% within one
+// step of ORT's own float Q/DQ run). QH_ORT_QDQ=int8|float overrides.
+function u8s8Exact() {
+  const forced = process.env.QH_ORT_QDQ;
+  if (forced === 'int8') return true;
+  if (forced === 'float') return false;
+  try {
+    const flags = require('fs').readFileSync('/proc/cpuinfo', 'utf8').split(/\s+/);
+    return flags.includes('avx512_vnni') || flags.includes('avx_vnni');
+  } catch (e) {
+    return true;
+  }
+}
+
+// reference: the session is the numerics oracle of a test (ort_run.js). Where ORT's
+// int8 kernels would saturate, it then runs Q/DQ as written (DequantizeLinear, float op,
+// QuantizeLinear: session.disable_quant_qdq) and says so on stderr. Benchmarks
+// (ort_bench.js) always time ORT's own int8 kernels.
+async function createSession(ort, modelPath, threads, reference = false) {
+  const options = {
     executionProviders: ['cpu'],
     graphOptimizationLevel: 'all',
     intraOpNumThreads: threads,
     interOpNumThreads: 1,
     executionMode: 'sequential',
-  });
+  };
+  if (reference && !u8s8Exact()) {
+    options.extra = { session: { disable_quant_qdq: '1' } };
+    process.stderr.write('ort_run: no VNNI on this CPU: ONNX Runtime runs Q/DQ in float ' +
+                         '(session.disable_quant_qdq), as its U8S8 int8 kernels saturate here\n');
+  }
+  return ort.InferenceSession.create(modelPath, options);
 }
 
 // One .npy feeds a single-input model; .npz is not supported by this reader.

@@ -20,7 +20,7 @@ async function main() {
   const ort = loadOrt();
   let session;
   try {
-    session = await createSession(ort, modelPath, threads);
+    session = await createSession(ort, modelPath, threads, true);
   } catch (e) {
     throw new Error(`${modelPath}: ${e.message.split('\n')[0]}`);
   }
