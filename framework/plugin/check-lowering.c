@@ -159,7 +159,13 @@ static int relu(Builder *b, int v) {
 
 static const int64_t image[4] = {1, 3, 8, 8}, fmap[4] = {1, 4, 8, 8}, rows[2] = {2, 16};
 
-static void conv(Builder *b, gboolean with_relu, int64_t stride) {
+/* What follows the conv: nothing, a Relu, or a Q/DQ pair on the output's grid and a
+ * Clip: Conv -> Q -> DQ -> Clip -> Q, how PyTorch's x86 and fbgemm configs quantize
+ * Conv -> ReLU6 (hardtanh shares its input's observer). A pattern with
+ * QH_PATTERN_THROUGH_SHARED_QDQ takes the last one as one unit. */
+typedef enum { TAIL_NONE, TAIL_RELU, TAIL_QDQ_CLIP } ConvTail;
+
+static void conv(Builder *b, ConvTail tail, int64_t stride) {
   float sx = 0.02f, sw[4];
   int x = input(b, "x", 4, image, sx, 128);
   static const int64_t wd[4] = {4, 3, 3, 3};
@@ -172,36 +178,24 @@ static void conv(Builder *b, gboolean with_relu, int64_t stride) {
   qh_node_set_attr_ints(n, "pads", 4, pads);
   qh_node_set_attr_ints(n, "kernel_shape", 2, ks);
   qh_node_set_attr_ints(n, "strides", 2, strides);
-  if (with_relu)
+  if (tail == TAIL_RELU) {
     output(b, relu(b, c), 0.08f, 5);
-  else
+  } else if (tail == TAIL_QDQ_CLIP) {
+    const float so = 0.04f, lo = 0.0f, hi = 2.5f;
+    const int zo = 90;
+    int cd = qdq(b, "conv_q", c, so, zo);
+    int mn = qh_check_builder_constant(b, "clip_min", QH_DTYPE_F32, 0, NULL, &lo);
+    int mx = qh_check_builder_constant(b, "clip_max", QH_DTYPE_F32, 0, NULL, &hi);
+    int y = qh_check_builder_value(b, "clip_out");
+    qh_check_builder_node(b, "clip", "Clip", 3, (int[]){cd, mn, mx}, y);
+    output(b, y, so, zo);
+  } else {
     output(b, c, 0.05f, 128);
+  }
 }
-static void g_conv_relu(Builder *b) { conv(b, TRUE, 1); }
-
-/* Conv -> Q -> DQ -> Clip -> Q with one grid on both quantizations: how PyTorch's x86 and
- * fbgemm configs quantize Conv -> ReLU6 (hardtanh shares its input's observer). A
- * pattern with QH_PATTERN_THROUGH_SHARED_QDQ takes it as one unit. */
-static void g_conv_qdq_clip(Builder *b) {
-  float sx = 0.02f, sw[4];
-  const float so = 0.04f, lo = 0.0f, hi = 2.5f;
-  const int zo = 90;
-  int x = input(b, "x", 4, image, sx, 128);
-  static const int64_t wd[4] = {4, 3, 3, 3}, pads[4] = {1, 1, 1, 1}, ks[2] = {3, 3};
-  int w = weight(b, "conv_weight", 4, wd, 0, sw);
-  int bi = bias(b, "conv_bias", 4, sx, sw, TRUE);
-  int c = qh_check_builder_value(b, "conv_out");
-  QhNode *n = qh_check_builder_node(b, "conv", "Conv", 3, (int[]){x, w, bi}, c);
-  qh_node_set_attr_ints(n, "pads", 4, pads);
-  qh_node_set_attr_ints(n, "kernel_shape", 2, ks);
-  int cd = qdq(b, "conv_q", c, so, zo);
-  int mn = qh_check_builder_constant(b, "clip_min", QH_DTYPE_F32, 0, NULL, &lo);
-  int mx = qh_check_builder_constant(b, "clip_max", QH_DTYPE_F32, 0, NULL, &hi);
-  int y = qh_check_builder_value(b, "clip_out");
-  qh_check_builder_node(b, "clip", "Clip", 3, (int[]){cd, mn, mx}, y);
-  output(b, y, so, zo);
-}
-static void g_conv(Builder *b) { conv(b, FALSE, 2); }
+static void g_conv_relu(Builder *b) { conv(b, TAIL_RELU, 1); }
+static void g_conv_qdq_clip(Builder *b) { conv(b, TAIL_QDQ_CLIP, 1); }
+static void g_conv(Builder *b) { conv(b, TAIL_NONE, 2); }
 
 static void gemm(Builder *b, gboolean with_relu) {
   float sx = 0.016f, sw[1];

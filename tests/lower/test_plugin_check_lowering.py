@@ -28,6 +28,9 @@ import re
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "integration"))
+import qhtest  # noqa: E402
+
 # built-in graph -> (unit, ops, pattern, kernel) that scalar_int8 claims
 CLAIMED = {
     "conv_relu": ("conv", "Conv+Relu", "conv_relu", "conv2d_nhwc_qu8_qs8w"),
@@ -191,23 +194,13 @@ def no_lowering_case(name):
     return run
 
 
-def has_vnni():
-    """VNNI as the x86 plugin sees it: the CPU flag, not hidden by QHOST_CPU_DISABLE."""
-    hidden = os.environ.get("QHOST_CPU_DISABLE", "")
-    try:
-        flags = open("/proc/cpuinfo").read().split()
-    except OSError:
-        return False
-    return any(f in flags and f.replace("_", "") not in hidden for f in ("avx512_vnni", "avx_vnni"))
-
-
 def case_x86(r):
     """The x86 plugin's conv_clip pattern crosses the Q/DQ pair of conv_qdq_clip
     (QH_PATTERN_THROUGH_SHARED_QDQ): one unit, within one step of the host."""
     if not os.path.exists(os.path.join(r.build_plugins, "libqhost-x86.so")):
         print("skip x86: not built")
         return
-    if not has_vnni():  # reduce_range=auto then declines these full-range uint8 units
+    if not qhtest.qhost_sees_vnni():  # reduce_range=auto then declines these full-range uint8 units
         print("skip x86: no VNNI here")
         return
     res, out = r.check("x86", "--plugin-dir", r.build_plugins, expect_rc=0)

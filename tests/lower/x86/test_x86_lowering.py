@@ -36,20 +36,7 @@ DIGITS_X = os.path.join(ROOT, "examples", "digits_test.npy")
 BACKEND = ["--backend", "x86", "--plugin-dir", PLUGIN_DIR]
 
 
-def machine_has_vnni():
-    """Whether the plugin sees VNNI (the CPU flag, not hidden by QHOST_CPU_DISABLE).
-    Without it, reduce_range=auto declines conv/linear units whose full-range uint8
-    activations could saturate oneDNN's int16 pair sums: then a test accepts that
-    decline (and only that one) where it would otherwise require the unit lowered."""
-    hidden = os.environ.get("QHOST_CPU_DISABLE", "")
-    try:
-        flags = open("/proc/cpuinfo").read().split()
-    except OSError:
-        return False
-    return any(f in flags and f.replace("_", "") not in hidden for f in ("avx512_vnni", "avx_vnni"))
-
-
-VNNI = machine_has_vnni()
+VNNI = qhtest.qhost_sees_vnni()
 
 
 def safe_decline(unit):

@@ -80,6 +80,9 @@ import same_model  # noqa: E402
 sys.path.insert(0, os.path.dirname(HERE))
 import torch_isa  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "integration"))
+import qhtest  # noqa: E402
+
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "models"))
 import trained_digits  # noqa: E402
 
@@ -111,16 +114,6 @@ RESNET_CALIB = 8
 NO_VNNI = "avx512vnni,avxvnni"
 
 
-def machine_has_vnni():
-    """Whether the plugin sees VNNI here: the CPU flag, not hidden by QHOST_CPU_DISABLE.
-    Without it reduce_range=auto declines units, so full coverage is not required."""
-    hidden = os.environ.get("QHOST_CPU_DISABLE", "")
-    try:
-        flags = open("/proc/cpuinfo").read()
-    except OSError:
-        return False
-    return any(f in flags.split() and f.replace("_", "") not in hidden
-               for f in ("avx512_vnni", "avx_vnni"))
 # The x86 default's activation observer with reduce_range=True; weights unchanged.
 RRQ_QCONFIG = {"global": {
     "activation": {"observer": "HistogramObserver", "dtype": "quint8",
@@ -264,7 +257,7 @@ def run_case(args, name, setting, cache):
     onnx_path, calib_path, test_path = (os.path.join(d, f) for f in (f"{name}.onnx", "calib.npy", "test.npy"))
 
     variant, backend_opts, no_vnni, bar, full = SETTING_INFO[setting]
-    if setting == "default" and not machine_has_vnni():
+    if setting == "default" and not qhtest.qhost_sees_vnni():
         full = False  # reduce_range=auto is on: declining is the safe answer here
     if (name, variant) not in cache:
         cache[name, variant] = pytorch_side(model, calib, test, variant)
