@@ -309,28 +309,26 @@ static QhStatus *reshape_linear(Kernel *k, const QhHostApi *host, const QhTensor
   memcpy(y->dims, x->dims, sizeof y->dims);
   y->dims[x->rank - 1] = in->n;
   y->layout = x->layout;
+  /* Without VNNI oneDNN 2.6 runs an int8 matmul as gemm:jit on unpacked weights,
+   * packing them at every call (mobilenet_v2's classifier: 0.28 ms). As a 1x1
+   * convolution over an image of 1 x M pixels (the same bytes: M rows of K, M rows of
+   * N) it gets the jit 1x1 kernel on weights reordered once (0.05 ms), with identical
+   * results. With VNNI the matmul is brgemm on packed weights, as fast.
+   * matmul: src [M, K], weights [K, N] (MatMul ab, Gemm transB ba), bias [1, N], dst [M, N];
+   * conv:   src [1, K, 1, M] nhwc, weights [N, K, 1, 1] (hwio, oihw), bias [N], dst [1, N, 1, M]. */
+  const int conv = !k->inst->vnni;
+  const int nd = conv ? 4 : 2;
+  dnnl_dims_t sd = {conv ? 1 : m, in->k, 1, m}, dd = {conv ? 1 : m, in->n, 1, m};
+  dnnl_dims_t wd = {conv ? in->n : in->k, conv ? in->k : in->n, 1, 1}, bd = {conv ? in->n : 1, in->n};
+  dnnl_format_tag_t act = conv ? dnnl_nhwc : dnnl_ab;
+  dnnl_format_tag_t wtag = conv ? (in->matmul ? dnnl_hwio : dnnl_oihw) : (in->matmul ? dnnl_ab : dnnl_ba);
   dnnl_memory_desc_t src, wu, bia, dst;
-  if (!k->inst->vnni) {
-    /* Without VNNI oneDNN 2.6 runs an int8 matmul as gemm:jit on unpacked weights,
-     * packing them at every call (mobilenet_v2's classifier: 0.28 ms). As a 1x1
-     * convolution over an image of 1 x M pixels (the same bytes: M rows of K, M rows of
-     * N) it gets the jit 1x1 kernel on weights reordered once (0.05 ms), with identical
-     * results. With VNNI the matmul is brgemm on packed weights, as fast. */
-    dnnl_dims_t sd = {1, in->k, 1, m}, wd = {in->n, in->k, 1, 1}, bd = {in->n}, dd = {1, in->n, 1, m};
-    CK(dnnl_memory_desc_init_by_tag(&src, 4, sd, dnnl_u8, dnnl_nhwc), "memory_desc_init(src)");
-    CK(dnnl_memory_desc_init_by_tag(&dst, 4, dd, dnnl_u8, dnnl_nhwc), "memory_desc_init(dst)");
-    CK(dnnl_memory_desc_init_by_tag(&wu, 4, wd, dnnl_s8, in->matmul ? dnnl_hwio : dnnl_oihw),
-       "memory_desc_init(weights)");
-    CK(dnnl_memory_desc_init_by_tag(&bia, 1, bd, dnnl_f32, dnnl_a), "memory_desc_init(bias)");
-    return build(k, host, &src, &wu, k->bias ? &bia : NULL, &dst, 1);
-  }
-  dnnl_dims_t sd = {m, in->k}, wd = {in->k, in->n}, bd = {1, in->n}, dd = {m, in->n};
-  CK(dnnl_memory_desc_init_by_tag(&src, 2, sd, dnnl_u8, dnnl_ab), "memory_desc_init(src)");
-  CK(dnnl_memory_desc_init_by_tag(&dst, 2, dd, dnnl_u8, dnnl_ab), "memory_desc_init(dst)");
-  CK(dnnl_memory_desc_init_by_tag(&wu, 2, wd, dnnl_s8, in->matmul ? dnnl_ab : dnnl_ba),
-     "memory_desc_init(weights)");
-  CK(dnnl_memory_desc_init_by_tag(&bia, 2, bd, dnnl_f32, dnnl_ab), "memory_desc_init(bias)");
-  return build(k, host, &src, &wu, k->bias ? &bia : NULL, &dst, 0);
+  CK(dnnl_memory_desc_init_by_tag(&src, nd, sd, dnnl_u8, act), "memory_desc_init(src)");
+  CK(dnnl_memory_desc_init_by_tag(&dst, nd, dd, dnnl_u8, act), "memory_desc_init(dst)");
+  CK(dnnl_memory_desc_init_by_tag(&wu, nd, wd, dnnl_s8, wtag), "memory_desc_init(weights)");
+  CK(dnnl_memory_desc_init_by_tag(&bia, conv ? 1 : 2, bd, dnnl_f32, conv ? dnnl_a : dnnl_ab),
+     "memory_desc_init(bias)");
+  return build(k, host, &src, &wu, k->bias ? &bia : NULL, &dst, conv);
 }
 
 static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView *inputs, size_t n_inputs,
