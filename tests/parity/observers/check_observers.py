@@ -5,7 +5,7 @@ Generates random calibration batches and observer configs, runs PyTorch's observ
 (torch.ao.quantization.observer) on them, runs the same cases through qhost's C
 observers (the unit-test binary test_observers in oracle mode:
 `test_observers --oracle IN.json OUT.json`), and compares every scale as float32 bits
-and every zero point exactly. Also compares qhost's torch.sum order (numerics-spec
+and every zero point exactly. Also compares qhost's torch.sum order (docs/numerics.md
 §6.6) with torch.sum, and the ONNX Runtime-style Percentile/Entropy observers with a
 numpy transcription of ONNX Runtime's HistogramCollector (reported, not a bar: numpy's
 float32 bin edges are not reproduced bit for bit).
