@@ -11,7 +11,11 @@ compared with the host's reference path.
 - --backend-opt fail=create|reshape|run makes every claimed graph FAIL with the
   plugin's message naming kernel and node; fail_node limits that to one unit;
 - decline=PATTERN leaves that pattern untested: a SKIP with the plugin's reason;
-- the fbgemm and qnnpack plugins, which have no lowering group, get no lowering line;
+- the qnnpack plugin, which has no lowering group, gets no lowering line;
+- the fbgemm plugin claims the Conv and linear graphs (FBGEMM's numerics: exact here,
+  where the reference's fp32 math matches one integer rounding) on every path the CPU
+  allows, QHOST_CPU_DISABLE forcing the portable C one; with AVX2 but no VNNI it
+  declines these full-range uint8 units with the saturation reason;
 - example_vitis (symmetric int8, power-of-two scales) declines the uint8 graphs and
   claims every int8 power-of-two one, each a PASS within one step of the host's
   reference and, where the reference's fp32 math is exact, bit for bit what its own
@@ -194,6 +198,42 @@ def no_lowering_case(name):
     return run
 
 
+# built-in graph -> (unit, ops, pattern, kernel) that fbgemm claims
+FBGEMM = {
+    "conv_relu": ("conv", "Conv+Relu", "conv_relu", "fbgemm_conv2d_nhwc_qu8_qs8w"),
+    "conv": ("conv", "Conv", "conv", "fbgemm_conv2d_nhwc_qu8_qs8w"),
+    "conv_qdq_clip": ("conv", "Conv", "conv", "fbgemm_conv2d_nhwc_qu8_qs8w"),
+    "gemm_relu": ("fc", "Gemm+Relu", "linear_relu", "fbgemm_linear_qu8_qs8w"),
+    "gemm": ("fc", "Gemm", "linear", "fbgemm_linear_qu8_qs8w"),
+    "matmul": ("matmul", "MatMul", "matmul", "fbgemm_linear_qu8_qs8w"),
+}
+
+
+def case_fbgemm(r):
+    """fbgemm's kernels within one step of the host on each path: the fastest one here,
+    then the portable C one (AVX2 and AVX-512 hidden); with AVX2 but no VNNI these
+    full-range units are declined with the reason, never run on vpmaddubsw."""
+    env = dict(r.env)
+    masks = ["", "avx512vnni,avx2"] if qhtest.qhost_sees_vnni() else ["avx2"]
+    for mask in masks:
+        r.env = dict(env, QHOST_CPU_DISABLE=mask)
+        res, out = r.check("fbgemm", "--plugin-dir", r.build_plugins, expect_rc=0)
+        assert not [k for k in res if k[0] == "FAIL"], out
+        for graph, (unit, ops, pattern, kernel) in FBGEMM.items():
+            detail = res.get(("PASS", f"lowering on {graph}"))
+            assert detail is not None, f"{mask}: no PASS for {graph}\n{out}"
+            m = PASS_DETAIL.match(detail)
+            assert m and m.group(1) == f"unit '{unit}' ({ops}, pattern {pattern}, kernel {kernel})", detail
+            assert float(m.group(2)) <= 1.0, detail
+        assert out.splitlines()[-1].startswith("conforms: yes ("), out
+    r.env = dict(env, QHOST_CPU_DISABLE="avx512vnni")
+    res, out = r.check("fbgemm", "--plugin-dir", r.build_plugins, expect_rc=0)
+    r.env = env
+    assert not [k for k in res if k[1].startswith("lowering on")], out
+    for pattern in ("conv", "conv_relu", "linear", "linear_relu", "matmul"):
+        assert "vpmaddubsw's int16 pair sums could saturate" in res.get(("SKIP", f"lowering pattern {pattern}"), ""), out
+
+
 def case_x86(r):
     """The x86 plugin's conv_clip pattern crosses the Q/DQ pair of conv_qdq_clip
     (QH_PATTERN_THROUGH_SHARED_QDQ): one unit, within one step of the host."""
@@ -258,7 +298,7 @@ CASES = {
     "fail_one_node": case_fail_one_node,
     "decline": case_decline,
     "json": case_json,
-    "fbgemm": no_lowering_case("fbgemm"),
+    "fbgemm": case_fbgemm,
     "qnnpack": no_lowering_case("qnnpack"),
     "example_vitis": case_example_vitis,
     "x86": case_x86,
@@ -269,7 +309,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--qhost", required=True)
     ap.add_argument("--lower-plugins", required=True, help="the directory holding libqhost-scalar_int8.so")
-    ap.add_argument("--build-plugins", required=True, help="the directory holding fbgemm and qnnpack")
+    ap.add_argument("--build-plugins", required=True, help="the directory holding the built plugins")
     ap.add_argument("--asan", action="store_true")
     opts = ap.parse_args()
     r = Runner(opts)
