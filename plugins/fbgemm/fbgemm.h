@@ -27,8 +27,6 @@ typedef struct {
 
 QhStatus *fb_analyze(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u, int kind,
                      FbInfo *in);
-/* The path a unit takes on this instance: AVX2 only when its input stays <= 127. */
-FbIsa fb_unit_isa(const FbInstance *inst, const FbInfo *in);
 
 extern const QhKernelOps fb_conv_kernel, fb_linear_kernel;
 extern const QhLoweringOps fb_lowering;

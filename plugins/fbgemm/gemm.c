@@ -152,7 +152,11 @@ static void task(void *user, size_t i, uint32_t worker) {
   } else {
     a = j->x + m0 * j->c->ic, lda = (size_t)j->c->ic;
   }
-  j->block(a, lda, mr, j->pk, p0, p1, j->y + m0 * j->pk->n, (size_t)j->pk->n);
+  FbBlockFn fn = j->block;
+  /* vpmaddubsw's pair sums are exact only for bytes <= 127, whatever the file promises */
+  if (fn == fb_block_avx2 && fb_rows_above_127(a, lda, mr, j->pk->k))
+    fn = fb_block_avx2_exact;
+  fn(a, lda, mr, j->pk, p0, p1, j->y + m0 * j->pk->n, (size_t)j->pk->n);
 }
 
 void fb_conv_packed(FbIsa isa, const FbConv *c, const FbPacked *pk, const uint8_t *x, uint8_t *y,

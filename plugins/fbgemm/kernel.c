@@ -117,11 +117,7 @@ static QhStatus *create_kind(void *instance, const QhHostApi *host, const QhGrap
     return host->status_new(QH_ERR_OUT_OF_MEMORY, "out of memory");
   k->inst = instance;
   QhStatus *st = fb_analyze(host, g, u, kind, &k->in);
-  if (!st) {
-    k->isa = fb_unit_isa(k->inst, &k->in);
-    if (k->isa == FB_ISA_REF) /* accept declined it; a host that asks anyway gets an error */
-      st = host->status_new(QH_ERR_UNSUPPORTED, "input range reaches 255 and this CPU has no VNNI");
-  }
+  k->isa = k->inst->isa;
   if (!st)
     st = prepare(k, host, g);
   if (st) {

@@ -24,7 +24,7 @@
 typedef enum {
   FB_ISA_REF,       /* the scalar twin: direct convolution, the oracle */
   FB_ISA_PACKED_C,  /* the packed-GEMM driver with a plain C micro-kernel (exact, any CPU) */
-  FB_ISA_AVX2,      /* vpmaddubsw + vpmaddwd: needs activations <= 127 (int16 pair sums) */
+  FB_ISA_AVX2,      /* vpmaddubsw + vpmaddwd; blocks with bytes > 127 take an exact variant */
   FB_ISA_AVX512VNNI /* vpdpbusd on zmm: exact for any uint8 */
 } FbIsa;
 
@@ -87,6 +87,10 @@ void fb_block_c(const uint8_t *a, size_t lda, int64_t m, const FbPacked *pk, int
                 uint8_t *y, size_t ldy);
 void fb_block_avx2(const uint8_t *a, size_t lda, int64_t m, const FbPacked *pk, int64_t p0, int64_t p1,
                    uint8_t *y, size_t ldy);
+void fb_block_avx2_exact(const uint8_t *a, size_t lda, int64_t m, const FbPacked *pk, int64_t p0,
+                         int64_t p1, uint8_t *y, size_t ldy);
+/* 1 when one of the first k bytes of m rows is above 127 (AVX2). */
+int fb_rows_above_127(const uint8_t *a, size_t lda, int64_t m, int64_t k);
 void fb_block_avx512vnni(const uint8_t *a, size_t lda, int64_t m, const FbPacked *pk, int64_t p0,
                          int64_t p1, uint8_t *y, size_t ldy);
 

@@ -3,9 +3,9 @@
  * fused Relu, on uint8 per-tensor activations and int8 symmetric weights (per tensor or
  * per output channel) with a float or int32 bias. Everything else is declined with the
  * reason and runs on the host: grouped and depthwise convolutions, the element-wise and
- * pooling units (not claimed yet, docs/fbgemm.md), and on a CPU with AVX2 but no VNNI
- * any unit whose input range reaches past 127 (vpmaddubsw's int16 pair sums could
- * saturate; a QDQ file quantized with reduce_range records [0, 127]). */
+ * pooling units (not claimed yet, docs/fbgemm.md). Full-range [0, 255] inputs need no
+ * decline: the AVX2 path switches to an exact variant for any block holding a byte
+ * above 127 (gemm-avx2.c). */
 #include <math.h>
 #include <string.h>
 
@@ -244,21 +244,11 @@ QhStatus *fb_analyze(const QhHostApi *host, const QhGraphView *g, const QhNodeUn
   return p ? host->status_new(QH_ERR_UNSUPPORTED, p) : NULL;
 }
 
-FbIsa fb_unit_isa(const FbInstance *inst, const FbInfo *in) {
-  if (inst->isa == FB_ISA_AVX2 && in->xq->quant_max > 127)
-    return FB_ISA_REF; /* accept declines it; never reached by a kernel */
-  return inst->isa;
-}
-
 static QhStatus *accept_kind(void *instance, const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u,
                              int kind) {
+  (void)instance;
   FbInfo in;
-  QhStatus *st = fb_analyze(host, g, u, kind, &in);
-  if (!st && instance && fb_unit_isa(instance, &in) == FB_ISA_REF)
-    st = host->status_new(QH_ERR_UNSUPPORTED,
-                          "input range reaches 255 (the QDQ file records no reduce_range) and this CPU has "
-                          "AVX2 but no VNNI: vpmaddubsw's int16 pair sums could saturate");
-  return st;
+  return fb_analyze(host, g, u, kind, &in);
 }
 
 static QhStatus *accept_conv(void *i, const QhHostApi *h, const QhGraphView *g, const QhNodeUnit *u) {
