@@ -12,6 +12,14 @@
 
 #define MR 6
 
+/* vpdpbusd through asm: GCC 12 copies the accumulator to a scratch register and back around
+ * every _mm512_dpbusd_epi32 (three instructions per multiply, and spills in the 6x4 tile);
+ * the tied "+v" operand keeps it in place. */
+static inline __attribute__((always_inline)) __m512i dpbusd(__m512i acc, __m512i a, __m512i b) {
+  __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
+  return acc;
+}
+
 static inline __attribute__((always_inline)) void tile(const uint8_t *a, size_t lda, const FbPacked *pk,
                                                        int64_t pan, uint8_t *y, size_t ldy, const int mr,
                                                        const int nv) {
@@ -19,29 +27,36 @@ static inline __attribute__((always_inline)) void tile(const uint8_t *a, size_t 
   const int8_t *b = pk->b + pan * k4n * 64;
   const size_t pstride = (size_t)k4n * 64;
   __m512i acc[MR][4];
+  _Pragma("GCC unroll 8")
   for (int r = 0; r < mr; r++)
+    _Pragma("GCC unroll 8")
     for (int v = 0; v < nv; v++)
       acc[r][v] = _mm512_setzero_si512();
   for (int64_t q = 0; q < k4n; q++) {
     __m512i bv[4];
+    _Pragma("GCC unroll 8")
     for (int v = 0; v < nv; v++)
       bv[v] = _mm512_load_si512((const void *)(b + v * pstride + q * 64));
+    _Pragma("GCC unroll 8")
     for (int r = 0; r < mr; r++) {
       int32_t a4;
       memcpy(&a4, a + r * lda + q * 4, 4);
       __m512i av = _mm512_set1_epi32(a4);
+      _Pragma("GCC unroll 8")
       for (int v = 0; v < nv; v++)
-        acc[r][v] = _mm512_dpbusd_epi32(acc[r][v], av, bv[v]);
+        acc[r][v] = dpbusd(acc[r][v], av, bv[v]);
     }
   }
   const __m512 lo = _mm512_set1_ps(pk->lo), hi = _mm512_set1_ps(pk->hi);
   const __m512i zo = _mm512_set1_epi32(pk->zo);
+  _Pragma("GCC unroll 8")
   for (int v = 0; v < nv; v++) {
     int64_t c0 = (pan + v) * FB_NR;
     int64_t valid = pk->n - c0 < FB_NR ? pk->n - c0 : FB_NR;
     __mmask16 mask = (__mmask16)((1u << valid) - 1u);
     __m512i zc = _mm512_load_si512((const void *)(pk->zcol + c0));
     __m512 bias = _mm512_load_ps(pk->bias + c0), mult = _mm512_load_ps(pk->mult + c0);
+    _Pragma("GCC unroll 8")
     for (int r = 0; r < mr; r++) {
       __m512 f = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc[r][v], zc));
       f = _mm512_mul_ps(_mm512_add_ps(f, bias), mult);

@@ -85,11 +85,18 @@ void fb_block_c(const uint8_t *a, size_t lda, int64_t m, const FbPacked *pk, int
   }
 }
 
-/* Rows per block: a multiple of every micro-kernel's row count (6 and 4), sized so one
- * block of im2col rows stays well inside L2. */
-static int64_t block_rows(const FbPacked *pk) {
-  int64_t mb = (96 * 1024) / pk->kp / 12 * 12;
-  return mb < 12 ? 12 : mb > 240 ? 240 : mb;
+/* Rows per block: a multiple of every micro-kernel's row count (6 and 4), with at most
+ * ~256 KiB of im2col rows (well inside L2, next to the weight panels the block streams),
+ * and the rows spread evenly over the blocks so that a small image (resnet18's 7x7 layer4,
+ * M = 49) is one or two blocks rather than many thin ones that each re-read all weights. */
+static int64_t block_rows(const FbPacked *pk, int64_t m) {
+  int64_t cap = (256 * 1024) / pk->kp / 12 * 12;
+  cap = cap < 12 ? 12 : cap > 480 ? 480 : cap;
+  int64_t blocks = (m + cap - 1) / cap;
+  if (blocks < 1)
+    blocks = 1;
+  int64_t mb = ((m + blocks - 1) / blocks + 11) / 12 * 12;
+  return mb < 12 ? 12 : mb;
 }
 
 static int direct(const FbConv *c) {
@@ -100,7 +107,7 @@ static int direct(const FbConv *c) {
 size_t fb_conv_workspace(const FbConv *c, const FbPacked *pk, uint32_t n_workers) {
   if (direct(c))
     return 0;
-  return (size_t)(n_workers ? n_workers : 1) * (size_t)(block_rows(pk) * pk->kp);
+  return (size_t)(n_workers ? n_workers : 1) * (size_t)(block_rows(pk, c->n * c->oh * c->ow) * pk->kp);
 }
 
 typedef struct {
@@ -124,12 +131,30 @@ static void im2col(const Job *j, int64_t m0, int64_t mr, uint8_t *dst) {
     uint8_t *d = dst + r * pk->kp;
     for (int64_t ky = 0; ky < c->kh; ky++) {
       int64_t iy = oy * c->sh - c->pt + ky * c->dh;
+      if (iy < 0 || iy >= c->ih) {
+        memset(d, pk->zx, (size_t)(c->kw * c->ic));
+        d += c->kw * c->ic;
+        continue;
+      }
+      const uint8_t *row = j->x + (b * c->ih + iy) * c->iw * c->ic;
+      int64_t ix0 = ox * c->sw - c->pl;
+      if (c->dw == 1) { /* the taps of one kernel row are adjacent pixels: one copy */
+        int64_t lo = ix0 < 0 ? -ix0 : 0, hi = c->iw - ix0;
+        lo = lo > c->kw ? c->kw : lo;
+        hi = hi > c->kw ? c->kw : hi < lo ? lo : hi;
+        memset(d, pk->zx, (size_t)(lo * c->ic));
+        if (hi > lo)
+          memcpy(d + lo * c->ic, row + (ix0 + lo) * c->ic, (size_t)((hi - lo) * c->ic));
+        memset(d + hi * c->ic, pk->zx, (size_t)((c->kw - hi) * c->ic));
+        d += c->kw * c->ic;
+        continue;
+      }
       for (int64_t kx = 0; kx < c->kw; kx++, d += c->ic) {
-        int64_t ix = ox * c->sw - c->pl + kx * c->dw;
-        if (iy < 0 || iy >= c->ih || ix < 0 || ix >= c->iw)
+        int64_t ix = ix0 + kx * c->dw;
+        if (ix < 0 || ix >= c->iw)
           memset(d, pk->zx, (size_t)c->ic);
         else
-          memcpy(d, j->x + ((b * c->ih + iy) * c->iw + ix) * c->ic, (size_t)c->ic);
+          memcpy(d, row + ix * c->ic, (size_t)c->ic);
       }
     }
     memset(d, 0, (size_t)(pk->kp - pk->k));
@@ -161,7 +186,8 @@ static void task(void *user, size_t i, uint32_t worker) {
 
 void fb_conv_packed(FbIsa isa, const FbConv *c, const FbPacked *pk, const uint8_t *x, uint8_t *y,
                     void *ws, const FbPool *pool) {
-  Job j = {.c = c, .pk = pk, .x = x, .y = y, .m = c->n * c->oh * c->ow, .mb = block_rows(pk)};
+  Job j = {.c = c, .pk = pk, .x = x, .y = y, .m = c->n * c->oh * c->ow};
+  j.mb = block_rows(pk, j.m);
   j.block = isa == FB_ISA_AVX512VNNI ? fb_block_avx512vnni : isa == FB_ISA_AVX2 ? fb_block_avx2 : fb_block_c;
   if (j.m == 0 || pk->n == 0)
     return;
