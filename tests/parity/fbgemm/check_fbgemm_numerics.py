@@ -22,7 +22,10 @@ fbgemm engine. The bars:
     host's run and of PyTorch's reference model, but for the models in CLAMPED;
   - every Conv / Gemm / MatMul unit with MACs on the plugin, except the declines listed
     in KNOWN_DECLINES (reason text), as `qhost bench --json` reports it;
-  - digits: the fbgemm run's top-1 accuracy within 0.5 point of the reference model's.
+  - digits: the fbgemm run's top-1 accuracy within 0.5 point of the reference model's;
+  - ONNX Runtime (tests/ort/ort_run.js, the QDQ file with a symbolic batch axis) within
+    one step of the fbgemm run on no fewer elements than of the host's run, less 0.5
+    point (--ort-dir; --require-ort makes a missing ONNX Runtime a failure).
 Exit 0 when all pass, 1 otherwise.
 """
 import os
@@ -37,10 +40,12 @@ import oracle  # noqa: E402  (first: it sets ATEN_CPU_CAPABILITY before torch lo
 import argparse  # noqa: E402
 import copy  # noqa: E402
 import json  # noqa: E402
+import shutil  # noqa: E402
 import subprocess  # noqa: E402
 import warnings  # noqa: E402
 
 import numpy as np  # noqa: E402
+import onnx  # noqa: E402
 import torch  # noqa: E402
 from torch.ao.quantization.quantize_fx import convert_to_reference_fx, prepare_fx  # noqa: E402
 
@@ -57,6 +62,7 @@ EXAMPLES = os.path.join(ROOT, "examples")
 MODELS = ("tutorial", "tutorial_nobn", "cnn", "act", "mlp", "digits")
 AGREEMENT = 0.99
 ACCURACY_SLACK = 0.5  # points
+ORT_SLACK = 0.005
 # Units the plugin is known not to take, with the reason's text: reported, not failed.
 # The tutorial's Linear on a 4-D input exports as MatMul + Add: the MatMul's own output
 # is float.
@@ -142,6 +148,40 @@ def within(a, b, step):
     return float(np.mean(s <= 1.0 + 1e-3)), float(np.max(s))
 
 
+def ort_run(args, node, model, x_path, out):
+    p = subprocess.run([node, os.path.join(args.ort_dir, "ort_run.js"), model, x_path, out],
+                       capture_output=True, text=True, timeout=300)
+    return p.returncode, p.stderr.strip().splitlines()[-1:]
+
+
+def ort_outputs(args, qdq, test_path, d):
+    """ONNX Runtime's output on the test samples: all at once with the QDQ file's batch
+    axis made symbolic (the models are exported at batch 1), or one sample at a time
+    where the graph fixes the batch (the tutorial's Reshape). None without ORT."""
+    node = shutil.which("node")
+    if node is None or not os.path.isdir(os.path.join(args.ort_dir, "node_modules", "onnxruntime-node")):
+        return None
+    m = onnx.load(qdq)
+    for v in list(m.graph.input) + list(m.graph.output):
+        v.type.tensor_type.shape.dim[0].dim_param = "batch"
+    batched = os.path.join(d, "ort_batched.qdq.onnx")
+    onnx.save(m, batched)
+    out = os.path.join(d, "ort.npy")
+    rc, _ = ort_run(args, node, batched, test_path, out)
+    if rc == 0:
+        return np.load(out)
+    x = np.load(test_path)
+    outs = []
+    for i in range(x.shape[0]):
+        xi, oi = os.path.join(d, "ort_x.npy"), os.path.join(d, "ort_y.npy")
+        np.save(xi, x[i:i + 1])
+        rc, err = ort_run(args, node, qdq, xi, oi)
+        if rc != 0:
+            raise RuntimeError(f"ort_run.js: exit {rc}: {err}")
+        outs.append(np.load(oi))
+    return np.concatenate(outs)
+
+
 def find_key(obj, key):
     if isinstance(obj, dict):
         if key in obj:
@@ -204,6 +244,17 @@ def run_model(args, name):
         if abs(row["acc"][0] - row["acc"][2]) > ACCURACY_SLACK:
             row["fail"].append("top-1 accuracy {:.2f}% vs the reference model's {:.2f}%".format(
                 row["acc"][0], row["acc"][2]))
+    ort = ort_outputs(args, qdq, test_path, d)
+    if ort is None:
+        row["notes"].append("ONNX Runtime not installed: its comparison was not made")
+        if args.require_ort:
+            row["fail"].append("ONNX Runtime not installed (--require-ort)")
+    else:
+        row["ort"], row["ort_max"] = within(ort, got, step)
+        row["ort_host"], _ = within(ort, host, step)
+        if row["ort"] < min(row["ort_host"] - ORT_SLACK, bar):
+            row["fail"].append(f"ONNX Runtime within one step of the fbgemm run on {100 * row['ort']:.2f}%, "
+                               f"of the host's run on {100 * row['ort_host']:.2f}%")
     bench = json.loads(qhost(args, "bench", qdq, "--backend", "fbgemm", "--plugin-dir", args.plugin_dir,
                              "--json", "--runs", "1", "--warmup", "0", "--no-fp32"))
     cov = find_key(bench, "plugin_mac_share")
@@ -225,6 +276,8 @@ def main():
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--asan", action="store_true", help="qhost is sanitized (sets ASAN_OPTIONS)")
     ap.add_argument("--model", action="append", choices=MODELS)
+    ap.add_argument("--ort-dir", default=os.path.join(ROOT, "tests", "ort"))
+    ap.add_argument("--require-ort", action="store_true")
     args = ap.parse_args()
     if oracle.cpu_capability() != "AVX2":
         print(f"FAIL: torch runs with CPU capability {oracle.cpu_capability()}, not AVX2")
@@ -236,7 +289,7 @@ def main():
         except Exception as e:  # noqa: BLE001 - one failing model is one row
             rows.append({"model": name, "fail": [str(e)], "notes": []})
     head = (f"{'model':<15}{'step':>10}{'vs host':>9}{'max':>6}{'vs ref':>9}{'max':>6}{'host~ref':>10}"
-            f"{'MAC share':>11}  paths, result")
+            f"{'ort~fb':>9}{'ort~host':>10}{'MAC share':>11}  paths, result")
     print(head)
     print("-" * len(head))
     for r in rows:
@@ -245,6 +298,7 @@ def main():
         else:
             print(f"{r['model']:<15}{r['step']:>10.4g}{100 * r['host']:>8.2f}%{r['host_max']:>6.2g}"
                   f"{100 * r['ref']:>8.2f}%{r['ref_max']:>6.2g}{100 * r['host_ref']:>9.2f}%"
+                  f"{100 * r.get('ort', float('nan')):>8.2f}%{100 * r.get('ort_host', float('nan')):>9.2f}%"
                   f"{r.get('share', float('nan')):>11.4f}  {'+'.join(r['paths'])}, "
                   f"{'PASS' if not r['fail'] else 'FAIL'}")
     for r in rows:
