@@ -7,6 +7,7 @@
  * decline: the AVX2 path switches to an exact variant for any block holding a byte
  * above 127 (gemm-avx2.c). */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "fbgemm.h"
@@ -241,6 +242,10 @@ QhStatus *fb_analyze(const QhHostApi *host, const QhGraphView *g, const QhNodeUn
     in->yq = u->output_qparams[0];
     p = kind == FB_CONV ? analyze_conv(host, g, u, in) : analyze_linear(host, g, u, in);
   }
+  /* 255 * 128 per product: beyond this reduction length int32 accumulation could wrap */
+  int64_t k = kind == FB_CONV ? in->ci * in->kh * in->kw : in->k;
+  if (!p && k > INT32_MAX / (255 * 128))
+    p = "reduction too long for int32 accumulation";
   return p ? host->status_new(QH_ERR_UNSUPPORTED, p) : NULL;
 }
 
