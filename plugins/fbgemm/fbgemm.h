@@ -10,7 +10,8 @@
 
 typedef struct {
   uint32_t n_threads;
-  FbIsa isa; /* the fastest path the host's CPU features allow */
+  FbIsa isa;         /* the fastest path the host's CPU features allow */
+  int clamp_to_dtype; /* output_clamp=dtype: saturate at 255 as FBGEMM does, not at quant_max */
 } FbInstance;
 
 enum { FB_CONV, FB_LINEAR };

@@ -102,7 +102,7 @@ static QhStatus *prepare(Kernel *k, const QhHostApi *host, const QhGraphView *g)
   const QhQParams *yq = in->yq;
   int32_t zo = yq->zero_point[0];
   FbRequant rq = {.zx = in->xq->zero_point[0], .zo = zo, .lo = in->relu && zo > yq->quant_min ? zo : yq->quant_min,
-                  .hi = yq->quant_max, .bias = bias, .mult = mult};
+                  .hi = k->inst->clamp_to_dtype ? 255 : yq->quant_max, .bias = bias, .mult = mult};
   int bad = fb_pack(&k->pk, wr, nc, kk, &rq);
   free(wr), free(bias), free(mult);
   return bad ? host->status_new(QH_ERR_OUT_OF_MEMORY, "out of memory packing weights") : NULL;

@@ -5,6 +5,7 @@
  * kernels (kernels.h), whose path the instance picks once from the CPU features the host
  * reports (QHOST_CPU_DISABLE hides some, to test the others on one machine). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "../common/pytorch-backend-config.h"
 #include "fbgemm.h"
@@ -22,14 +23,24 @@ static FbIsa pick_isa(uint64_t cpu) {
   return FB_ISA_PACKED_C;
 }
 
+/* The output clamp: docs/fbgemm.md, "Numerics", says what each choice costs. */
+static const QhOptionDecl opt_output_clamp = {
+    QH_STRUCT_HEADER(QhOptionDecl), .name = "output_clamp", .type = QH_OPTION_ENUM, .default_value = "range",
+    .help = "range: clamp outputs to the unit's quantized range (127 where the file records reduce_range); "
+            "dtype: saturate at 255 as FBGEMM, PyTorch's reference model and the host's QuantizeLinear do",
+    .choices = "range|dtype"};
+static const QhOptionDecl *const options_decl[] = {&opt_output_clamp};
+
 static QhStatus *instance_create(const QhHostApi *host, const QhInstanceInfo *info, const QhOption *options,
                                  size_t n_options, void **out) {
-  (void)options, (void)n_options;
   FbInstance *inst = calloc(1, sizeof *inst);
   if (!inst)
     return host->status_new(QH_ERR_OUT_OF_MEMORY, "out of memory");
   inst->n_threads = info && info->n_threads > 0 ? info->n_threads : 1;
   inst->isa = pick_isa(host->cpu_features());
+  for (size_t i = 0; i < n_options; i++)
+    if (options[i].key && options[i].value && strcmp(options[i].key, "output_clamp") == 0)
+      inst->clamp_to_dtype = strcmp(options[i].value, "dtype") == 0;
   *out = inst;
   return NULL;
 }
@@ -43,6 +54,8 @@ static const QhPluginDesc fbgemm_desc = {
     .description = "PyTorch fbgemm semantics (server x86); BackendConfig; own int8 conv and linear "
                    "kernels (AVX-512 VNNI, AVX2, portable C)",
     .flags = 0,
+    .options = options_decl,
+    .n_options = sizeof options_decl / sizeof options_decl[0],
     .instance_create = instance_create,
     .instance_destroy = instance_destroy,
     .backend_config = &qh_pt_fbgemm_backend_config,
