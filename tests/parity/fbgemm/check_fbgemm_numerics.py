@@ -30,6 +30,8 @@ fbgemm engine. The bars:
     84.52%; 95.99% for fbgemm with the output clamp at 255, see CLAMPED);
   - every Conv / Gemm / MatMul unit with MACs on the plugin, except the declines listed
     in KNOWN_DECLINES (reason text), as `qhost bench --json` reports it;
+  - the same bars, without the CLAMPED exceptions, for the run with
+    `--backend-opt output_clamp=dtype` (outputs saturated at 255 like the oracles);
   - digits: the fbgemm run's top-1 accuracy within 0.5 point of the reference model's;
   - ONNX Runtime (tests/ort/ort_run.js, the QDQ file with a symbolic batch axis) within
     one step of the fbgemm run on no fewer elements than of the host's run, less 0.5
@@ -271,6 +273,21 @@ def run_model(args, name):
         if row[key] < bar:
             row["fail"].append(f"{100 * row[key]:.2f}% within one step ({step:.6g}) of {who}, "
                                f"max {row[key + '_max']:.3g} steps")
+    # output_clamp=dtype: the oracles' saturation at 255; no CLAMPED exception
+    wide_path = os.path.join(d, "fbgemm.dtype.npy")
+    qhost(args, "run", qdq, "--backend", "fbgemm", "--plugin-dir", args.plugin_dir, "--backend-opt",
+          "output_clamp=dtype", "--input", test_path, "-o", wide_path)
+    wide = np.load(wide_path)
+    row["dtype_host"], row["dtype_host_max"] = within(wide, host, step)
+    row["dtype_ref"], _ = within(wide, ref_out, step)
+    for key, who in (("dtype_host", "the host's reference run"), ("dtype_ref", "PyTorch's fbgemm reference model")):
+        if key == "dtype_ref" and name in NO_REF_BAR:
+            continue
+        want = AGREEMENT if name not in NO_REF_BAR else min(AGREEMENT, bar)
+        if row[key] < want:
+            row["fail"].append(f"output_clamp=dtype: {100 * row[key]:.2f}% within one step of {who}")
+    row["notes"].append(f"output_clamp=dtype: {100 * row['dtype_host']:.2f}% within one step of the host's run "
+                        f"(max {row['dtype_host_max']:.3g}), {100 * row['dtype_ref']:.2f}% of PyTorch's reference")
     if labels is not None:
         top1 = lambda out: 100.0 * float(np.mean(np.argmax(out, axis=1) == labels))  # noqa: E731
         row["acc"] = (top1(got), top1(host), top1(ref_out))
