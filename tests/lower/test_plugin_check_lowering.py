@@ -14,7 +14,10 @@ compared with the host's reference path.
   ties (its output zero point one off; floor for round half to even): every claimed
   graph must FAIL, naming an element whose value before rounding is far from a tie;
 - decline=PATTERN leaves that pattern untested: a SKIP with the plugin's reason;
-- the fbgemm and qnnpack plugins, which have no lowering group, get no lowering line;
+- the qnnpack plugin, which has no lowering group, gets no lowering line;
+- the fbgemm plugin claims the Conv and linear graphs within one step on every kernel
+  path the CPU has, QHOST_CPU_DISABLE forcing AVX2 (whose exact variant takes these
+  full-range uint8 inputs) and the portable C one;
 - example_vitis (symmetric int8, power-of-two scales) declines the uint8 graphs and
   claims every int8 power-of-two one, each a PASS that differs from the host's
   reference only at ties and, where the reference's fp32 math is exact, bit for bit what its own
@@ -218,6 +221,38 @@ def no_lowering_case(name):
     return run
 
 
+# built-in graph -> (unit, ops, pattern, kernel) that fbgemm claims
+FBGEMM = {
+    "conv_relu": ("conv", "Conv+Relu", "conv_relu", "fbgemm_conv2d_nhwc_qu8_qs8w"),
+    "conv": ("conv", "Conv", "conv", "fbgemm_conv2d_nhwc_qu8_qs8w"),
+    "conv_qdq_clip": ("conv", "Conv", "conv", "fbgemm_conv2d_nhwc_qu8_qs8w"),
+    "gemm_relu": ("fc", "Gemm+Relu", "linear_relu", "fbgemm_linear_qu8_qs8w"),
+    "gemm": ("fc", "Gemm", "linear", "fbgemm_linear_qu8_qs8w"),
+    "matmul": ("matmul", "MatMul", "matmul", "fbgemm_linear_qu8_qs8w"),
+}
+
+
+def case_fbgemm(r):
+    """fbgemm's kernels within one step of the host on each path this CPU has."""
+    env = dict(r.env)
+    masks = ["", "avx512vnni,avxvnni", "avx512vnni,avxvnni,avx2"] if qhtest.qhost_sees_vnni() else \
+        ["", "avx2"]
+    try:
+        for mask in masks:
+            r.env = dict(env, QHOST_CPU_DISABLE=mask)
+            res, out = r.check("fbgemm", "--plugin-dir", r.build_plugins, expect_rc=0)
+            assert not [k for k in res if k[0] == "FAIL"], out
+            for graph, (unit, ops, pattern, kernel) in FBGEMM.items():
+                detail = res.get(("PASS", f"lowering on {graph}"))
+                assert detail is not None, f"{mask}: no PASS for {graph}\n{out}"
+                m = PASS_DETAIL.match(detail)
+                assert m and m.group(1) == f"unit '{unit}' ({ops}, pattern {pattern}, kernel {kernel})", detail
+                assert float(m.group(2)) <= 1.0, detail
+            assert out.splitlines()[-1].startswith("conforms: yes ("), out
+    finally:
+        r.env = env
+
+
 def case_x86(r):
     """The x86 plugin's conv_clip pattern crosses the Q/DQ pair of conv_qdq_clip
     (QH_PATTERN_THROUGH_SHARED_QDQ): one unit, within one step of the host."""
@@ -283,7 +318,7 @@ CASES = {
     "bug_floor": bug_case("floor"),
     "decline": case_decline,
     "json": case_json,
-    "fbgemm": no_lowering_case("fbgemm"),
+    "fbgemm": case_fbgemm,
     "qnnpack": no_lowering_case("qnnpack"),
     "example_vitis": case_example_vitis,
     "x86": case_x86,
@@ -294,7 +329,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--qhost")
     ap.add_argument("--lower-plugins", help="the directory holding libqhost-scalar_int8.so")
-    ap.add_argument("--build-plugins", help="the directory holding fbgemm and qnnpack")
+    ap.add_argument("--build-plugins", help="the directory holding the built plugins")
     ap.add_argument("--asan", action="store_true")
     ap.add_argument("--case", action="append", help="run only this case (repeatable)")
     ap.add_argument("--list", action="store_true", help="print the case names and exit")
