@@ -110,8 +110,91 @@ def case_se_mul_refused(r, tmp):
     assert inspected["/Mul"]["reason"] == mul["reason"], (inspected["/Mul"], mul)
 
 
+def ort_float_weight_model(path, rng, float_weights):
+    """x -> Q/DQ -> Conv(+Relu) -> Q/DQ -> Conv -> Q/DQ -> y in ONNX Runtime's QDQ layout:
+    per-channel int8 weights and int32 biases (scale sx * sw) behind DequantizeLinear;
+    with float_weights the weight is a float initializer behind QuantizeLinear ->
+    DequantizeLinear (onnxruntime.quantization's AddQDQPairToWeight), else the int8
+    initializer that QuantizeLinear computes."""
+    onnx, TensorProto, helper, numpy_helper = qhtest.onnx_modules()
+    nodes, inits = [], []
+
+    def const(name, a):
+        inits.append(numpy_helper.from_array(np.asarray(a), name))
+        return name
+
+    def qdq(x, scale, zp, name):
+        const(f"{name}_s", np.float32(scale))
+        const(f"{name}_z", np.uint8(zp))
+        nodes.append(helper.make_node("QuantizeLinear", [x, f"{name}_s", f"{name}_z"], [f"{name}_q"], name=f"{name}_Q"))
+        nodes.append(helper.make_node("DequantizeLinear", [f"{name}_q", f"{name}_s", f"{name}_z"], [f"{name}_dq"],
+                                      name=f"{name}_DQ"))
+        return f"{name}_dq"
+
+    def conv(x, sx, cin, cout, name):
+        w = (rng.standard_normal((cout, cin, 3, 3)) / np.sqrt(cin * 9)).astype(np.float32)
+        sw = (np.abs(w).reshape(cout, -1).max(axis=1) / 127).astype(np.float32)
+        wq = np.clip(np.round(w / sw[:, None, None, None]), -127, 127).astype(np.int8)
+        const(f"{name}_ws", sw)
+        const(f"{name}_wz", np.zeros(cout, np.int8))
+        if float_weights:
+            const(f"{name}_w", w)
+            nodes.append(helper.make_node("QuantizeLinear", [f"{name}_w", f"{name}_ws", f"{name}_wz"], [f"{name}_wq"],
+                                          name=f"{name}_wQ", axis=0))
+        else:
+            const(f"{name}_wq", wq)
+        nodes.append(helper.make_node("DequantizeLinear", [f"{name}_wq", f"{name}_ws", f"{name}_wz"], [f"{name}_wd"],
+                                      name=f"{name}_wDQ", axis=0))
+        bs = (np.float32(sx) * sw).astype(np.float32)
+        b = (rng.standard_normal(cout) * 0.1).astype(np.float32)
+        const(f"{name}_bq", np.round(b / bs).astype(np.int32))
+        const(f"{name}_bs", bs)
+        const(f"{name}_bz", np.zeros(cout, np.int32))
+        nodes.append(helper.make_node("DequantizeLinear", [f"{name}_bq", f"{name}_bs", f"{name}_bz"], [f"{name}_bd"],
+                                      name=f"{name}_bDQ", axis=0))
+        nodes.append(helper.make_node("Conv", [x, f"{name}_wd", f"{name}_bd"], [f"{name}_y"], name=name,
+                                      pads=[1, 1, 1, 1], kernel_shape=[3, 3]))
+        return f"{name}_y"
+
+    h = qdq("x", 0.02, 128, "in")
+    h = conv(h, 0.02, 4, 8, "conv1")
+    nodes.append(helper.make_node("Relu", [h], ["relu1"], name="relu1"))
+    h = qdq("relu1", 0.01, 0, "a1")
+    h = conv(h, 0.01, 8, 8, "conv2")
+    nodes.append(helper.make_node("QuantizeLinear", [h, const("out_s", np.float32(0.02)), const("out_z", np.uint8(128))],
+                                  ["out_q"], name="out_Q"))
+    nodes.append(helper.make_node("DequantizeLinear", ["out_q", "out_s", "out_z"], ["y"], name="out_DQ"))
+    graph = helper.make_graph(nodes, "ort_qdq", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 10, 10])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 10, 10])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.checker.check_model(model)
+    qhtest.save_model(model, path)
+    return path
+
+
+def case_ort_float_weights(r, tmp):
+    """Float weights behind QuantizeLinear -> DequantizeLinear are folded at lowering:
+    both convs on oneDNN, every MAC in int8, and the same output as the int8-weight twin."""
+    x = os.path.join(tmp, "x.npy")
+    np.save(x, np.random.default_rng(5).uniform(-2, 2, (1, 4, 10, 10)).astype(np.float32))
+    outs = []
+    for fw in (True, False):
+        model = ort_float_weight_model(os.path.join(tmp, f"ort_{fw}.onnx"), np.random.default_rng(4), fw)
+        cov, units = bench_units(r, model, x)
+        for name in ("conv1", "conv2"):
+            print(f"float_weights={fw}: {name} on {units[name]['kernel']} ({units[name].get('reason')})")
+            assert units[name]["kernel"] == "onednn_conv2d_nhwc_qu8_qs8w", units[name]
+        assert cov["plugin_mac_share"] > 0.999, cov
+        compare_host(r, model, x, tmp)
+        out = os.path.join(tmp, f"y_{fw}.npy")
+        ok(r, "run", model, "--input", x, "-o", out, *BACKEND)
+        outs.append(np.load(out))
+    assert np.array_equal(outs[0], outs[1]), "float-weight and int8-weight layouts differ"
+
+
 CASES = {
     "se_mul_refused": case_se_mul_refused,
+    "ort_float_weights": case_ort_float_weights,
 }
 
 if __name__ == "__main__":
