@@ -192,9 +192,101 @@ def case_ort_float_weights(r, tmp):
     assert np.array_equal(outs[0], outs[1]), "float-weight and int8-weight layouts differ"
 
 
+def shared_bias_models(tmp):
+    """Three convs with zero biases: PyTorch's exporter keeps one initializer and feeds
+    the other two convs through Identity nodes. The twin has the same numbers as three
+    distinct initializers and no Identity."""
+    import torch
+    onnx, _, _, numpy_helper = qhtest.onnx_modules()
+    torch.manual_seed(1)
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c1 = torch.nn.Conv2d(3, 8, 3, padding=1)
+            self.c2 = torch.nn.Conv2d(8, 8, 3, padding=1)
+            self.c3 = torch.nn.Conv2d(8, 8, 3, padding=1)
+            with torch.no_grad():
+                for c in (self.c1, self.c2, self.c3):
+                    c.bias.zero_()
+
+        def forward(self, x):
+            return self.c3(torch.relu(self.c2(torch.relu(self.c1(x)))))
+
+    shared = torch_export(Net(), (1, 3, 8, 8), os.path.join(tmp, "shared.onnx"))
+    m = onnx.load(shared)
+    assert [n.op_type for n in m.graph.node].count("Identity") == 2, "the exporter no longer shares the biases"
+    inits = {i.name: i for i in m.graph.initializer}
+    keep = []
+    for n in m.graph.node:
+        if n.op_type == "Identity":
+            m.graph.initializer.append(numpy_helper.from_array(numpy_helper.to_array(inits[n.input[0]]).copy(),
+                                                               n.output[0]))
+        else:
+            keep.append(n)
+    del m.graph.node[:]
+    m.graph.node.extend(keep)
+    distinct = os.path.join(tmp, "distinct.onnx")
+    onnx.save(m, distinct)
+    return shared, distinct
+
+
+def qdq_form(path):
+    """Nodes (op, inputs, outputs) as a sorted list, and initializers by name."""
+    onnx, _, _, numpy_helper = qhtest.onnx_modules()
+    m = onnx.load(path)
+    nodes = sorted((n.op_type, tuple(n.input), tuple(n.output)) for n in m.graph.node)
+    return nodes, {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
+
+
+def case_shared_bias(r, tmp):
+    """A bias shared through Identity gets the QDQ form of the distinct-bias twin on
+    every backend (float biases named as the convs read them, or the plugin's own
+    per-conv integer bias), never an observed uint8 tensor; no Identity is left; x86
+    runs all three convs on oneDNN and both files give the same output."""
+    shared, distinct = shared_bias_models(tmp)
+    rng = np.random.default_rng(2)
+    calib, x = os.path.join(tmp, "calib.npy"), os.path.join(tmp, "x.npy")
+    np.save(calib, rng.standard_normal((4, 1, 3, 8, 8)).astype(np.float32))
+    np.save(x, rng.standard_normal((1, 3, 8, 8)).astype(np.float32))
+    backends = [b for b in ("x86", "fbgemm", "qnnpack", "example_vitis")
+                if os.path.exists(os.path.join(PLUGIN_DIR, f"libqhost-{b}.so"))]
+    assert "x86" in backends and "fbgemm" in backends, backends
+    for b in backends:
+        forms, tables = [], []
+        for tag, fmodel in (("shared", shared), ("distinct", distinct)):
+            model = os.path.join(tmp, f"{tag}.{b}.qdq.onnx")
+            text = ok(r, "quantize", fmodel, "--backend", b, "--plugin-dir", PLUGIN_DIR, "--calib", calib,
+                      "-o", model)
+            observed = [ln for ln in text.splitlines() if "bias" in ln and ("uint8" in ln or "Histogram" in ln)]
+            assert not observed, f"{b} {tag}: a bias observed as an activation: {observed}"
+            # the report's table of tensors (the first line names the files, notes differ)
+            tables.append([ln for ln in text.splitlines()[1:] if not ln.startswith("note:")])
+            forms.append(qdq_form(model))
+        assert tables[0] == tables[1], f"{b}: reports differ\n" + "\n".join(tables[0] + ["--"] + tables[1])
+        (nodes_s, inits_s), (nodes_d, inits_d) = forms
+        print(f"{b}: {len(nodes_s)} nodes; biases {[(k, str(v.dtype)) for k, v in inits_s.items() if 'bias' in k]}")
+        assert not any(n[0] == "Identity" for n in nodes_s), f"{b}: Identity left in the QDQ file"
+        assert nodes_s == nodes_d, f"{b}: QDQ graphs differ\n{nodes_s}\n{nodes_d}"
+        assert sorted(inits_s) == sorted(inits_d), f"{b}: initializers differ: {sorted(inits_s)} vs {sorted(inits_d)}"
+        for k in inits_s:
+            assert inits_s[k].dtype == inits_d[k].dtype and np.array_equal(inits_s[k], inits_d[k]), f"{b}: {k} differs"
+    outs = []
+    for tag in ("shared", "distinct"):
+        model = os.path.join(tmp, f"{tag}.x86.qdq.onnx")
+        cov, units = bench_units(r, model, x)
+        convs = [u for u in cov["units"] if u["ops"].startswith("Conv")]
+        assert len(convs) == 3 and all(u["kernel"].startswith("onednn_") for u in convs), convs
+        out = os.path.join(tmp, f"{tag}.y.npy")
+        ok(r, "run", model, "--input", x, "-o", out, *BACKEND)
+        outs.append(np.load(out))
+    assert np.array_equal(outs[0], outs[1])
+
+
 CASES = {
     "se_mul_refused": case_se_mul_refused,
     "ort_float_weights": case_ort_float_weights,
+    "shared_bias": case_shared_bias,
 }
 
 if __name__ == "__main__":
