@@ -115,6 +115,8 @@ static gboolean annotate(QhFlow *f, GError **error) {
   if (f->bc && !qh_backend_annotate(f->bc, f->graph, f->mapping, f->set, f->report, error))
     return FALSE;
   if (f->annotate) {
+    /* what the declarative pass decided, to tell the plugin's changes from it */
+    GPtrArray *before = qh_flow_report_snapshot(f);
     QhGraphView *view = qh_graph_view_new(f->graph, QH_VIEW_READ | QH_VIEW_ANNOTATE);
     qh_graph_view_set_annotations(view, f->set);
     qh_graph_view_set_qconfig_hook(view, qh_qconfig_view_hook, f->mapping);
@@ -131,9 +133,11 @@ static gboolean annotate(QhFlow *f, GError **error) {
     }
     qh_plugin_set_current(prev);
     qh_graph_view_free(view);
+    if (ok)
+      qh_flow_report_imperative(f, before);
+    g_ptr_array_unref(before);
     if (!ok)
       return FALSE;
-    qh_flow_report_imperative(f);
   } else if (!qh_annotation_set_validate(f->set, f->graph, error)) {
     return FALSE;
   }

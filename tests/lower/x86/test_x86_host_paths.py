@@ -283,10 +283,107 @@ def case_shared_bias(r, tmp):
     assert np.array_equal(outs[0], outs[1])
 
 
+def bn_residual_block(tmp):
+    """conv -> relu -> BatchNorm -> relu (a standalone BN, as densenet has) -> conv, and a
+    residual Add (+Relu) of the two branches, as resnet has."""
+    import torch
+    torch.manual_seed(3)
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c1 = torch.nn.Conv2d(3, 8, 3, padding=1)
+            self.bn = torch.nn.BatchNorm2d(8)
+            self.c2 = torch.nn.Conv2d(8, 8, 3, padding=1)
+            with torch.no_grad():
+                self.bn.running_mean.uniform_(-0.2, 0.2)
+                self.bn.running_var.uniform_(0.5, 2.0)
+                self.bn.weight.uniform_(0.5, 1.5)
+                self.bn.bias.uniform_(-0.1, 0.1)
+
+        def forward(self, x):
+            a = torch.relu(self.c1(x))
+            b = self.c2(torch.relu(self.bn(a)))
+            return torch.relu(a + b)
+
+    return torch_export(Net(), (1, 3, 8, 8), os.path.join(tmp, "bn_res.onnx"))
+
+
+def qdq_units(path):
+    """node name -> whether the QDQ file quantizes it: every computed input comes from a
+    DequantizeLinear (or from the op before it in a chain whose values nothing else
+    reads) and its output reaches a QuantizeLinear through such a chain."""
+    onnx = qhtest.onnx_modules()[0]
+    g = onnx.load(path).graph
+    consts = {i.name for i in g.initializer}
+    producer = {o: n for n in g.node for o in n.output}
+    readers = {}
+    for n in g.node:
+        for i in n.input:
+            readers.setdefault(i, []).append(n)
+    outputs = {o.name for o in g.output}
+
+    def only_reader(v):
+        rs = readers.get(v, [])
+        return rs[0] if len(rs) == 1 and v not in outputs else None
+
+    def inputs_ok(n, depth=0):
+        for v in n.input:
+            if not v or v in consts:
+                continue
+            p = producer.get(v)
+            if p is None:
+                return False
+            if p.op_type == "DequantizeLinear":
+                continue
+            if p.op_type == "QuantizeLinear" or depth > 3 or only_reader(v) is not n or not inputs_ok(p, depth + 1):
+                return False
+        return True
+
+    def output_ok(n, depth=0):
+        m = only_reader(n.output[0])
+        if m is None or depth > 3:
+            return False
+        return m.op_type == "QuantizeLinear" or (m.op_type != "DequantizeLinear" and output_ok(m, depth + 1))
+
+    return {n.name: inputs_ok(n) and output_ok(n) for n in g.node
+            if n.op_type not in ("QuantizeLinear", "DequantizeLinear")}
+
+
+def case_report_labels(r, tmp):
+    """quantize --backend x86 labels each node as the QDQ file holds it: digits' residual
+    Add and a standalone BatchNormalization (+Relu) sit between DequantizeLinear and
+    QuantizeLinear, and the report says they are quantized (the FX pass's pattern), not
+    "left float by plugin 'x86'"; the Add runs on x86's uint8 kernel in bench."""
+    rng = np.random.default_rng(6)
+    calib, x = os.path.join(tmp, "calib.npy"), os.path.join(tmp, "x.npy")
+    np.save(calib, rng.standard_normal((4, 1, 3, 8, 8)).astype(np.float32))
+    np.save(x, rng.standard_normal((1, 3, 8, 8)).astype(np.float32))
+    digits_x = os.path.join(tmp, "digits_x.npy")
+    np.save(digits_x, np.load(DIGITS_CALIB)[:1])
+    for fmodel, cal, inp, must in ((DIGITS, DIGITS_CALIB, digits_x, ["/Add"]),
+                                   (bn_residual_block(tmp), calib, x, ["/bn/BatchNormalization", "/Add"])):
+        model, report = os.path.join(tmp, "q.onnx"), os.path.join(tmp, "report.json")
+        text = ok(r, "quantize", fmodel, *BACKEND, "--calib", cal, "-o", model, "--report", report)
+        assert "left float by plugin" not in text, text
+        with open(report) as f:
+            nodes = {n["name"]: n for n in json.load(f)["nodes"]}
+        held = qdq_units(model)
+        for name, n in nodes.items():
+            assert n["quantized"] == held[name], f"report {n}, but the QDQ file has it {'in' if held[name] else 'outside'} a Q/DQ unit"
+        cov, units = bench_units(r, model, inp)
+        for name in must:
+            print(f"{os.path.basename(fmodel)} {name}: report {nodes[name]}, bench {units[name]['kernel']}")
+            assert nodes[name]["quantized"], nodes[name]
+        # the residual Add runs on x86's uint8 kernel (a standalone BN is still the host's)
+        assert units["/Add"]["kernel"] == "x86_add_nhwc_qu8", units["/Add"]
+
+
 CASES = {
     "se_mul_refused": case_se_mul_refused,
     "ort_float_weights": case_ort_float_weights,
     "shared_bias": case_shared_bias,
+    "report_labels": case_report_labels,
 }
 
 if __name__ == "__main__":
