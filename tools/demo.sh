@@ -5,12 +5,14 @@
 # the int8 model on x86's oneDNN kernels (int8 accuracy), and time int8 against fp32
 # in one `qhost bench`. Then the QDQ models of fbgemm and qnnpack on the host's
 # reference path, for comparison.
+#   sh tools/demo.sh [CMAKE_ARGS...]
 set -eu
 cd "$(dirname "$0")/.."
 sh tools/deps.sh
 # The main job needs no test: BUILD_TESTING=OFF keeps CMake from listing the Python
-# test cases, so this works on a machine that never ran tools/test.sh.
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF
+# test cases, so this works on a machine that never ran tools/test.sh. Arguments are
+# passed on to CMake (.ci/run adds -DQH_PYTHON=/nonexistent to prove no step needs Python).
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF "$@"
 cmake --build build -j"$(nproc)"
 model=examples/digits_cnn.onnx
 data="--input examples/digits_test.npy --labels examples/digits_labels.npy"

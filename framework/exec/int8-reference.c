@@ -1,5 +1,5 @@
 /* The host's reference int8 kernels (int8-reference.h): naive loops over quantized
- * linear, NCHW conv2d and add that apply numerics-spec §7's requantization rules one
+ * linear, NCHW conv2d and add that apply docs/numerics.md §7's requantization rules one
  * float32 rounding at a time, so that plugin kernels have a twin to be compared with bit
  * for bit. Speed is irrelevant here; every expression is written in the spec's order and
  * the file is compiled without FMA contraction, which would fuse a rounding away. */

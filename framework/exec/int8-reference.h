@@ -1,11 +1,11 @@
 /* Host reference int8 kernels: slow, obviously correct quantized linear, conv2d and
- * add, written straight from numerics-spec.md §4.1 and §7. Plugin kernel tests compare
+ * add, written straight from docs/numerics.md §4.1 and §7. Plugin kernel tests compare
  * their fast kernels against these, bit for bit under the rule the plugin claims.
  *
  * Requantization rules (sb[c] = f32(sx*sw[c]), acc = Σ (xq−zx)(wq−zw[c]) exact):
  *   QH_REQUANT_QNNPACK:   bq[c] = rint(f32(b[c] * f32(1/sb[c]))) (int32 bias, 0 without
  *                         bias), M[c] = f32(sb[c] * f32(1/so)) (PyTorch's
- *                         generate_requantization_scales; numerics-spec §7's f32(sb/so)
+ *                         generate_requantization_scales; docs/numerics.md §7's f32(sb/so)
  *                         differs by an ulp on ~25% of channels and flips near-ties),
  *                         out = clamp(rint(f32(f32(acc + bq[c]) * M[c])) + zo, lo, hi)
  *   QH_REQUANT_ONEDNN:    y = f32(f32(f32(acc) * sb[c]) + b[c]) (b = 0 without bias),

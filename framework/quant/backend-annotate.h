@@ -23,7 +23,7 @@ G_BEGIN_DECLS
 
 /* Before annotation: the fusions the backend declares that change the graph (BatchNorm
  * folded into the preceding Conv / ConvTranspose / Gemm with PyTorch's arithmetic,
- * numerics-spec §9), applied where a QH_FUSER_FOLD_BATCHNORM pattern matches. Node
+ * docs/numerics.md §9), applied where a QH_FUSER_FOLD_BATCHNORM pattern matches. Node
  * names of the surviving ops are kept. */
 gboolean qh_backend_fold_batchnorm(const QhBackendConfig *bc, QhGraph *graph, GError **error);
 

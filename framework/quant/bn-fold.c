@@ -1,7 +1,7 @@
 /* BatchNorm folding before annotation: a BatchNormalization whose input is the only
  * use of a Conv / ConvTranspose / Gemm output is folded into that op's weight and
  * bias with PyTorch 1.13's arithmetic (fuse_conv_bn_weights, fuse_linear_bn_weights;
- * numerics-spec §9), wherever one of the backend's QH_FUSER_FOLD_BATCHNORM patterns
+ * docs/numerics.md §9), wherever one of the backend's QH_FUSER_FOLD_BATCHNORM patterns
  * matches. The weighted node keeps its name and takes over BatchNormalization's output
  * value, so graph outputs and consumers keep their names.
  *

@@ -1,5 +1,5 @@
 /* Calibration data: one model-input set per sample, in file order, read one sample at
- * a time so memory stays bounded by the model, not the data set. Accepted (DESIGN.md,
+ * a time so memory stays bounded by the model, not the data set. Accepted (docs/design.md,
  * CALIB): a .npy whose first axis indexes samples (single-input models; the file is
  * streamed); a directory of .npy files, one sample each, in name order; an .npz with
  * one array per model input name (samples along each array's first axis; loaded

@@ -110,7 +110,7 @@ void qh_flow_report_imperative(QhFlow *f, const GPtrArray *before) {
     if (annotated)
       qh_quant_report_node(f->report, n, TRUE, "annotated by the plugin", NULL);
     else if (decided)
-      qh_quant_report_node(f->report, n, FALSE, NULL, "left float by plugin '%s''s annotate", f->name);
+      qh_quant_report_node(f->report, n, FALSE, NULL, "left float by plugin %s's annotate", f->name);
     else
       qh_quant_report_node(f->report, n, FALSE, NULL, "not annotated by plugin '%s'", f->name);
   }
@@ -188,7 +188,7 @@ void qh_flow_weight_sqnr(QhFlow *f) {
   const QhReferenceNumericsOps *rn =
       QH_HAS_FIELD(f->desc, QhPluginDesc, reference_numerics) ? f->desc->reference_numerics : NULL;
   if (rn)
-    qh_quant_report_note(f->report, "weight SQNR uses plugin '%s''s reference numerics: %s", f->name,
+    qh_quant_report_note(f->report, "weight SQNR uses plugin %s's reference numerics: %s", f->name,
                          rn->description);
   for (guint i = 0; i < f->points->points->len; i++) {
     const QhQuantPoint *pt = f->points->points->pdata[i];

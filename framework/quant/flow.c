@@ -1,4 +1,4 @@
-/* The quantization flow (flow.h): one function per stage, run in DESIGN.md's order by
+/* The quantization flow (flow.h): one function per stage, run in docs/design.md's order by
  * qh_quantize and qh_calibrate. The plugin is loaded once, after its file was scanned
  * out of process; every plugin call goes through a graph view with exactly the
  * permissions that stage allows. */
@@ -424,7 +424,7 @@ gboolean qh_quantize(const QhQuantizeOptions *opt, GError **error) {
     const QhReferenceNumericsOps *rn =
         QH_HAS_FIELD(f.desc, QhPluginDesc, reference_numerics) ? f.desc->reference_numerics : NULL;
     if (rn)
-      qh_quant_report_note(f.report, "integer weights and biases rounded by plugin '%s''s reference numerics",
+      qh_quant_report_note(f.report, "integer weights and biases rounded by plugin %s's reference numerics",
                            f.name);
     ok = qh_quant_convert_rounded(f.graph, f.points, rn ? backend_rounding : NULL, &f, error);
     if (!ok)

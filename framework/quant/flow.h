@@ -1,4 +1,4 @@
-/* The quantization flow of DESIGN.md, end to end: load the float model and the backend
+/* The quantization flow of docs/design.md, end to end: load the float model and the backend
  * plugin; transform_for_annotation; fold BatchNorm where the backend fuses it; annotate
  * (the backend's declarative BackendConfig with the qconfig mapping, then its
  * imperative annotate); prepare observers; calibrate sample by sample (or merge saved

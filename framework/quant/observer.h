@@ -1,6 +1,6 @@
 /* Observers: the statistics a calibration run collects for one quantization point and
  * the qparams computed from them, bit-exact with PyTorch 1.13 where PyTorch is
- * deterministic (../shared/reference/numerics-spec.md §1-§3, §6).
+ * deterministic (docs/numerics.md §1-§3, §6).
  *
  * Host observers: MinMaxObserver, MovingAverageMinMaxObserver, PerChannelMinMaxObserver,
  * MovingAveragePerChannelMinMaxObserver, HistogramObserver, FixedQParamsObserver,
@@ -58,11 +58,11 @@ const char *const *qh_observer_host_names(void);
 /* Check a config for a host observer the way PyTorch's constructor would: the name,
  * every argument (known to that observer, well-formed, in range), the dtype the
  * observer can produce, the qscheme it supports (per-tensor vs per-channel), and the
- * quant range rules of numerics-spec §1 (quant_min <= 0 <= quant_max, quant_min <
+ * quant range rules of docs/numerics.md §1 (quant_min <= 0 <= quant_max, quant_min <
  * quant_max, span within the dtype; symmetric + reduce_range + quint8 refused). */
 gboolean qh_observer_config_check(const QhObserverConfig *cfg, GError **error);
 
-/* The effective (qmin, qmax) of numerics-spec §1 (reduce_range and custom ranges). */
+/* The effective (qmin, qmax) of docs/numerics.md §1 (reduce_range and custom ranges). */
 void qh_observer_config_range(const QhObserverConfig *cfg, int32_t *out_qmin, int32_t *out_qmax);
 
 /* Computed quantization parameters of one point (per-tensor: n == 1, ch_axis -1). */

@@ -1,6 +1,6 @@
 /* QConfig mappings: which observers quantize which node, as PyTorch's QConfigMapping,
  * built from a backend's default mapping (QhBackendConfig.default_qconfig) and layered
- * with the user's --config JSON exactly as ../shared/DESIGN.md ("QCONFIG.json")
+ * with the user's --config JSON exactly as docs/design.md ("QCONFIG.json")
  * describes: the file's `global` replaces the default global qconfig and every default
  * entry that used it (the same QhQuantSpec objects, as PyTorch's default mapping points
  * Conv/Linear/ReLU/... at one global object); fixed- and shared-qparams entries stay

@@ -1,4 +1,4 @@
-/* PyTorch 1.13's quantization arithmetic (numerics-spec §3, §4): the qparams of one
+/* PyTorch 1.13's quantization arithmetic (docs/numerics.md §3, §4): the qparams of one
  * (min, max) pair and quantize / dequantize of float32 data. Every float32 operation is
  * written as its own rounded step so that results are bit-identical with ATen; the
  * file must not be compiled with FMA contraction (CMake builds it as ISO C11, where GCC

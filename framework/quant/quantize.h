@@ -1,4 +1,4 @@
-/* PyTorch's quantization arithmetic (numerics-spec §3, §4): qparams from min/max, and
+/* PyTorch's quantization arithmetic (docs/numerics.md §3, §4): qparams from min/max, and
  * quantize / dequantize of float32 data. quantize multiplies by the float32 reciprocal
  * of the scale, rounds half to even, adds the zero point, then clamps to the storage
  * dtype: PyTorch's rule, which differs from ONNX QuantizeLinear's division at rare
@@ -14,7 +14,7 @@
 
 G_BEGIN_DECLS
 
-/* numerics-spec §3: scale and zero point for one (min, max) pair, with the range
+/* docs/numerics.md §3: scale and zero point for one (min, max) pair, with the range
  * (qmin, qmax), qscheme, dtype, whether the range was custom, and eps. */
 void qh_quant_calculate_qparams(float min, float max, int32_t qmin, int32_t qmax, int32_t qscheme,
                                 int32_t dtype, gboolean has_range, float eps, float *out_scale,

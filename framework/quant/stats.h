@@ -1,5 +1,5 @@
 /* Observer statistics files: one calibration shard's observer states, so that shards
- * run as separate processes can be merged (DESIGN.md, "Beyond one machine"). The file
+ * run as separate processes can be merged (docs/design.md, "Beyond one machine"). The file
  * is versioned and names the model (a hash of the model file), the backend, and every
  * quantization point (root edge, value name, observer), so states are never merged
  * into the wrong point. Writes are atomic.

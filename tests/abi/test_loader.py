@@ -194,8 +194,8 @@ def case_text_listing(env):
 
 def case_explicit_path_name(env):
     """A file named by path whose descriptor carries another name: `qhost plugins
-    --plugin PATH` and `qhost plugin-check PATH` must give the same verdict (DESIGN.md
-    E3 lets an explicit path bypass the file-name pattern)."""
+    --plugin PATH` and `qhost plugin-check PATH` must give the same verdict (an explicit path bypasses the
+    file-name pattern: docs/design.md, "The plugin ABI")."""
     path = env.plugin("name_mismatch")
     data, warned = env.plugins_json("--plugin", path)
     accepted = listed(data, "rightname") is not None

@@ -125,10 +125,7 @@ def case_deploy_model(r, tmp):
     names = set(got) | {o for n in d.graph.node for o in n.output} | {i.name for i in d.graph.input}
     assert set(ranges) <= names, sorted(set(ranges) - names)
     assert {k for k, e in ranges.items() if "file" in e} <= set(got), ranges
-    why = ort_compare.ort_missing()
-    if why:
-        print(f"SKIP (ONNX Runtime part): {why}")
-        return
+    ort_compare.require_ort()
     ys = {}
     for tag, m in (("qdq", model), ("deploy", path)):
         o = os.path.join(tmp, f"{tag}_ort.npy")

@@ -89,8 +89,9 @@ def build(qhost, tmp, seed=0, int32_bias="dw_b", all_outputs=False):
     vals = dict(np.load(os.path.join(tmp, "f.npz")))
     vals["x"] = x
     pos = {t: _pos(float(np.max(np.abs(v)))) for t, v in vals.items()}
-    # the DPU's alignments (peers.md 3.2): pooling input and output at one position,
-    # concat inputs and output at the coarsest of them
+    # the DPU's alignments (Vitis AI's DPU rules, as example_vitis applies them):
+    # pooling input and output at one position, concat inputs and output at the
+    # coarsest of them
     pos["mp"] = pos["r1"] = min(pos["mp"], pos["r1"])
     pos["gap"] = pos["flat"] = pos["prod"] = min(pos["gap"], pos["prod"], pos["flat"])
     pos["cat"] = pos["apf"] = pos["gc_out"] = min(pos["cat"], pos["apf"], pos["gc_out"])

@@ -44,6 +44,13 @@ def ort_missing(ort_dir=ORT_DIR):
     return None
 
 
+def require_ort(ort_dir=ORT_DIR):
+    """Fail (AssertionError) when ONNX Runtime cannot run here: a test whose oracle is
+    missing must not pass on its other checks. `sh tools/deps.sh --tests` installs it."""
+    why = ort_missing(ort_dir)
+    assert why is None, f"ONNX Runtime, this test's oracle, is missing: {why} (sh tools/deps.sh --tests)"
+
+
 def _constants(graph):
     from onnx import numpy_helper
     vals = {t.name: numpy_helper.to_array(t) for t in graph.initializer}

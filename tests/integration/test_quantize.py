@@ -5,12 +5,11 @@ float, the report, --config layering and exclusions, every kind of bad input giv
 one line and no output file, sharded calibration (MinMax bit-identical to one pass;
 Histogram's difference measured and printed), and ONNX Runtime running the QDQ file
 with outputs matching qhost's own run: every QDQ model a case writes goes through
-ort_compare (>= 99% of outputs within one output step; a note instead when
-onnxruntime-node is missing, so the case's other checks still run)."""
+ort_compare (>= 99% of outputs within one output step; without onnxruntime-node,
+the oracle, those cases fail)."""
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 
@@ -60,11 +59,8 @@ def accuracy(runner, model, tmp):
 
 def ort_check(runner, model, tmp, tag, samples=64):
     """ONNX Runtime and `qhost run` on the same test samples agree within one output step
-    on >= 99% of elements (issue 6); skipped with a note without onnxruntime-node."""
-    why = ort_compare.ort_missing()
-    if why:
-        print(f"{tag}: ORT comparison skipped: {why}")
-        return
+    on >= 99% of elements (issue 6); fails without onnxruntime-node."""
+    ort_compare.require_ort()
     x = os.path.join(tmp, f"ort_x{samples}.npy")
     if not os.path.exists(x):
         np.save(x, np.load(TEST)[:samples])
@@ -272,7 +268,9 @@ def case_shards_histogram_difference(runner, tmp):
                 worst, name = d, k
     print(f"Histogram: merging 2 shards vs one pass: max relative scale difference {worst:.3g}"
           f"{' (' + name + ')' if name else ''}")
-    assert worst < 0.25, "merged histograms stay close to one pass"
+    # merging histograms re-bins one shard onto the other's range (order dependent in
+    # PyTorch too): 1.45% measured on this model and data, which are fixed
+    assert worst < 0.02, "merged histograms stay within their measured spread of one pass"
 
 
 def case_stats_mismatch(runner, tmp):
@@ -288,18 +286,14 @@ def case_stats_mismatch(runner, tmp):
 
 
 def case_ort_runs_qdq(runner, tmp):
-    node = shutil.which("node")
-    if node is None or not os.path.isdir(os.path.join(ROOT, "tests", "ort", "node_modules",
-                                                      "onnxruntime-node")):
-        print("SKIP: onnxruntime-node not installed")
-        sys.exit(77)
+    ort_compare.require_ort()
     out, report, _, _ = quantize(runner, tmp, "fbgemm")
     x = np.load(TEST)[:64]
     xp = os.path.join(tmp, "x.npy")
     np.save(xp, x)
     qh, ort = os.path.join(tmp, "qh.npy"), os.path.join(tmp, "ort.npy")
     ok(runner, "run", out, "--input", xp, "-o", qh)
-    subprocess.run([node, ORT_RUN, out, xp, ort], check=True)
+    subprocess.run(["node", ORT_RUN, out, xp, ort], check=True)
     a, b = np.load(qh), np.load(ort)
     step = [t for t in report["tensors"] if t["name"] == "logits"][0]["scale"][0]
     within = np.mean(np.abs(a - b) <= step * 1.001)

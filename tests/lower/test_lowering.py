@@ -67,11 +67,12 @@ def case_digits_matches_host(r, tmp):
     print(f"lowered vs host QDQ reference: {100 * np.mean(steps < 0.5):.2f}% identical, "
           f"max {steps.max():.3g} steps over {steps.size} elements")
     assert steps.max() <= 1.0 + 1e-3, f"lowered run is {steps.max():.3g} steps from the host's"
-    assert np.mean(steps < 0.5) > 0.9, "lowered run differs from the host's on most elements"
+    # the kernels equal the host's int8 twin bit for bit (unit/test_scalar_int8_kernels);
+    # against the fp32 reference path they differ at near-ties, which the following units
+    # carry on: 98.5% identical measured on these 200 images
+    assert np.mean(steps < 0.5) >= 0.98, "lowered run differs from the host's beyond near-ties"
     assert (a.argmax(1) == b.argmax(1)).mean() > 0.97
-    if ort_compare.ort_missing():
-        print("note: onnxruntime-node missing; ORT comparison skipped")
-        return
+    ort_compare.require_ort()
     problems = ort_compare.check(r, model, x, tmp, tag="lowered", qhost_args=BACKEND)
     assert not problems, problems
 

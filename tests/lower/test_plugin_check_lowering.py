@@ -10,11 +10,17 @@ compared with the host's reference path.
   conv_clip pattern crosses a Q/DQ pair on the output's grid, claims that graph whole;
 - --backend-opt fail=create|reshape|run makes every claimed graph FAIL with the
   plugin's message naming kernel and node; fail_node limits that to one unit;
+- --backend-opt bug=zero_point|floor plants a kernel that is one step off away from
+  ties (its output zero point one off; floor for round half to even): every claimed
+  graph must FAIL, naming an element whose value before rounding is far from a tie;
 - decline=PATTERN leaves that pattern untested: a SKIP with the plugin's reason;
-- the fbgemm and qnnpack plugins, which have no lowering group, get no lowering line;
+- the qnnpack plugin, which has no lowering group, gets no lowering line;
+- the fbgemm plugin claims the Conv and linear graphs within one step on every kernel
+  path the CPU has, QHOST_CPU_DISABLE forcing AVX2 (whose exact variant takes these
+  full-range uint8 inputs) and the portable C one;
 - example_vitis (symmetric int8, power-of-two scales) declines the uint8 graphs and
-  claims every int8 power-of-two one, each a PASS within one step of the host's
-  reference and, where the reference's fp32 math is exact, bit for bit what its own
+  claims every int8 power-of-two one, each a PASS that differs from the host's
+  reference only at ties and, where the reference's fp32 math is exact, bit for bit what its own
   fake_quantize (round half up) gives; the graphs with ties must show them (fewer than
   100% of elements bit-identical with ONNX's half-to-even), or a tie-rounding bug in its
   kernels would go unseen. scalar_int8 takes uint8 activations only, so it claims none
@@ -30,6 +36,10 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "integration"))
 import qhtest  # noqa: E402
+
+
+class Skip(Exception):
+    """A case that cannot run here: exit 77 (ctest's SKIP_RETURN_CODE) with the reason."""
 
 # built-in graph -> (unit, ops, pattern, kernel) that scalar_int8 claims
 CLAIMED = {
@@ -73,10 +83,12 @@ VITIS = {
     "leaky_relu": ("op", "LeakyRelu", "leaky_relu", "unary", True, False),
     "flatten": ("op", "Flatten", "flatten", "unary", True, False),
 }
-# unit text, worst, step, share bit-identical (absent when all are), own numerics, family
+# unit text, worst, step, share bit-identical (absent when all are), how far from a half
+# step the others are, own numerics, family
 PASS_DETAIL = re.compile(r"^(.*): 3 runs \(packed weights reused, one on 2 threads\) within one step of the "
                          r"host's reference \(worst (\S+) steps of ([^,)]+)(?:, (\S+)% of elements "
-                         r"bit-identical)?\)(.*?)(?:; (int8 power-of-two) family)?$")
+                         r"bit-identical, the others at ties \(within (\S+) of a half step\))?\)(.*?)"
+                         r"(?:; (int8 power-of-two) family)?$")
 LINE = re.compile(r"^  (PASS|FAIL|SKIP)  ([^:]+): (.*)$")
 
 
@@ -126,7 +138,7 @@ def case_conforms(r):
         assert m and m.group(1) == unit_text(graph), detail
         assert float(m.group(2)) <= 1.0, detail
         # scalar_int8 is the host's int8 twin: bit for bit; no fake_quantize to hold it to
-        assert m.group(2) == "0.00" and m.group(4) is None and m.group(5) == "" and m.group(6) is None, detail
+        assert m.group(2) == "0.00" and m.group(4) is None and m.group(6) == "" and m.group(7) is None, detail
     for graph in UNCLAIMED:
         assert not [k for k in res if k[1] == f"lowering on {graph}"], out
     assert not [k for k in res if k[1].startswith("lowering on int8_pow2 ")], out
@@ -154,6 +166,21 @@ def failure_case(phase, run_name=None):
         # the patterns still claimed their graphs, and the other checks are unaffected
         assert len([k for k in res if k[0] == "PASS" and k[1].startswith("lowering pattern ")]) == 7, out
         assert ("PASS", "quiet callbacks") in res, out
+    return run
+
+
+def bug_case(bug):
+    def run(r):
+        res, out = r.scalar(f"bug={bug}", expect_rc=1)
+        failed = {k[1]: v for k, v in res.items() if k[0] == "FAIL"}
+        assert sorted(failed) == sorted(f"lowering on {g}" for g in CLAIMED), out
+        for graph in CLAIMED:
+            m = re.match(r"^(.*): first run: output '\S+' element \d+ is \S+, the host's \S+, where the value "
+                         r"before rounding \(\S+, \S+ steps\) is (\S+) steps from a tie: an honest kernel "
+                         r"differs from the host only at ties$", failed[f"lowering on {graph}"])
+            assert m and m.group(1) == unit_text(graph), failed[f"lowering on {graph}"]
+            assert float(m.group(2)) > 0.01, failed[f"lowering on {graph}"]
+        assert out.splitlines()[-1].startswith("conforms: no ("), out
     return run
 
 
@@ -194,15 +221,45 @@ def no_lowering_case(name):
     return run
 
 
+# built-in graph -> (unit, ops, pattern, kernel) that fbgemm claims
+FBGEMM = {
+    "conv_relu": ("conv", "Conv+Relu", "conv_relu", "fbgemm_conv2d_nhwc_qu8_qs8w"),
+    "conv": ("conv", "Conv", "conv", "fbgemm_conv2d_nhwc_qu8_qs8w"),
+    "conv_qdq_clip": ("conv", "Conv", "conv", "fbgemm_conv2d_nhwc_qu8_qs8w"),
+    "gemm_relu": ("fc", "Gemm+Relu", "linear_relu", "fbgemm_linear_qu8_qs8w"),
+    "gemm": ("fc", "Gemm", "linear", "fbgemm_linear_qu8_qs8w"),
+    "matmul": ("matmul", "MatMul", "matmul", "fbgemm_linear_qu8_qs8w"),
+}
+
+
+def case_fbgemm(r):
+    """fbgemm's kernels within one step of the host on each path this CPU has."""
+    env = dict(r.env)
+    masks = ["", "avx512vnni,avxvnni", "avx512vnni,avxvnni,avx2"] if qhtest.qhost_sees_vnni() else \
+        ["", "avx2"]
+    try:
+        for mask in masks:
+            r.env = dict(env, QHOST_CPU_DISABLE=mask)
+            res, out = r.check("fbgemm", "--plugin-dir", r.build_plugins, expect_rc=0)
+            assert not [k for k in res if k[0] == "FAIL"], out
+            for graph, (unit, ops, pattern, kernel) in FBGEMM.items():
+                detail = res.get(("PASS", f"lowering on {graph}"))
+                assert detail is not None, f"{mask}: no PASS for {graph}\n{out}"
+                m = PASS_DETAIL.match(detail)
+                assert m and m.group(1) == f"unit '{unit}' ({ops}, pattern {pattern}, kernel {kernel})", detail
+                assert float(m.group(2)) <= 1.0, detail
+            assert out.splitlines()[-1].startswith("conforms: yes ("), out
+    finally:
+        r.env = env
+
+
 def case_x86(r):
     """The x86 plugin's conv_clip pattern crosses the Q/DQ pair of conv_qdq_clip
     (QH_PATTERN_THROUGH_SHARED_QDQ): one unit, within one step of the host."""
     if not os.path.exists(os.path.join(r.build_plugins, "libqhost-x86.so")):
-        print("skip x86: not built")
-        return
+        raise Skip("the x86 plugin is not built (oneDNN missing)")
     if not qhtest.qhost_sees_vnni():  # reduce_range=auto then declines these full-range uint8 units
-        print("skip x86: no VNNI here")
-        return
+        raise Skip("no VNNI here: x86's reduce_range=auto declines these full-range uint8 units")
     res, out = r.check("x86", "--plugin-dir", r.build_plugins, expect_rc=0)
     detail = res.get(("PASS", "lowering on conv_qdq_clip"))
     assert detail is not None, out
@@ -218,8 +275,7 @@ OWN = ", and bit for bit what the plugin's own fake_quantize gives (activations 
 
 def case_example_vitis(r):
     if not os.path.exists(os.path.join(r.build_plugins, "libqhost-example_vitis.so")):
-        print("skip example_vitis: not built")
-        return
+        raise Skip("example_vitis is not built")
     res, out = r.check("example_vitis", "--plugin-dir", r.build_plugins, expect_rc=0)
     assert not [k for k in res if k[0] == "FAIL"], out
     # it declines every uint8 graph (zero points, non-power-of-two scales)
@@ -232,7 +288,7 @@ def case_example_vitis(r):
         m = PASS_DETAIL.match(detail)
         assert m, detail
         assert m.group(1) == f"unit '{unit}' ({ops}, pattern {pattern}, kernel dpu_{kernel}_qs8_shift)", detail
-        assert float(m.group(2)) <= 1.0 and m.group(6) == "int8 power-of-two", detail
+        assert float(m.group(2)) <= 1.0 and m.group(7) == "int8 power-of-two", detail
         # a power-of-two step, as the graph's output quantizer has it
         step = float(m.group(3))
         assert step > 0 and (1 / step).is_integer() and (int(1 / step) & (int(1 / step) - 1)) == 0, detail
@@ -240,7 +296,9 @@ def case_example_vitis(r):
         assert (share < 100.0) == ties, f"{graph}: {share}% bit-identical, ties expected: {ties}\n{detail}"
         assert (m.group(2) == "1.00") == ties, detail
         assert share > 50.0, detail  # only ties may differ
-        assert m.group(5).startswith(OWN) == exact, detail
+        # power-of-two graphs are exact: a difference sits exactly at a half step
+        assert m.group(5) is None or float(m.group(5)) == 0.0, detail
+        assert m.group(6).startswith(OWN) == exact, detail
         claimed.setdefault(pattern, []).append(f"int8_pow2 {graph} (unit '{unit}')")
     for pattern, graphs in claimed.items():
         assert res.get(("PASS", f"lowering pattern {pattern}")) == "claimed " + ", ".join(graphs), out
@@ -256,9 +314,11 @@ CASES = {
     "fail_reshape": failure_case("reshape"),
     "fail_run": failure_case("run", "first run"),
     "fail_one_node": case_fail_one_node,
+    "bug_zero_point": bug_case("zero_point"),
+    "bug_floor": bug_case("floor"),
     "decline": case_decline,
     "json": case_json,
-    "fbgemm": no_lowering_case("fbgemm"),
+    "fbgemm": case_fbgemm,
     "qnnpack": no_lowering_case("qnnpack"),
     "example_vitis": case_example_vitis,
     "x86": case_x86,
@@ -267,21 +327,34 @@ CASES = {
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--qhost", required=True)
-    ap.add_argument("--lower-plugins", required=True, help="the directory holding libqhost-scalar_int8.so")
-    ap.add_argument("--build-plugins", required=True, help="the directory holding fbgemm and qnnpack")
+    ap.add_argument("--qhost")
+    ap.add_argument("--lower-plugins", help="the directory holding libqhost-scalar_int8.so")
+    ap.add_argument("--build-plugins", help="the directory holding the built plugins")
     ap.add_argument("--asan", action="store_true")
+    ap.add_argument("--case", action="append", help="run only this case (repeatable)")
+    ap.add_argument("--list", action="store_true", help="print the case names and exit")
     opts = ap.parse_args()
+    if opts.list:
+        print(";".join(CASES))
+        return 0
+    if not (opts.qhost and opts.lower_plugins and opts.build_plugins):
+        ap.error("--qhost, --lower-plugins and --build-plugins are required")
     r = Runner(opts)
-    failed = []
-    for name, case in CASES.items():
+    failed, skipped = [], []
+    names = opts.case or list(CASES)
+    for name in names:
         try:
-            case(r)
+            CASES[name](r)
             print(f"PASS {name}")
+        except Skip as e:
+            skipped.append(name)
+            print(f"SKIP {name}: {e}")
         except Exception as e:  # report every case, then fail
             failed.append(name)
             print(f"FAIL {name}: {e}", file=sys.stderr)
-    return 1 if failed else 0
+    if failed:
+        return 1
+    return 77 if len(skipped) == len(names) else 0
 
 
 if __name__ == "__main__":

@@ -53,7 +53,8 @@ def main():
         try:
             prefix = install_prefix(args, scratch)
             src = os.path.join(scratch, "example_vitis")
-            shutil.copytree(os.path.join(ROOT, "plugins", "example_vitis"), src)
+            # the installed example, as a vendor gets it
+            shutil.copytree(os.path.join(prefix, args.datadir, "qhost", "examples", "example_vitis"), src)
             build = os.path.join(scratch, "build")
             run([args.cmake, "-S", src, "-B", build, f"-DCMAKE_PREFIX_PATH={prefix}",
                  f"-DCMAKE_C_COMPILER={args.cc}", "-DCMAKE_C_FLAGS=-Wall -Wextra -Werror"], env=env)

@@ -1,5 +1,5 @@
 /* Unit tests of HistogramObserver (quant/observers/histogram.c) against the worked
- * examples of numerics-spec §10.4, written down from PyTorch 1.13 as float32 hex: the
+ * examples of docs/numerics.md §10.4, written down from PyTorch 1.13 as float32 hex: the
  * int() truncation of the histc bounds (E2 loses 99 samples), the combine of two
  * histograms (E3) and the plain add when the range does not grow (E4); torch.sum's
  * float32 order (§6.6) on a vector where it differs from a double sum; saving, loading

@@ -28,7 +28,7 @@ static QhInt8Params params(QhRequantRule rule, QhDType xdt, float sx, int32_t zx
   return p;
 }
 
-/* numerics-spec §10.6: all three rules agree on it. */
+/* docs/numerics.md §10.6: all three rules agree on it. */
 static void test_spec_linear(void) {
   const uint8_t xq[] = {160, 64, 144, 255, 224, 176, 96, 0};
   const int8_t wq[] = {32, -64, 96, 16, -128, 80, 0, 40, 106, 106, -106, 3};
@@ -67,7 +67,7 @@ static void test_tie_rules_differ(void) {
     }
 }
 
-/* QNNPACK's multiplier is f32(sb * f32(1/so)), not f32(sb / so) as numerics-spec §7
+/* QNNPACK's multiplier is f32(sb * f32(1/so)), not f32(sb / so) as docs/numerics.md §7
  * says: here the two differ by one ulp and acc·M lands either side of −101.5. PyTorch
  * 1.13 (engine qnnpack) gives 26; f32(sb / so) would give 27. Found by the oracle. */
 static void test_qnnpack_multiplier(void) {
@@ -237,7 +237,7 @@ static void test_add(void) {
   g_assert_cmpmem(ys, 5, want_s, 5);
 }
 
-/* numerics-spec §10.5: x·inv is exactly 127.5 and rounds to even. */
+/* docs/numerics.md §10.5: x·inv is exactly 127.5 and rounds to even. */
 static void test_quantize_one(void) {
   g_assert_cmpint(qh_int8_quantize_one(0.273939937f, 0.00214854861f, 0, QH_DTYPE_U8), ==, 128);
   g_assert_cmpint(qh_int8_quantize_one(5.0f, 0.01f, 0, QH_DTYPE_U8), ==, 255);

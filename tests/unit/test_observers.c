@@ -1,5 +1,5 @@
 /* Unit tests of the host observers through the public API (quant/observer.h): the
- * worked examples of numerics-spec §10.1-10.3 as float32 hex (MinMax family, per
+ * worked examples of docs/numerics.md §10.1-10.3 as float32 hex (MinMax family, per
  * channel, moving averages), config checks and their messages, NaN/Inf and shape
  * errors, saving/loading/merging state, FixedQParams and Placeholder, and the ONNX
  * Runtime-style observers on data whose answer is known.

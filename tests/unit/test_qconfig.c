@@ -4,7 +4,7 @@
  * none, partial entries, null), resolution order (node_name exact, then globs in file
  * order, object_type with PyTorch aliases, global), strict file checking with one-line
  * messages that leave the mapping unchanged, and the plugin view hook. Expectations
- * are written out by hand from DESIGN.md ("QCONFIG.json") and docs/qconfig.md. */
+ * are written out by hand from docs/design.md ("QCONFIG.json") and docs/qconfig.md. */
 #include <glib/gstdio.h>
 #include <math.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* Unit tests of PyTorch's quantization arithmetic (quant/quantize.c) against the worked
- * examples of numerics-spec §3 and §10 (oracle outputs written down as float32 hex):
+ * examples of docs/numerics.md §3 and §10 (oracle outputs written down as float32 hex):
  * qparams from min/max for affine and symmetric schemes, quint8 / qint8, reduced and
  * custom ranges, eps; quantize with the reciprocal rule and ties to even; dequantize;
  * and a check that this build does not contract a*b+c into an FMA. */

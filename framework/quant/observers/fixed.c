@@ -1,5 +1,5 @@
 /* Observers without statistics: FixedQParamsObserver (PyTorch's observer for sigmoid,
- * tanh, hardsigmoid and softmax outputs: the qparams are its arguments, numerics-spec
+ * tanh, hardsigmoid and softmax outputs: the qparams are its arguments, docs/numerics.md
  * §5) and PlaceholderObserver (a value that stays float or is quantized dynamically:
  * it records nothing and has no qparams, as PyTorch's raises in calculate_qparams). */
 #include "core/error.h"

@@ -1,4 +1,4 @@
-/* HistogramObserver exactly as PyTorch 1.13 computes it (numerics-spec §6): histc with
+/* HistogramObserver exactly as PyTorch 1.13 computes it (docs/numerics.md §6): histc with
  * the int() truncation of its bounds (pytorch/pytorch#83672, reproduced on purpose),
  * the upsample/downsample combine of histograms when the range grows, and the L2
  * search for a clipped range (_non_linear_param_search) with torch.sum's float32
@@ -173,7 +173,7 @@ static gboolean hist_observe(QhObserver *obs, const QhTensor *x, GError **error)
   return absorb(h, &p, TRUE, error);
 }
 
-/* ATen's div_floor for floats (numerics-spec §6.5), not floorf(a / b). */
+/* ATen's div_floor for floats (docs/numerics.md §6.5), not floorf(a / b). */
 static float pyfloor_div(float a, float b) {
   if (b == 0.0f)
     return a / b;

@@ -100,7 +100,7 @@ gboolean qh_obs_get_f32s(QhObsReader *r, float *v, size_t n);
  * trailing bytes" error naming the observer. */
 gboolean qh_obs_reader_done(const QhObsReader *r, const QhObserver *obs, GError **error);
 
-/* float32 torch.sum order of numerics-spec §6.6 (torch-sum.c). */
+/* float32 torch.sum order of docs/numerics.md §6.6 (torch-sum.c). */
 float qh_torch_sum_f32(const float *a, size_t n);
 /* The same numbers summed in double and rounded once: the fast twin, used by tests to
  * show how often the order matters. */

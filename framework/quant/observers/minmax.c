@@ -1,9 +1,9 @@
-/* The min/max family of PyTorch 1.13 (numerics-spec §2): MinMaxObserver,
+/* The min/max family of PyTorch 1.13 (docs/numerics.md §2): MinMaxObserver,
  * MovingAverageMinMaxObserver, PerChannelMinMaxObserver and
  * MovingAveragePerChannelMinMaxObserver. One state type serves all four: n running
  * minima and maxima (n = 1 per tensor, the channel count per channel), updated exactly
  * (min/max) or by the float32 moving average min + c*(cur - min), and turned into qparams
- * by numerics-spec §3 (quant/quantize.c). Merging two min/max states is exact; merging
+ * by docs/numerics.md §3 (quant/quantize.c). Merging two min/max states is exact; merging
  * moving averages treats the other state as one more batch (order dependent). */
 #pragma GCC optimize("fp-contract=off")
 

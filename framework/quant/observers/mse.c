@@ -1,7 +1,7 @@
 /* MSEObserver (qhost's own): the histogram of ONNX Runtime's collector (values, range
  * symmetric around zero, num_bins bins for the first batch), then a search over
  * num_steps clipping ranges [min * k / num_steps, max * k / num_steps], k = 1..num_steps:
- * each range goes through numerics-spec §3 with this observer's dtype, qscheme and quant
+ * each range goes through docs/numerics.md §3 with this observer's dtype, qscheme and quant
  * range, every bin centre is fake-quantized with those qparams (§4.3: PyTorch's rounding,
  * clamped to [quant_min, quant_max]) and the squared error is weighted by the bin's
  * count. The range with the smallest mean squared error wins (the widest on ties). */

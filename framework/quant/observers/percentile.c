@@ -3,7 +3,7 @@
  * |x| and the range is [-t, t] for the edge t where the cumulative share first reaches
  * percentile/100; with an affine qscheme the histogram is of x and (100 - percentile)/2
  * percent is cut from each side. Both ends are then clipped to the observed min/max, and
- * numerics-spec §3 turns the range into qparams with this observer's dtype and range. */
+ * docs/numerics.md §3 turns the range into qparams with this observer's dtype and range. */
 #include <math.h>
 
 #include "quant/observers/orthist.h"

@@ -1,4 +1,4 @@
-/* torch.sum's float32 summation order on a contiguous vector (numerics-spec §6.6: ATen's
+/* torch.sum's float32 summation order on a contiguous vector (docs/numerics.md §6.6: ATen's
  * cascade_sum -> vectorized_inner_sum -> row_sum -> multi_row_sum with 8-lane AVX2
  * vectors). HistogramObserver's search compares sums whose last bit depends on this
  * order, so parity needs it; the double-precision twin below is what one would write

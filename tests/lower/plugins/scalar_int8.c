@@ -6,7 +6,8 @@
  * weight) and conv (NHWC, any groups) with optional fused Relu, and same-shape add with
  * optional Relu; uint8 activations, int8 weights per tensor or per output channel,
  * optional int32 or float bias. Options inject failures (fail, fail_node) and declines
- * (decline) so the host's error paths can be exercised. */
+ * (decline) so the host's error paths can be exercised, and plant numeric bugs (bug:
+ * the output zero point one off, or floor for round) that plugin-check must catch. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,10 +18,11 @@ typedef volatile float vf32; /* keeps every float step a separately rounded f32 
 
 enum { FAIL_NONE, FAIL_CREATE, FAIL_RESHAPE, FAIL_RUN };
 enum { K_LINEAR, K_CONV, K_ADD };
+enum { BUG_NONE, BUG_ZERO_POINT, BUG_FLOOR };
 
 #define OPT_MAX 256
 typedef struct {
-  int fail;
+  int fail, bug;
   char fail_node[OPT_MAX];
   char decline[OPT_MAX];
 } Instance;
@@ -45,6 +47,7 @@ typedef struct {
   int32_t *bq; /* per output channel */
   float *mult; /* per output channel */
   int32_t zx, zo, lo, hi;
+  int floor_rounding; /* the planted bug=floor */
   float sa, sb, so; int32_t za, zb; /* add */
   int32_t reshaped, in_rank;
   int64_t in_dims[QH_MAX_RANK];
@@ -55,8 +58,8 @@ static int32_t clamp32(int64_t v, int32_t lo, int32_t hi) {
   return v < lo ? lo : v > hi ? hi : (int32_t)v;
 }
 
-static int32_t round_add_clamp(float v, int32_t zp, int32_t lo, int32_t hi) {
-  float r = rintf(v);
+static int32_t round_add_clamp(float v, int32_t zp, int32_t lo, int32_t hi, int floor_rounding) {
+  float r = floor_rounding ? floorf(v) : rintf(v);
   if (isnan(r))
     r = 0.0f;
   if (r > 0x1p40f)
@@ -440,7 +443,7 @@ static QhStatus *pack_weighted(Kernel *k, const QhHostApi *host, const QhGraphVi
     vf32 sb = sx * in->wq->scale[qi];
     vf32 inv = 1.0f / sb;
     vf32 bs = bias_at(in, b, c) * inv;
-    k->bq[c] = round_add_clamp(bs, 0, INT32_MIN, INT32_MAX);
+    k->bq[c] = round_add_clamp(bs, 0, INT32_MIN, INT32_MAX, 0);
     vf32 inv_so = 1.0f / so;
     vf32 m = sb * inv_so;
     k->mult[c] = m;
@@ -477,6 +480,9 @@ static QhStatus *create_kind(void *instance, const QhHostApi *host, const QhGrap
   k->zo = in.yq->zero_point[0];
   k->so = in.yq->scale[0];
   k->lo = in.relu ? k->zo : 0;
+  if (inst && inst->bug == BUG_ZERO_POINT)
+    k->zo += 1; /* the relu floor stays the true zero point: only the offset is wrong */
+  k->floor_rounding = inst && inst->bug == BUG_FLOOR;
   k->hi = 255;
   if (kind == K_ADD) {
     k->sa = in.xq->scale[0], k->za = in.xq->zero_point[0];
@@ -582,7 +588,7 @@ static int32_t requant(const Kernel *k, int64_t acc, int64_t c) {
   int32_t a = clamp32(clamp32(acc, INT32_MIN, INT32_MAX) + (int64_t)k->bq[c], INT32_MIN, INT32_MAX);
   vf32 af = (float)a;
   vf32 v = af * k->mult[c];
-  return round_add_clamp(v, k->zo, k->lo, k->hi);
+  return round_add_clamp(v, k->zo, k->lo, k->hi, k->floor_rounding);
 }
 
 static void linear_row(void *user, size_t r, uint32_t worker) {
@@ -646,7 +652,7 @@ static void add_block(void *user, size_t blk, uint32_t worker) {
     if (k->relu && !(v > 0.0f))
       v = 0.0f;
     vf32 q = v * inv;
-    j->y[i] = (uint8_t)round_add_clamp(q, k->zo, 0, 255);
+    j->y[i] = (uint8_t)round_add_clamp(q, k->zo, 0, 255, k->floor_rounding);
   }
 }
 
@@ -739,7 +745,11 @@ static const QhOptionDecl opt_fail_node = {
 static const QhOptionDecl opt_decline = {
     QH_STRUCT_HEADER(QhOptionDecl), .name = "decline", .type = QH_OPTION_STRING,
     .default_value = "", .help = "decline every unit of this pattern id"};
-static const QhOptionDecl *const options[] = {&opt_fail, &opt_fail_node, &opt_decline};
+static const QhOptionDecl opt_bug = {
+    QH_STRUCT_HEADER(QhOptionDecl), .name = "bug", .type = QH_OPTION_ENUM, .default_value = "none",
+    .help = "plant a numeric bug: the output zero point one off, or floor instead of round half to even",
+    .choices = "none|zero_point|floor"};
+static const QhOptionDecl *const options[] = {&opt_fail, &opt_fail_node, &opt_decline, &opt_bug};
 
 /* Copies an option value into a fixed buffer; 0 when it does not fit. */
 static int copy_opt(char *dst, const char *src) {
@@ -774,10 +784,18 @@ static QhStatus *instance_create(const QhHostApi *host, const QhInstanceInfo *in
       ok = copy_opt(inst->fail_node, val);
     else if (strcmp(key, "decline") == 0)
       ok = copy_opt(inst->decline, val);
+    else if (strcmp(key, "bug") == 0) {
+      static const char *const bugs[] = {"none", "zero_point", "floor"};
+      inst->bug = -1;
+      for (int b = 0; b < 3; b++)
+        if (strcmp(val, bugs[b]) == 0)
+          inst->bug = b;
+      ok = inst->bug >= 0;
+    }
   }
   if (!ok) {
     free(inst);
-    return host->status_new(QH_ERR_INVALID_ARGUMENT, "bad value for option fail, fail_node or decline");
+    return host->status_new(QH_ERR_INVALID_ARGUMENT, "bad value for option fail, fail_node, decline or bug");
   }
   *out = inst;
   return NULL;

@@ -43,6 +43,11 @@ def safe_decline(unit):
     return not VNNI and "saturate" in (unit.get("reason") or "")
 
 
+# Without VNNI a case whose plugin takes less than this share of MACs (the rest declined
+# as unsafe) compares the host with itself: it skips, saying so, instead of passing.
+MIN_SHARE_NO_VNNI = 0.5
+
+
 def ok(r, *args, timeout=300):
     rc, out, err = r.run(*args, timeout=timeout)
     try:
@@ -158,6 +163,10 @@ def check_all_lowered(r, model, x):
     unsafe = [u for u in units if u.get("macs", 0) > 0 and u.get("kernel") == "host:reference"
               and not safe_decline(u)]
     assert not unsafe, unsafe
+    if not VNNI and cov["plugin_mac_share"] < MIN_SHARE_NO_VNNI:
+        # the comparison above was the host against itself on most of the model
+        raise qhtest.Skip(f"no VNNI here: x86 declines these full-range units (int16 saturation), "
+                          f"{100 * cov['plugin_mac_share']:.1f}% of MACs lowered")
     if VNNI:
         assert cov["plugin_mac_share"] > 0.999, cov
 
@@ -328,7 +337,7 @@ UNITS = {
 
 def case_units(r, tmp):
     """Each unit alone, so the host reference and the kernel differ only in its rounding."""
-    total, same_total = 0, 0
+    total, same_total, n_lowered = 0, 0, 0
     for i, (name, spec) in enumerate(UNITS.items()):
         model, npz, so = qdq_unit(os.path.join(tmp, f"{name}.qdq.onnx"), spec, 100 + i)
         host, low = os.path.join(tmp, f"{name}.host.npy"), os.path.join(tmp, f"{name}.x86.npy")
@@ -343,6 +352,7 @@ def case_units(r, tmp):
               f"units {[(u.get('ops'), u.get('kernel'), u.get('reason')) for u in cov['units']]}")
         assert lowered or all(safe_decline(u) for u in cov["units"] if u.get("macs", 0) > 0), \
             f"{name}: not lowered: {cov['units']}"
+        n_lowered += bool(lowered)
         assert steps.max() <= 1, f"{name}: {steps.max()} steps from the host's"
         if spec.get("through") and VNNI:
             want = 2 if spec.get("through_scale", 1.0) != 1.0 else 1
@@ -351,8 +361,13 @@ def case_units(r, tmp):
                 assert cov["units"][0]["ops"].endswith(spec["post"].capitalize()), cov["units"]
         total += steps.size
         same_total += int(np.sum(steps == 0))
-    print(f"all units: {100 * same_total / total:.3f}% identical over {total} outputs")
+    print(f"all units: {100 * same_total / total:.3f}% identical over {total} outputs; "
+          f"{n_lowered} of {len(UNITS)} units lowered")
     assert same_total / total >= 0.99
+    if not VNNI and n_lowered < len(UNITS) * MIN_SHARE_NO_VNNI:
+        raise qhtest.Skip(f"no VNNI here: only {n_lowered} of {len(UNITS)} units lowered "
+                          "(the others declined as unsafe); the rest compared the host with itself")
+    assert n_lowered == len(UNITS) or not VNNI, f"{n_lowered} of {len(UNITS)} units lowered"
 
 
 def case_threads_agree(r, tmp):
@@ -433,7 +448,6 @@ def u8op_unit(path, spec, seed):
     onnx, TP, helper, nh = qhtest.onnx_modules()
     rng = np.random.default_rng(seed)
     op, shape = spec["op"], spec.get("shape", [2, 16, 9, 9])
-    n_in = len(spec["in"])
     names, feeds, nodes, inits, ginputs = [], {}, [], [], []
     for i, (s, z) in enumerate(spec["in"]):
         x = f"x{i}"

@@ -8,7 +8,7 @@ qhost's reference kernels (the unit-test binary in oracle mode:
 
   engine 'qnnpack' (quint8 activations, per-tensor and per-channel qint8 weights)
       against QH_REQUANT_QNNPACK: must be bit-exact;
-  engine 'onednn' against QH_REQUANT_ONEDNN: ±1 allowed (numerics-spec §7: oneDNN's
+  engine 'onednn' against QH_REQUANT_ONEDNN: ±1 allowed (docs/numerics.md §7: oneDNN's
       JIT rounds near-ties in its own order), counted;
   the reference model (dequantize, float op, + bias, quantize) against
       QH_REQUANT_REFERENCE: ±1 allowed (PyTorch's float GEMM sums in another order),

@@ -5,18 +5,23 @@ Generates random calibration batches and observer configs, runs PyTorch's observ
 (torch.ao.quantization.observer) on them, runs the same cases through qhost's C
 observers (the unit-test binary test_observers in oracle mode:
 `test_observers --oracle IN.json OUT.json`), and compares every scale as float32 bits
-and every zero point exactly. Also compares qhost's torch.sum order (numerics-spec
+and every zero point exactly. Also compares qhost's torch.sum order (docs/numerics.md
 §6.6) with torch.sum, and the ONNX Runtime-style Percentile/Entropy observers with a
-numpy transcription of ONNX Runtime's HistogramCollector (reported, not a bar: numpy's
-float32 bin edges are not reproduced bit for bit).
+numpy transcription of ONNX Runtime's HistogramCollector. Their bar (ORT_MIN_IDENTICAL):
+55 of the 60 cases identical and none more than 1 % off. The other 5 are symmetric
+Percentile cases whose |x| histogram grew past its first range and whose threshold lies
+in the grown part: ONNX Runtime extends the edges by the width of its first two float32
+edges (e0[1] - e0[0], off by up to an ulp of the edge), and that error adds up over every
+added bin (1e-5 relative after a few thousand bins); qhost computes each edge from the
+exact width (framework/quant/observers/orthist.c).
 
 Usage: /usr/bin/python3 tests/parity/observers/check_observers.py --driver build/tests/test_observers
-Exit status 0 when every PyTorch family is bit-exact on all of its cases.
+Exit status 0 when every PyTorch family is bit-exact on all of its cases and the ONNX
+Runtime-style cases meet their bar.
 """
 import argparse
 import base64
 import json
-import math
 import os
 import subprocess
 import sys
@@ -390,6 +395,11 @@ def ort_entropy(state, nq):
     return max(lo, state[2]), min(hi, state[3])
 
 
+# Of the 60 ONNX Runtime-style cases (seed 1234), those qhost gives bit for bit; the
+# others must stay within 1 % (see the top of this file for why 5 differ).
+ORT_MIN_IDENTICAL = 55
+
+
 def ort_cases(rng, count):
     out = []
     for i in range(count):
@@ -514,6 +524,7 @@ def main():
     table["documented deviations (qhost refuses)"] = dev
 
     ort_row = {"cases": 0, "exact": 0, "within_1pct": 0, "far": 0}
+    near = []
     base = len(index) + len(DEVIATIONS)
     for k, (c, batches, s, z) in enumerate(ort):
         res = got["results"][base + k]
@@ -526,6 +537,7 @@ def main():
             ort_row["exact"] += 1
         elif abs(gs / s - 1) <= 0.01:
             ort_row["within_1pct"] += 1
+            near.append((c, s, gs))
         else:
             ort_row["far"] += 1
 
@@ -541,11 +553,17 @@ def main():
     print(f"{'family':42} {'cases':>6} {'bit-exact':>10} {'both refuse':>12} {'mismatch':>9}")
     for fam, r in table.items():
         print(f"{fam:42} {r['cases']:6} {r['exact']:10} {r['both_refused']:12} {r['mismatch']:9}")
-    print(f"\nONNX Runtime-style (numpy transcription, reported only): {ort_row['cases']} cases, "
+    print(f"\nONNX Runtime-style (numpy transcription): {ort_row['cases']} cases, "
           f"{ort_row['exact']} identical, {ort_row['within_1pct']} within 1 %, {ort_row['far']} further")
+    for c, s, gs in near:
+        print(f"  within 1 %: {c['observer']} {c['args']} {c['qscheme']}: transcription {s!r}, qhost {gs!r}")
     for fam, c, want, res in failures:
         print(f"MISMATCH {fam}: config {c} torch {want} qhost {res}")
     bad = sum(r["mismatch"] for r in table.values())
+    if ort_row["exact"] < ORT_MIN_IDENTICAL or ort_row["far"]:
+        print(f"MISMATCH ONNX Runtime-style: {ort_row['exact']} identical (bar {ORT_MIN_IDENTICAL}), "
+              f"{ort_row['far']} more than 1 % off (bar 0)")
+        bad += 1
     print(f"\n{sum(r['exact'] + r['both_refused'] for r in table.values())} passed, {bad} failed")
     return 1 if bad else 0
 

@@ -4,7 +4,7 @@
       every Conv/Gemm of the float model forms one unit with the Relu that alone reads
       its output (or alone when none does), with a uint8 activation and an int8
       per-channel (axis 0) weight of one scale per output channel; and ONNX Runtime
-      runs that file within one output step of `qhost run` (ort_compare; a note when
+      runs that file within one output step of `qhost run` (ort_compare; fails when
       onnxruntime-node is missing).
   --producer ort [--keep-relu]: make_ort_style_qdq.py's ONNX Runtime-style model;
       `qhost run` matches ONNX Runtime within one output step on >= 99% of elements,
@@ -73,7 +73,7 @@ def check_qhost(a, fails):
     print(f"digits fbgemm: {len(want)} Conv/Gemm units checked")
     why = ort_compare.ort_missing(a.ort_dir)
     if why:
-        print(f"digits fbgemm: ORT comparison skipped: {why}")
+        fails.append(f"digits fbgemm: ONNX Runtime, this check's oracle, is missing: {why}")
         return
     x = os.path.join(a.workdir, "digits_x.npy")
     np.save(x, np.load(os.path.join(ROOT, "examples", "digits_test.npy"))[:64])
@@ -132,9 +132,10 @@ def main():
     if a.producer == "qhost":
         check_qhost(a, fails)
     else:
-        if not os.path.isdir(os.path.join(a.ort_dir, "node_modules")):
-            print(f"SKIP: no node_modules in {a.ort_dir}")
-            sys.exit(77)
+        why = ort_compare.ort_missing(a.ort_dir)
+        if why:
+            print(f"FAIL: ONNX Runtime, this check's oracle, is missing: {why} (sh tools/deps.sh --tests)")
+            sys.exit(1)
         check_ort(a, fails)
     for f in fails:
         print("FAIL:", f)

@@ -21,7 +21,7 @@ compared:
                model: |diff| <= 1 output quantization step on >= 99.9% of elements
   ORT          ONNX Runtime (all optimisations) on OUT.onnx against qhost's run: within 1
                step on >= 99% of elements (at least one element may be outside on a
-               small probe), never more than 2 steps; skipped without onnxruntime-node
+               small probe), never more than 2 steps; a case fails without onnxruntime-node
 Prints one table row per case and, for a failing case, the first --show offending
 tensors. Exit 0 when every case passes, 1 on any violation, 2 on usage errors.
 """
@@ -221,6 +221,8 @@ def compare_ort(res, args, info, case_dir, out_path):
     node = shutil.which("node")
     ort_run = os.path.join(args.ort_dir, "ort_run.js")
     if node is None or not os.path.isdir(os.path.join(args.ort_dir, "node_modules", "onnxruntime-node")):
+        res.violations.append(f"ORT: ONNX Runtime, this check's oracle, is missing in {args.ort_dir} "
+                              "(sh tools/deps.sh --tests)")
         return
     probe = np.load(info["probe"])
     step = info["activations"][info["output"]]["scale"]
@@ -310,7 +312,7 @@ def main():
                          "numbers (must pass); the same with planted faults (must be caught)")
     ap.add_argument("--plugin-dir", help="passed to qhost quantize")
     ap.add_argument("--ort-dir", default=os.path.join(ROOT, "tests", "ort"),
-                    help="where onnxruntime-node is installed (ORT columns are '-' without it)")
+                    help="where onnxruntime-node is installed (without it every case fails)")
     ap.add_argument("--show", type=int, default=8, help="offending tensors shown per failing case")
     args = ap.parse_args()
     args.workdir = os.path.join(args.workdir, args.producer)

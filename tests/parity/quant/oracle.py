@@ -26,7 +26,7 @@ plugin defines it (docs/backend-config.md); ConvTranspose gets the per-tensor we
 qhost uses (1.13's prepare_fx rejects onednn's per-channel ConvTranspose qconfig).
 Variants: "default" is the backend's default qconfig mapping (HistogramObserver
 activations); "minmax" is that mapping with its global qconfig replaced by
-MINMAX_QCONFIG[backend] in every entry that used it (DESIGN.md, QCONFIG.json).
+MINMAX_QCONFIG[backend] in every entry that used it (docs/design.md, QCONFIG.json).
 
 Activations are named by value: the FX node feeding each quantize_per_tensor is
 evaluated in the calibrated (observed) model on the first probe sample and matched
@@ -34,7 +34,7 @@ against every tensor of the float ONNX file evaluated by onnx_eval.py on the sam
 input; exactly one tensor of the same shape must agree (rel. 1e-4).
 
 ATEN_CPU_CAPABILITY=avx2 is set before torch is imported: HistogramObserver's
-search depends on torch.sum's summation order (numerics-spec.md 6.6).
+search depends on torch.sum's summation order (docs/numerics.md §6.6).
 """
 import os
 import sys

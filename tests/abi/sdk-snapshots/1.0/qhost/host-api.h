@@ -242,7 +242,7 @@ typedef struct QhHostApi {
   /* QH_SPEC_* kind of the spec on an edge or output, 0 when there is none. */
   int32_t (*annotation_spec_kind)(const QhGraphView *graph, const QhEdgeRef *edge);
   /* The user's resolved qconfig for `node` (the backend default layered with --config,
-   * as DESIGN.md describes), so an imperative annotator honours exclusions and
+   * as docs/design.md describes), so an imperative annotator honours exclusions and
    * overrides. role is QH_ROLE_ACTIVATION or QH_ROLE_WEIGHT. *out_spec [out]: the
    * caller sets abi_version and struct_size; the host fills the fields that size
    * covers; its strings and arrays are borrowed until the callback returns.

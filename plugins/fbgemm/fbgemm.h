@@ -1,0 +1,35 @@
+/* Shared declarations of the fbgemm plugin's host side: the instance (thread count and
+ * the kernel path the CPU allows), the unit analysis that accept and create share, and
+ * the kernel ops. The kernels themselves (kernels.h) know nothing of the host. */
+#ifndef QH_FBGEMM_H
+#define QH_FBGEMM_H
+
+#include <qhost/qhost-plugin.h>
+
+#include "kernels.h"
+
+typedef struct {
+  uint32_t n_threads;
+  FbIsa isa;         /* the fastest path the host's CPU features allow */
+  int clamp_to_dtype; /* output_clamp=dtype: saturate at 255 as FBGEMM does, not at quant_max */
+} FbInstance;
+
+enum { FB_CONV, FB_LINEAR };
+
+/* Everything accept and create learn about a unit. */
+typedef struct {
+  int kind, relu;
+  int w_kn;         /* linear: weight stored [K, N] (MatMul, Gemm transB=0) */
+  int64_t n, k;     /* linear: output channels, reduction */
+  int64_t co, ci, kh, kw, stride[2], pad[4], dil[2];
+  uint32_t w_value, b_value;
+  const QhQParams *xq, *wq, *bq, *yq;
+} FbInfo;
+
+QhStatus *fb_analyze(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u, int kind,
+                     FbInfo *in);
+
+extern const QhKernelOps fb_conv_kernel, fb_linear_kernel;
+extern const QhLoweringOps fb_lowering;
+
+#endif

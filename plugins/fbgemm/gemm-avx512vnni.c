@@ -1,0 +1,102 @@
+/* The fbgemm plugin's AVX-512 VNNI micro-kernel: 6 rows of A by up to 4 panels of 16
+ * output channels (24 zmm accumulators), one vpdpbusd per row and panel for every 4
+ * reduction bytes (u8 x s8 into int32, exact for any uint8), then kernels.h's output rule
+ * in registers: column offsets, float bias and multiplier, clamp, round half to even
+ * (vcvtps2dq under the default MXCSR), zero point, and a masked store of the valid
+ * channels. Built with AVX-512 flags of its own (CMakeLists.txt); the plugin calls it
+ * only when the host reports avx512f/bw/vl and avx512vnni. */
+#include <immintrin.h>
+#include <string.h>
+
+#include "kernels.h"
+
+#define MR 6
+
+/* vpdpbusd through asm: GCC 12 copies the accumulator to a scratch register and back around
+ * every _mm512_dpbusd_epi32 (three instructions per multiply, and spills in the 6x4 tile);
+ * the tied "+v" operand keeps it in place. */
+static inline __attribute__((always_inline)) __m512i dpbusd(__m512i acc, __m512i a, __m512i b) {
+  __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
+  return acc;
+}
+
+static inline __attribute__((always_inline)) void tile(const uint8_t *a, size_t lda, const FbPacked *pk,
+                                                       int64_t pan, uint8_t *y, size_t ldy, const int mr,
+                                                       const int nv) {
+  const int64_t k4n = pk->kp / 4;
+  const int8_t *b = pk->b + pan * k4n * 64;
+  const size_t pstride = (size_t)k4n * 64;
+  __m512i acc[MR][4];
+  _Pragma("GCC unroll 8")
+  for (int r = 0; r < mr; r++)
+    _Pragma("GCC unroll 8")
+    for (int v = 0; v < nv; v++)
+      acc[r][v] = _mm512_setzero_si512();
+  for (int64_t q = 0; q < k4n; q++) {
+    __m512i bv[4];
+    _Pragma("GCC unroll 8")
+    for (int v = 0; v < nv; v++)
+      bv[v] = _mm512_load_si512((const void *)(b + v * pstride + q * 64));
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < mr; r++) {
+      int32_t a4;
+      memcpy(&a4, a + r * lda + q * 4, 4);
+      __m512i av = _mm512_set1_epi32(a4);
+      _Pragma("GCC unroll 8")
+      for (int v = 0; v < nv; v++)
+        acc[r][v] = dpbusd(acc[r][v], av, bv[v]);
+    }
+  }
+  const __m512 lo = _mm512_set1_ps(pk->lo), hi = _mm512_set1_ps(pk->hi);
+  const __m512i zo = _mm512_set1_epi32(pk->zo);
+  _Pragma("GCC unroll 8")
+  for (int v = 0; v < nv; v++) {
+    int64_t c0 = (pan + v) * FB_NR;
+    int64_t valid = pk->n - c0 < FB_NR ? pk->n - c0 : FB_NR;
+    __mmask16 mask = (__mmask16)((1u << valid) - 1u);
+    __m512i zc = _mm512_load_si512((const void *)(pk->zcol + c0));
+    __m512 bias = _mm512_load_ps(pk->bias + c0), mult = _mm512_load_ps(pk->mult + c0);
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < mr; r++) {
+      __m512 f = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc[r][v], zc));
+      f = _mm512_mul_ps(_mm512_add_ps(f, bias), mult);
+      f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
+      __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(f), zo);
+      _mm_mask_storeu_epi8(y + r * ldy + c0, mask, _mm512_cvtepi32_epi8(q));
+    }
+  }
+}
+
+#define ROWS(nv)                                                                                   \
+  switch (mr) {                                                                                    \
+  case 6: tile(a, lda, pk, pan, y, ldy, 6, nv); break;                                             \
+  case 5: tile(a, lda, pk, pan, y, ldy, 5, nv); break;                                             \
+  case 4: tile(a, lda, pk, pan, y, ldy, 4, nv); break;                                             \
+  case 3: tile(a, lda, pk, pan, y, ldy, 3, nv); break;                                             \
+  case 2: tile(a, lda, pk, pan, y, ldy, 2, nv); break;                                             \
+  default: tile(a, lda, pk, pan, y, ldy, 1, nv); break;                                            \
+  }
+
+/* One tile with compile-time row and panel counts, so the accumulators stay in registers. */
+static void run_tile(const uint8_t *a, size_t lda, int mr, const FbPacked *pk, int64_t pan, int nv,
+                     uint8_t *y, size_t ldy) {
+  switch (nv) {
+  case 4: ROWS(4); break;
+  case 3: ROWS(3); break;
+  case 2: ROWS(2); break;
+  default: ROWS(1); break;
+  }
+}
+
+void fb_block_avx512vnni(const uint8_t *a, size_t lda, int64_t m, const FbPacked *pk, int64_t p0,
+                         int64_t p1, uint8_t *y, size_t ldy) {
+  /* Panels outer: one group of weights is reused by every row tile of the block while
+   * it is in L1 (the block's rows stay in L2). */
+  for (int64_t pan = p0; pan < p1; pan += 4) {
+    int nv = p1 - pan < 4 ? (int)(p1 - pan) : 4;
+    for (int64_t r0 = 0; r0 < m; r0 += MR) {
+      int mr = m - r0 < MR ? (int)(m - r0) : MR;
+      run_tile(a + (size_t)r0 * lda, lda, mr, pk, pan, nv, y + (size_t)r0 * ldy, ldy);
+    }
+  }
+}

@@ -1,0 +1,212 @@
+/* The packed-GEMM side of the fbgemm plugin, in portable C: packing the weights once into
+ * the micro-kernels' panels (FBGEMM's PackBMatrix idea: 16 output channels by groups of
+ * 4 reduction bytes, with the column offsets and padded requantization arrays), the plain
+ * C micro-kernel over that layout, and the driver that splits a convolution into blocks
+ * of output rows, builds each block's im2col rows in the worker's own slice of the
+ * workspace just before its GEMM (PackAWithIm2Col's idea, fused per block so the rows are
+ * still in cache), and hands the blocks to the ISA's micro-kernel. 1x1 stride-1
+ * unpadded convolutions and linear layers read their input in place. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+
+static void *alloc64(size_t n) {
+  size_t sz = (n + 63) / 64 * 64;
+  return aligned_alloc(64, sz ? sz : 64);
+}
+
+void fb_pack_free(FbPacked *p) {
+  if (!p)
+    return;
+  free(p->b);
+  free(p->zcol);
+  free(p->bias);
+  free(p->mult);
+  p->b = NULL, p->zcol = NULL, p->bias = p->mult = NULL;
+}
+
+int fb_pack(FbPacked *p, const int8_t *w, int64_t n, int64_t k, const FbRequant *rq) {
+  memset(p, 0, sizeof *p);
+  p->n = n, p->k = k, p->kp = (k + 3) / 4 * 4, p->npanel = (n + FB_NR - 1) / FB_NR;
+  size_t cols = (size_t)(p->npanel * FB_NR);
+  p->b = alloc64((size_t)p->npanel * (size_t)p->kp * FB_NR);
+  p->zcol = alloc64(cols * sizeof *p->zcol);
+  p->bias = alloc64(cols * sizeof *p->bias);
+  p->mult = alloc64(cols * sizeof *p->mult);
+  if (!p->b || !p->zcol || !p->bias || !p->mult) {
+    fb_pack_free(p);
+    return -1;
+  }
+  memset(p->b, 0, (size_t)p->npanel * (size_t)p->kp * FB_NR);
+  int64_t k4n = p->kp / 4;
+  for (int64_t c = 0; c < (int64_t)cols; c++) {
+    int64_t pan = c / FB_NR, j = c % FB_NR;
+    int32_t sum = 0;
+    if (c < n)
+      for (int64_t kk = 0; kk < k; kk++) {
+        int8_t v = w[c * k + kk];
+        p->b[((pan * k4n + kk / 4) * FB_NR + j) * 4 + kk % 4] = v;
+        sum += v;
+      }
+    p->zcol[c] = rq->zx * sum;
+    p->bias[c] = c < n ? rq->bias[c] : 0.0f;
+    p->mult[c] = c < n ? rq->mult[c] : 0.0f;
+  }
+  p->lo = (float)(rq->lo - rq->zo);
+  p->hi = (float)(rq->hi - rq->zo);
+  p->zx = rq->zx, p->zo = rq->zo;
+  return 0;
+}
+
+void fb_block_c(const uint8_t *a, size_t lda, int64_t m, const FbPacked *pk, int64_t p0, int64_t p1,
+                uint8_t *y, size_t ldy) {
+  int64_t k4n = pk->kp / 4;
+  for (int64_t r = 0; r < m; r++) {
+    const uint8_t *ar = a + (size_t)r * lda;
+    for (int64_t pan = p0; pan < p1; pan++) {
+      const int8_t *bp = pk->b + pan * k4n * FB_NR * 4;
+      int32_t acc[FB_NR] = {0};
+      for (int64_t q = 0; q < k4n; q++)
+        for (int j = 0; j < FB_NR; j++)
+          for (int t = 0; t < 4; t++) {
+            int64_t kk = q * 4 + t;
+            /* bytes past k meet zero weights; skip them rather than read them */
+            if (kk < pk->k)
+              acc[j] += ar[kk] * bp[(q * FB_NR + j) * 4 + t];
+          }
+      for (int j = 0; j < FB_NR; j++) {
+        int64_t c = pan * FB_NR + j;
+        if (c < pk->n)
+          y[(size_t)r * ldy + (size_t)c] =
+              fb_requant_one(acc[j] - pk->zcol[c], pk->bias[c], pk->mult[c], pk->lo, pk->hi, pk->zo);
+      }
+    }
+  }
+}
+
+/* Rows per block: a multiple of every micro-kernel's row count (6 and 4), with at most
+ * ~256 KiB of im2col rows (well inside L2, next to the weight panels the block streams),
+ * and the rows spread evenly over the blocks so that a small image (resnet18's 7x7 layer4,
+ * M = 49) is one or two blocks rather than many thin ones that each re-read all weights. */
+static int64_t block_rows(const FbPacked *pk, int64_t m) {
+  int64_t cap = (256 * 1024) / pk->kp / 12 * 12;
+  cap = cap < 12 ? 12 : cap > 480 ? 480 : cap;
+  int64_t blocks = (m + cap - 1) / cap;
+  if (blocks < 1)
+    blocks = 1;
+  int64_t mb = ((m + blocks - 1) / blocks + 11) / 12 * 12;
+  return mb < 12 ? 12 : mb;
+}
+
+static int direct(const FbConv *c) {
+  return c->kh == 1 && c->kw == 1 && c->sh == 1 && c->sw == 1 && c->pt == 0 && c->pl == 0 &&
+         c->oh == c->ih && c->ow == c->iw;
+}
+
+size_t fb_conv_workspace(const FbConv *c, const FbPacked *pk, uint32_t n_workers) {
+  if (direct(c))
+    return 0;
+  return (size_t)(n_workers ? n_workers : 1) * (size_t)(block_rows(pk, c->n * c->oh * c->ow) * pk->kp);
+}
+
+typedef struct {
+  const FbConv *c;
+  const FbPacked *pk;
+  const uint8_t *x;
+  uint8_t *y;
+  uint8_t *ws;
+  FbBlockFn block;
+  int64_t m, mb, nsplit;
+  size_t slot;
+} Job;
+
+/* Rows [m0, m0 + mr) of the im2col matrix, kp bytes each; taps outside the image read zx
+ * (FBGEMM pads with the activation zero point, which the column offsets cancel). */
+static void im2col(const Job *j, int64_t m0, int64_t mr, uint8_t *dst) {
+  const FbConv *c = j->c;
+  const FbPacked *pk = j->pk;
+  for (int64_t r = 0; r < mr; r++) {
+    int64_t m = m0 + r, ox = m % c->ow, oy = (m / c->ow) % c->oh, b = m / (c->ow * c->oh);
+    uint8_t *d = dst + r * pk->kp;
+    for (int64_t ky = 0; ky < c->kh; ky++) {
+      int64_t iy = oy * c->sh - c->pt + ky * c->dh;
+      if (iy < 0 || iy >= c->ih) {
+        memset(d, pk->zx, (size_t)(c->kw * c->ic));
+        d += c->kw * c->ic;
+        continue;
+      }
+      const uint8_t *row = j->x + (b * c->ih + iy) * c->iw * c->ic;
+      int64_t ix0 = ox * c->sw - c->pl;
+      if (c->dw == 1) { /* the taps of one kernel row are adjacent pixels: one copy */
+        int64_t lo = ix0 < 0 ? -ix0 : 0, hi = c->iw - ix0;
+        lo = lo > c->kw ? c->kw : lo;
+        hi = hi > c->kw ? c->kw : hi < lo ? lo : hi;
+        memset(d, pk->zx, (size_t)(lo * c->ic));
+        if (hi > lo)
+          memcpy(d + lo * c->ic, row + (ix0 + lo) * c->ic, (size_t)((hi - lo) * c->ic));
+        memset(d + hi * c->ic, pk->zx, (size_t)((c->kw - hi) * c->ic));
+        d += c->kw * c->ic;
+        continue;
+      }
+      for (int64_t kx = 0; kx < c->kw; kx++, d += c->ic) {
+        int64_t ix = ix0 + kx * c->dw;
+        if (ix < 0 || ix >= c->iw)
+          memset(d, pk->zx, (size_t)c->ic);
+        else
+          memcpy(d, row + ix * c->ic, (size_t)c->ic);
+      }
+    }
+    memset(d, 0, (size_t)(pk->kp - pk->k));
+  }
+}
+
+static void task(void *user, size_t i, uint32_t worker) {
+  const Job *j = user;
+  int64_t mbi = (int64_t)i / j->nsplit, ns = (int64_t)i % j->nsplit;
+  int64_t m0 = mbi * j->mb, mr = j->m - m0 < j->mb ? j->m - m0 : j->mb;
+  int64_t np = j->pk->npanel, p0 = ns * np / j->nsplit, p1 = (ns + 1) * np / j->nsplit;
+  if (p0 == p1)
+    return;
+  const uint8_t *a;
+  size_t lda;
+  if (j->ws) {
+    uint8_t *buf = j->ws + j->slot * worker;
+    im2col(j, m0, mr, buf);
+    a = buf, lda = (size_t)j->pk->kp;
+  } else {
+    a = j->x + m0 * j->c->ic, lda = (size_t)j->c->ic;
+  }
+  FbBlockFn fn = j->block;
+  /* vpmaddubsw's pair sums are exact only for bytes <= 127, whatever the file promises */
+  if (fn == fb_block_avx2 && fb_rows_above_127(a, lda, mr, j->pk->k))
+    fn = fb_block_avx2_exact;
+  fn(a, lda, mr, j->pk, p0, p1, j->y + m0 * j->pk->n, (size_t)j->pk->n);
+}
+
+void fb_conv_packed(FbIsa isa, const FbConv *c, const FbPacked *pk, const uint8_t *x, uint8_t *y,
+                    void *ws, const FbPool *pool) {
+  Job j = {.c = c, .pk = pk, .x = x, .y = y, .m = c->n * c->oh * c->ow};
+  j.mb = block_rows(pk, j.m);
+  j.block = isa == FB_ISA_AVX512VNNI ? fb_block_avx512vnni : isa == FB_ISA_AVX2 ? fb_block_avx2 : fb_block_c;
+  if (j.m == 0 || pk->n == 0)
+    return;
+  uint32_t workers = pool && pool->run && pool->n_workers > 1 ? pool->n_workers : 1;
+  if (!direct(c))
+    j.ws = ws, j.slot = (size_t)(j.mb * pk->kp);
+  int64_t mblocks = (j.m + j.mb - 1) / j.mb;
+  /* Few row blocks (M = 1, small images): split the output channels too, so every
+   * worker gets work; each such task builds its own copy of the block's rows. */
+  j.nsplit = 1;
+  if (mblocks < 2 * (int64_t)workers) {
+    j.nsplit = (2 * (int64_t)workers + mblocks - 1) / mblocks;
+    if (j.nsplit > pk->npanel)
+      j.nsplit = pk->npanel;
+  }
+  size_t n = (size_t)(mblocks * j.nsplit);
+  if (workers > 1 && n > 1)
+    pool->run(pool->runner, n, task, &j);
+  else
+    for (size_t i = 0; i < n; i++)
+      task(&j, i, 0);
+}

@@ -1,0 +1,115 @@
+/* The fbgemm plugin's int8 convolution / GEMM kernels, free of the host: plain data in,
+ * plain data out, so tests/test_kernels.c can build them without qhost.
+ *
+ * Numerics (FBGEMM's ReQuantizeOutput with a float bias, as PyTorch 1.13's fbgemm engine
+ * calls it): uint8 NHWC activations x with zero point zx, int8 weights w symmetric per
+ * output channel (or per tensor), int32 accumulation
+ *   acc[m][c] = sum_k (x[m][k] - zx) * w[c][k]
+ * which the packed paths compute as sum_k x*w - zx * colsum[c] (FBGEMM's column offsets;
+ * the row offsets multiply the weight zero point, 0 here), padding taps reading zx; then
+ *   v = ((float)acc + bias[c]) * mult[c], y = clamp(rint(v) + zo, lo, hi)
+ * where bias[c] is the float bias in accumulator units (bias / (sx*sw[c]), FBGEMM's
+ * _mm256_div_ps) and mult[c] = (sx*sw[c]) / so, both precomputed in float by the
+ * caller; rint rounds half to even; lo..hi is the output's quantized range, lo raised
+ * to zo for a fused Relu. Every path gives the same bytes: the float steps are the same
+ * IEEE operations in the same order (no FMA), and clamping before rounding at integer
+ * bounds equals clamping after. */
+#ifndef QH_FBGEMM_KERNELS_H
+#define QH_FBGEMM_KERNELS_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+  FB_ISA_REF,       /* the scalar twin: direct convolution, the oracle */
+  FB_ISA_PACKED_C,  /* the packed-GEMM driver with a plain C micro-kernel (exact, any CPU) */
+  FB_ISA_AVX2,      /* vpmaddubsw + vpmaddwd; blocks with bytes > 127 take an exact variant */
+  FB_ISA_AVX512VNNI /* vpdpbusd on zmm: exact for any uint8 */
+} FbIsa;
+
+const char *fb_isa_name(FbIsa isa);
+
+/* A 2-D convolution over NHWC uint8 (groups = 1); a linear layer is the 1x1 case with
+ * n = M rows, ih = iw = 1. */
+typedef struct {
+  int64_t n, ih, iw, ic;
+  int64_t oc, kh, kw;
+  int64_t sh, sw, dh, dw;
+  int64_t pt, pl; /* top and left padding; bottom and right follow from oh and ow */
+  int64_t oh, ow;
+} FbConv;
+
+/* Output rule shared by every path (see the top of this file). bias and mult: oc entries. */
+typedef struct {
+  int32_t zx, zo, lo, hi;
+  const float *bias;
+  const float *mult;
+} FbRequant;
+
+static inline uint8_t fb_requant_one(int32_t acc, float bias, float mult, float lo, float hi,
+                                     int32_t zo) {
+  float v = ((float)acc + bias) * mult;
+  v = v < lo ? lo : v;
+  v = v > hi ? hi : v;
+  return (uint8_t)((int32_t)rintf(v) + zo);
+}
+
+/* The scalar twin. w: [oc][kh][kw][ic]; x: [n][ih][iw][ic]; y: [n][oh][ow][oc]. */
+void fb_conv_ref(const FbConv *c, const uint8_t *x, const int8_t *w, const FbRequant *rq, uint8_t *y);
+
+/* Weights packed once for the micro-kernels: panels of FB_NR = 16 output channels, the
+ * reduction in groups of 4 (vpdpbusd's dword): byte (p, k4, j, t) at
+ * ((p * kp / 4 + k4) * 16 + j) * 4 + t is w[p*16 + j][k4*4 + t], zero beyond n or k.
+ * One 64-byte row is one zmm, or two ymm of 8 channels for AVX2. The requantization
+ * arrays are padded to the panels; zcol[c] = zx * sum_k w[c][k]. */
+#define FB_NR 16
+typedef struct {
+  int64_t n, k, kp, npanel;
+  int8_t *b;
+  int32_t *zcol;
+  float *bias, *mult;
+  float lo, hi; /* clamp bounds relative to zo */
+  int32_t zx, zo;
+} FbPacked;
+
+/* w: [n][k] row-major (k in the twin's (ky, kx, ci) order). 0 on success, -1 when out of
+ * memory. fb_pack_free(NULL-initialised or packed) is always safe. */
+int fb_pack(FbPacked *p, const int8_t *w, int64_t n, int64_t k, const FbRequant *rq);
+void fb_pack_free(FbPacked *p);
+
+/* A block of m rows of A (row r at a + r * lda, k bytes; reads may run up to 3 bytes past
+ * the row's end, which meet zero weights) times panels [p0, p1), requantized into
+ * y + r * ldy (column c of the panels at y[c]). One per ISA. */
+typedef void (*FbBlockFn)(const uint8_t *a, size_t lda, int64_t m, const FbPacked *pk, int64_t p0,
+                          int64_t p1, uint8_t *y, size_t ldy);
+void fb_block_c(const uint8_t *a, size_t lda, int64_t m, const FbPacked *pk, int64_t p0, int64_t p1,
+                uint8_t *y, size_t ldy);
+void fb_block_avx2(const uint8_t *a, size_t lda, int64_t m, const FbPacked *pk, int64_t p0, int64_t p1,
+                   uint8_t *y, size_t ldy);
+void fb_block_avx2_exact(const uint8_t *a, size_t lda, int64_t m, const FbPacked *pk, int64_t p0,
+                         int64_t p1, uint8_t *y, size_t ldy);
+/* 1 when one of the first k bytes of m rows is above 127 (AVX2). */
+int fb_rows_above_127(const uint8_t *a, size_t lda, int64_t m, int64_t k);
+void fb_block_avx512vnni(const uint8_t *a, size_t lda, int64_t m, const FbPacked *pk, int64_t p0,
+                         int64_t p1, uint8_t *y, size_t ldy);
+
+/* The caller's thread pool: run(runner, n, task, user) calls task(user, i, worker) for
+ * every i < n with worker < n_workers; run NULL runs the tasks in order on worker 0. */
+typedef void (*FbTaskFn)(void *user, size_t i, uint32_t worker);
+typedef struct {
+  void (*run)(void *runner, size_t n, FbTaskFn task, void *user);
+  void *runner;
+  uint32_t n_workers;
+} FbPool;
+
+/* Workspace bytes fb_conv_packed needs with n_workers workers (0 when the input is read
+ * in place: 1x1 stride-1 unpadded convolutions and linear layers). */
+size_t fb_conv_workspace(const FbConv *c, const FbPacked *pk, uint32_t n_workers);
+/* The convolution on packed weights with isa's micro-kernel (not FB_ISA_REF): im2col of
+ * one block of rows at a time into the worker's slice of ws, then the block's GEMM.
+ * x must have 3 readable bytes after its end (the host's buffers have 64). */
+void fb_conv_packed(FbIsa isa, const FbConv *c, const FbPacked *pk, const uint8_t *x, uint8_t *y,
+                    void *ws, const FbPool *pool);
+
+#endif

@@ -1,0 +1,225 @@
+/* The fbgemm plugin's kernels against their scalar twin, bit for bit, without the host:
+ * random convolutions and linear layers (odd channel counts, padding, strides,
+ * dilations, 1x1 and 3x3, M = 1 rows, zero points from 0 to the range's top, output
+ * ranges [0, 255] and [0, 127], fused Relu) and multipliers that land on exact halves, so
+ * a path that rounds ties away from zero or mishandles a zero point differs. Each packed
+ * path runs in turn, on one worker and on a 3-worker pool that runs its tasks in
+ * reverse. A path this CPU lacks is reported and skipped; with --isa naming such a
+ * path the test exits 77 (CTest's skip) with the reason.
+ * usage: test_kernels [--isa NAME] [--cases N] [--seed S] */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../kernels.h"
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static uint32_t rnd(void) {
+  rng_state ^= rng_state << 13;
+  rng_state ^= rng_state >> 7;
+  rng_state ^= rng_state << 17;
+  return (uint32_t)(rng_state >> 11);
+}
+static int64_t rnd_in(int64_t lo, int64_t hi) { return lo + (int64_t)(rnd() % (uint32_t)(hi - lo + 1)); }
+
+/* A pool that runs tasks from the last to the first, on fake workers 0..2, so the result
+ * cannot depend on the order tasks run in or on which worker's workspace slice is used. */
+static void reverse_pool(void *runner, size_t n, FbTaskFn task, void *user) {
+  (void)runner;
+  for (size_t i = n; i-- > 0;)
+    task(user, i, (uint32_t)(i % 3));
+}
+
+/* name is in the comma-separated QHOST_CPU_DISABLE list (the host's test switch). */
+static int disabled(const char *name) {
+  const char *m = getenv("QHOST_CPU_DISABLE");
+  size_t n = strlen(name);
+  for (const char *p = m; p && *p;) {
+    const char *e = strchr(p, ',');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    if (len == n && strncmp(p, name, n) == 0)
+      return 1;
+    p = e ? e + 1 : NULL;
+  }
+  return 0;
+}
+
+/* __builtin_cpu_supports takes only a literal */
+#define has(name) (!disabled(name) && __builtin_cpu_supports(name))
+
+static int isa_available(FbIsa isa) {
+  __builtin_cpu_init();
+  switch (isa) {
+  case FB_ISA_AVX2:
+    return has("avx2");
+  case FB_ISA_AVX512VNNI:
+    return has("avx512f") && has("avx512bw") && has("avx512vl") && has("avx512vnni");
+  default:
+    return 1;
+  }
+}
+
+/* One random case; returns 0 when every path agrees with the twin. */
+static int run_case(int idx, const FbIsa *isas, size_t n_isas) {
+  FbConv c = {0};
+  int linear = rnd() % 4 == 0;
+  int x_max = rnd() % 2 ? 255 : 127; /* the input's range: AVX2 switches to its exact variant above 127 */
+  if (linear) {
+    c.n = rnd() % 3 == 0 ? 1 : rnd_in(1, 70);
+    c.ih = c.iw = c.kh = c.kw = c.sh = c.sw = c.dh = c.dw = 1;
+    c.ic = rnd_in(1, 300);
+  } else {
+    c.n = rnd_in(1, 2);
+    c.kh = rnd() % 3 == 0 ? 1 : rnd_in(1, 5);
+    c.kw = rnd() % 3 == 0 ? c.kh : rnd_in(1, 5);
+    c.sh = rnd_in(1, 3), c.sw = rnd_in(1, 3);
+    c.dh = rnd() % 3 == 0 ? rnd_in(2, 3) : 1, c.dw = rnd() % 3 == 0 ? rnd_in(2, 3) : 1;
+    if (rnd() % 3 == 0)
+      c.sh = c.sw = c.dh = c.dw = 1;
+    c.ih = rnd_in(1, 13), c.iw = rnd_in(1, 13);
+    c.ic = rnd() % 2 ? rnd_in(1, 9) : rnd_in(10, 140);
+  }
+  c.oc = rnd() % 2 ? rnd_in(1, 20) : rnd_in(21, 150);
+  int64_t pb = 0, pr = 0;
+  if (!linear && rnd() % 3) {
+    c.pt = rnd_in(0, c.kh), c.pl = rnd_in(0, c.kw), pb = rnd_in(0, c.kh), pr = rnd_in(0, c.kw);
+  }
+  int64_t eh = c.ih + c.pt + pb - ((c.kh - 1) * c.dh + 1), ew = c.iw + c.pl + pr - ((c.kw - 1) * c.dw + 1);
+  if (eh < 0 || ew < 0) { /* too small for the kernel: shrink it to 1x1 */
+    c.kh = c.kw = 1, eh = c.ih + c.pt + pb - 1, ew = c.iw + c.pl + pr - 1;
+  }
+  c.oh = eh / c.sh + 1, c.ow = ew / c.sw + 1;
+  int64_t k = c.kh * c.kw * c.ic, xn = c.n * c.ih * c.iw * c.ic, yn = c.n * c.oh * c.ow * c.oc;
+
+  uint8_t *x = malloc((size_t)xn + 64); /* the host's 64 bytes of slack */
+  int8_t *w = malloc((size_t)(c.oc * k));
+  float *bias = malloc((size_t)c.oc * sizeof *bias), *mult = malloc((size_t)c.oc * sizeof *mult);
+  uint8_t *ref = malloc((size_t)yn + 1), *out = malloc((size_t)yn + 1);
+  FbRequant rq = {.zx = (int32_t)rnd_in(0, x_max), .bias = bias, .mult = mult};
+  if (rnd() % 4 == 0)
+    rq.zx = rnd() % 2 ? 0 : x_max;
+  for (int64_t i = 0; i < xn + 64; i++)
+    x[i] = (uint8_t)(i < xn ? rnd_in(0, x_max) : 255); /* the slack holds 255s: must not matter */
+  int wide = rnd() % 2;
+  for (int64_t i = 0; i < c.oc * k; i++)
+    w[i] = (int8_t)(wide ? rnd_in(-128, 127) : rnd_in(-10, 10));
+  int out_max = rnd() % 2 ? 255 : 127, relu = rnd() % 2;
+  rq.zo = (int32_t)rnd_in(0, out_max);
+  rq.lo = relu ? rq.zo : 0, rq.hi = out_max;
+  /* Multipliers that spread the accumulators over the output range, and every fourth
+   * case a power of two with an integral bias: many exact .5 ties. */
+  int ties = rnd() % 4 == 0;
+  float spread = 1.0f / (float)((wide ? 128 : 10) * (x_max / 2 + 1)) / (float)(k < 4 ? 1 : k / 4);
+  for (int64_t o = 0; o < c.oc; o++) {
+    if (ties) {
+      mult[o] = rnd() % 2 ? 0.5f : 0.25f;
+      bias[o] = (float)rnd_in(-50, 50);
+    } else {
+      mult[o] = spread * (float)rnd_in(1, 2000) / 100.0f;
+      bias[o] = rnd() % 4 == 0 ? 0.0f : (float)rnd_in(-100000, 100000) / 100.0f;
+    }
+  }
+  fb_conv_ref(&c, x, w, &rq, ref);
+
+  int bad = 0;
+  FbPacked pk;
+  if (fb_pack(&pk, w, c.oc, k, &rq) != 0) {
+    fprintf(stderr, "out of memory\n");
+    exit(1);
+  }
+  for (size_t t = 0; t < n_isas && !bad; t++) {
+    for (int threads = 0; threads < 2 && !bad; threads++) {
+      FbPool pool = {.run = reverse_pool, .n_workers = 3};
+      size_t wsn = fb_conv_workspace(&c, &pk, threads ? 3 : 1);
+      uint8_t *ws = malloc(wsn + 64);
+      memset(out, 0xA5, (size_t)yn + 1);
+      fb_conv_packed(isas[t], &c, &pk, x, out, ws, threads ? &pool : NULL);
+      for (int64_t i = 0; i < yn; i++)
+        if (out[i] != ref[i]) {
+          fprintf(stderr,
+                  "case %d %s%s: n=%lld ih=%lld iw=%lld ic=%lld oc=%lld k=%lldx%lld s=%lld,%lld "
+                  "d=%lld,%lld p=%lld,%lld,%lld,%lld zx=%d zo=%d lo=%d hi=%d%s: y[%lld] = %d, twin %d\n",
+                  idx, fb_isa_name(isas[t]), threads ? " (3 workers)" : "", (long long)c.n, (long long)c.ih,
+                  (long long)c.iw, (long long)c.ic, (long long)c.oc, (long long)c.kh, (long long)c.kw,
+                  (long long)c.sh, (long long)c.sw, (long long)c.dh, (long long)c.dw, (long long)c.pt,
+                  (long long)c.pl, (long long)pb, (long long)pr, rq.zx, rq.zo, rq.lo, rq.hi,
+                  ties ? " ties" : "", (long long)i, out[i], ref[i]);
+          bad = 1;
+          break;
+        }
+      if (!bad && out[yn] != 0xA5) {
+        fprintf(stderr, "case %d %s: wrote past the output\n", idx, fb_isa_name(isas[t]));
+        bad = 1;
+      }
+      free(ws);
+    }
+  }
+  fb_pack_free(&pk);
+  free(x), free(w), free(bias), free(mult), free(ref), free(out);
+  return bad;
+}
+
+/* The twin itself on a hand-checked case: a tie rounds to even, padding reads zx. */
+static int twin_sanity(void) {
+  FbConv c = {.n = 1, .ih = 1, .iw = 2, .ic = 1, .oc = 1, .kh = 1, .kw = 3, .sh = 1, .sw = 1, .dh = 1,
+              .dw = 1, .pt = 0, .pl = 1, .oh = 1, .ow = 2};
+  const uint8_t x[2 + 64] = {13, 14};
+  const int8_t w[3] = {1, 2, 3};
+  float bias = 0.0f, mult = 0.5f;
+  FbRequant rq = {.zx = 10, .zo = 100, .lo = 0, .hi = 255, .bias = &bias, .mult = &mult};
+  uint8_t y[2];
+  fb_conv_ref(&c, x, w, &rq, y);
+  /* y0 = (pad*1 + 3*2 + 4*3) = 18 -> 9 -> 109; y1 = 3*1 + 4*2 + pad = 11 -> 5.5 -> 6 -> 106 */
+  if (y[0] != 109 || y[1] != 106) {
+    fprintf(stderr, "twin: got %d %d, want 109 106\n", y[0], y[1]);
+    return 1;
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  int cases = 400;
+  const char *only = NULL;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (strcmp(argv[i], "--isa") == 0)
+      only = argv[i + 1];
+    else if (strcmp(argv[i], "--cases") == 0)
+      cases = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--seed") == 0)
+      rng_state = strtoull(argv[i + 1], NULL, 0) | 1;
+    else {
+      fprintf(stderr, "usage: %s [--isa NAME] [--cases N] [--seed S]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (twin_sanity())
+    return 1;
+  const FbIsa all[] = {FB_ISA_PACKED_C, FB_ISA_AVX2, FB_ISA_AVX512VNNI};
+  FbIsa isas[3];
+  size_t n = 0;
+  for (size_t i = 0; i < 3; i++) {
+    if (only && strcmp(only, fb_isa_name(all[i])) != 0)
+      continue;
+    if (!isa_available(all[i])) {
+      printf("SKIP %s: this CPU lacks it (or QHOST_CPU_DISABLE hides it)\n", fb_isa_name(all[i]));
+      if (only)
+        return 77;
+      continue;
+    }
+    isas[n++] = all[i];
+  }
+  if (n == 0) {
+    fprintf(stderr, "unknown --isa %s\n", only ? only : "");
+    return 2;
+  }
+  int failed = 0;
+  for (int i = 0; i < cases; i++)
+    failed += run_case(i, isas, n);
+  for (size_t i = 0; i < n; i++)
+    printf("%s: %d random cases %s\n", fb_isa_name(isas[i]), cases, failed ? "checked" : "bit-exact with the twin");
+  if (failed) {
+    fprintf(stderr, "%d of %d cases differ from the scalar twin\n", failed, cases);
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,231 @@
+#!/usr/bin/python3
+"""The fbgemm plugin's lowering driven through the CLI: a small float model with every
+convolution and linear form the plugin claims (3x3 with Relu, strided with asymmetric
+pads, dilated, 5x5 on odd channel counts, 1x1 read in place and 1x1 strided, Gemm with
+transB 1 and 0, MatMul) quantized by `qhost quantize`, run with `--backend fbgemm` on
+every kernel path this CPU has (QHOST_CPU_DISABLE hides the faster ones): the paths give
+identical bytes, every Conv/Gemm/MatMul unit is claimed, and the output stays within 3
+steps of the host's QDQ run (a chain compounds one-step near-tie differences). With
+fbgemm's reduce_range activations and with qnnpack's full-range ones (AVX2 then takes its
+exact variant). On fbgemm's file the chain is compared with `--backend-opt
+output_clamp=dtype` (saturating at 255 as the host does); the default clamp at the recorded
+127 is checked on one Conv unit, where it must give the host's output capped at 127.
+Depthwise and grouped convolutions and a Gemm with alpha != 1 are declined with their
+reasons, and 1 and 2 threads agree.
+"""
+import json
+import os
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+import qhtest  # noqa: E402
+import ort_compare  # noqa: E402
+
+PLUGIN_DIR = os.environ.get("QH_FBGEMM_PLUGIN_DIR", "")
+BACKEND = ["--backend", "fbgemm", "--plugin-dir", PLUGIN_DIR]
+WEIGHTED = ("Conv", "Gemm", "MatMul")
+
+
+def paths_here():
+    """(path, QHOST_CPU_DISABLE) for every fbgemm kernel path this CPU has."""
+    flags = open("/proc/cpuinfo").read().split()
+    out = []
+    if all(f in flags for f in ("avx512f", "avx512bw", "avx512vl", "avx512_vnni")):
+        out.append(("avx512vnni", ""))
+    if "avx2" in flags:
+        out.append(("avx2", "avx512vnni"))
+    out.append(("packed_c", "avx512vnni,avx2"))
+    return out
+
+
+def ok(r, *args, mask=None, timeout=300):
+    old = os.environ.pop("QHOST_CPU_DISABLE", None)
+    if mask:
+        os.environ["QHOST_CPU_DISABLE"] = mask
+    try:
+        rc, out, err = r.run(*args, timeout=timeout)
+    finally:
+        os.environ.pop("QHOST_CPU_DISABLE", None)
+        if old is not None:
+            os.environ["QHOST_CPU_DISABLE"] = old
+    qhtest.check_no_crash(rc, err)
+    assert rc == 0, f"qhost {' '.join(map(str, args))}: exit {rc}\n{err}"
+    return out
+
+
+def node(op, ins, out, **attrs):
+    _, _, helper, _ = qhtest.onnx_modules()
+    return helper.make_node(op, ins, [out], name=out, **attrs)
+
+
+def conv(name, x, cin, cout, k, rng, group=1, stride=1, pads=None, dil=1):
+    w = rng.standard_normal((cout, cin // group, k, k)) * (1.5 / np.sqrt(cin // group * k * k))
+    b = rng.standard_normal(cout) * 0.1
+    pads = pads if pads is not None else [(k // 2) * dil] * 4
+    n = node("Conv", [x, f"{name}_w", f"{name}_b"], name, group=group, strides=[stride, stride], pads=pads,
+             dilations=[dil, dil], kernel_shape=[k, k])
+    return n, [(f"{name}_w", w.astype(np.float32)), (f"{name}_b", b.astype(np.float32))]
+
+
+def forms_model(path, rng, declines=False):
+    """The claimed forms in one chain; with declines, a depthwise and a grouped conv and
+    a Gemm with alpha = 0.5 in it too."""
+    nodes, inits = [], []
+
+    def add(part):
+        nodes.append(part[0])
+        inits.extend(part[1])
+
+    add(conv("c1", "x", 5, 19, 3, rng))
+    nodes.append(node("Relu", ["c1"], "r1"))
+    add(conv("c2", "r1", 19, 24, 3, rng, stride=2, pads=[0, 1, 1, 0]))
+    add(conv("c3", "c2", 24, 24, 3, rng, dil=2))
+    nodes.append(node("Relu", ["c3"], "r3"))
+    last = "r3"
+    if declines:
+        add(conv("dw", last, 24, 24, 3, rng, group=24))
+        add(conv("gc", "dw", 24, 24, 1, rng, group=4))
+        last = "gc"
+    add(conv("c4", last, 24, 33, 1, rng))                                  # 1x1, read in place
+    add(conv("c5", "c4", 33, 17, 5, rng, pads=[2, 1, 0, 2]))
+    add(conv("c6", "c5", 17, 16, 1, rng, stride=2, pads=[0, 0, 0, 0]))     # 1x1 strided
+    nodes.append(node("Flatten", ["c6"], "f"))
+    inits.append(("g1_w", (rng.standard_normal((40, 16 * 2 * 3)) * 0.2).astype(np.float32)))
+    inits.append(("g1_b", (rng.standard_normal(40) * 0.1).astype(np.float32)))
+    nodes.append(node("Gemm", ["f", "g1_w", "g1_b"], "g1", transB=1))
+    nodes.append(node("Relu", ["g1"], "gr"))
+    inits.append(("g2_w", (rng.standard_normal((40, 30)) * 0.2).astype(np.float32)))
+    inits.append(("g2_b", (rng.standard_normal(30) * 0.1).astype(np.float32)))
+    nodes.append(node("Gemm", ["gr", "g2_w", "g2_b"], "g2", transB=0, **({"alpha": 0.5} if declines else {})))
+    inits.append(("m_w", (rng.standard_normal((30, 10)) * 0.3).astype(np.float32)))
+    nodes.append(node("MatMul", ["g2", "m_w"], "y"))
+    model = qhtest.make_model(nodes, [("x", [1, 5, 13, 12])], [("y", [1, 10])], inits)
+    return qhtest.save_model(model, path)
+
+
+def quantized(r, tmp, backend, seed, declines=False):
+    rng = np.random.default_rng(seed)
+    fmodel = forms_model(os.path.join(tmp, "forms.onnx"), rng, declines)
+    calib, x = os.path.join(tmp, "calib.npy"), os.path.join(tmp, "x.npy")
+    np.save(calib, rng.uniform(-1, 1, (24, 5, 13, 12)).astype(np.float32))
+    # a little past the calibrated range, so outputs reach their clamps
+    np.save(x, rng.uniform(-1.3, 1.3, (12, 5, 13, 12)).astype(np.float32))
+    model = os.path.join(tmp, f"forms.{backend}.qdq.onnx")
+    ok(r, "quantize", fmodel, "--backend", backend, "--calib", calib, "-o", model, "--quiet")
+    return model, x
+
+
+def units(r, model):
+    return json.loads(ok(r, "inspect", model, "--json", *BACKEND))["coverage"]["units"]
+
+
+DTYPE_CLAMP = ["--backend-opt", "output_clamp=dtype"]
+
+
+def check_paths(r, model, x, tmp, tag, *extra):
+    """Every path's output identical; within 3 steps of the host's QDQ run; returns it."""
+    host = os.path.join(tmp, f"{tag}.host.npy")
+    ok(r, "run", model, "--input", x, "-o", host)
+    outs = {}
+    for isa, mask in paths_here():
+        p = os.path.join(tmp, f"{tag}.{isa}.npy")
+        ok(r, "run", model, "--input", x, "-o", p, *BACKEND, *extra, mask=mask)
+        outs[isa] = np.load(p)
+    first = next(iter(outs))
+    for isa, o in outs.items():
+        assert np.array_equal(o, outs[first]), f"{tag}: the {isa} path differs from the {first} path"
+    (step, _), = ort_compare.output_steps(model).values()
+    steps = np.abs(np.load(host).astype(np.float64) - outs[first]) / np.asarray(step, np.float64)
+    same = float(np.mean(steps < 0.5))
+    print(f"{tag}: paths {'+'.join(outs)} identical; vs host QDQ: {100 * same:.2f}% identical, "
+          f"max {steps.max():.3g} steps over {steps.size} elements")
+    assert steps.max() <= 3 + 1e-3, f"{tag}: {steps.max():.3g} steps from the host's"
+    assert same >= 0.6, f"{tag}: only {100 * same:.2f}% identical"
+    return outs[first]
+
+
+def forms_case(backend, seed):
+    def case(r, tmp):
+        model, x = quantized(r, tmp, backend, seed)
+        us = units(r, model)
+        host = [(u.get("name"), u.get("reason")) for u in us
+                if u.get("kernel") == "host:reference" and any(op in u.get("ops", "") for op in WEIGHTED)]
+        claimed = [u for u in us if u.get("kernel", "").startswith("fbgemm_")]
+        print(f"{backend}: {len(claimed)} units on fbgemm; weighted units on the host: {host}")
+        assert not host, host
+        assert len(claimed) == 9, [u.get("name") for u in claimed]   # 6 convs, 2 Gemm, 1 MatMul
+        check_paths(r, model, x, tmp, backend, *DTYPE_CLAMP)
+    return case
+
+
+def case_declines(r, tmp):
+    model, x = quantized(r, tmp, "fbgemm", 5, declines=True)
+    reasons = {u.get("name"): u.get("reason") or "" for u in units(r, model)
+               if u.get("kernel") == "host:reference"}
+    print("declined:", reasons)
+    for name, text in (("dw", "grouped and depthwise convolutions are not claimed yet"),
+                       ("gc", "grouped and depthwise convolutions are not claimed yet"),
+                       ("g2", "alpha or beta other than 1")):
+        hit = [why for unit, why in reasons.items() if unit and name in unit]
+        assert hit and text in hit[0], f"{name}: {hit} (want '{text}')"
+    check_paths(r, model, x, tmp, "declines", *DTYPE_CLAMP)  # the rest still runs, on every path
+
+
+def case_threads_agree(r, tmp):
+    model, x = quantized(r, tmp, "fbgemm", 9)
+    outs = []
+    for t in (1, 2):
+        p = os.path.join(tmp, f"t{t}.npy")
+        ok(r, "run", model, "--input", x, "-o", p, "--threads", str(t), *BACKEND)
+        outs.append(np.load(p))
+    assert np.array_equal(outs[0], outs[1]), "1 and 2 threads differ"
+
+
+def case_clamp(r, tmp):
+    """One Conv unit of fbgemm's file (output range [0, 127] recorded), inputs past the
+    calibrated range: by default the kernel gives the host's output capped at 127 (within
+    one step); with output_clamp=dtype the host's output itself."""
+    rng = np.random.default_rng(13)
+    n, inits = conv("c", "x", 6, 11, 3, rng)
+    fmodel = qhtest.save_model(qhtest.make_model([n], [("x", [1, 6, 7, 7])], [("c", [1, 11, 7, 7])], inits),
+                               os.path.join(tmp, "conv.onnx"))
+    calib, x = os.path.join(tmp, "calib.npy"), os.path.join(tmp, "x.npy")
+    np.save(calib, rng.uniform(-1, 1, (16, 6, 7, 7)).astype(np.float32))
+    np.save(x, rng.uniform(-1, 1, (8, 6, 7, 7)).astype(np.float32) * 3.0)
+    model = os.path.join(tmp, "conv.fbgemm.qdq.onnx")
+    ok(r, "quantize", fmodel, "--backend", "fbgemm", "--calib", calib, "-o", model, "--quiet")
+    onnx, _, _, nh = qhtest.onnx_modules()
+    m = onnx.load(model)
+    ranges = {p.key: p.value for p in m.metadata_props}
+    conv_out = next(nd for nd in m.graph.node if nd.op_type == "Conv").output[0]
+    out_q = next(nd for nd in m.graph.node if nd.op_type == "QuantizeLinear" and nd.input[0] == conv_out)
+    assert ranges.get("qhost.quant_range:" + out_q.output[0]) == "0,127", ranges
+    inits = {t.name: nh.to_array(t) for t in m.graph.initializer}
+    s, z = float(inits[out_q.input[1]]), int(inits[out_q.input[2]])
+    host, low, wide = (os.path.join(tmp, f) for f in ("host.npy", "low.npy", "wide.npy"))
+    ok(r, "run", model, "--input", x, "-o", host)
+    ok(r, "run", model, "--input", x, "-o", low, *BACKEND)
+    ok(r, "run", model, "--input", x, "-o", wide, *BACKEND, *DTYPE_CLAMP)
+    q = lambda p: np.rint(np.load(p) / s) + z  # noqa: E731
+    h, lo, wd = q(host), q(low), q(wide)
+    print(f"clamp: host max {h.max():.0f} ({100 * np.mean(h > 127):.1f}% above 127), default max {lo.max():.0f}, "
+          f"dtype max {wd.max():.0f}")
+    assert np.mean(h > 127) > 0.01, "the inputs do not reach past the recorded range"
+    assert lo.max() <= 127 and np.abs(lo - np.minimum(h, 127)).max() <= 1, "default clamp"
+    assert np.abs(wd - h).max() <= 1 and wd.max() > 127, "output_clamp=dtype"
+
+
+CASES = {
+    "clamp": case_clamp,
+    "forms_fbgemm": forms_case("fbgemm", 1),
+    "forms_qnnpack": forms_case("qnnpack", 3),   # full-range [0, 255] activations
+    "declines": case_declines,
+    "threads_agree": case_threads_agree,
+}
+
+if __name__ == "__main__":
+    sys.exit(qhtest.main(CASES, __doc__.split("\n")[0]))

@@ -1,0 +1,138 @@
+#!/usr/bin/python3
+"""Planted bugs: every mutation below must fail at least one of the tests that reach its
+code, or the suite tests less than it says.
+
+Copies the repository's tracked files to a scratch directory, builds them once, then for
+each mutation: applies it (the original text must occur exactly once), rebuilds (only
+what the change touches), runs the tests named for it with ctest, records which failed,
+and restores the file. Exit 0 when every mutation was caught; 1 otherwise, naming the
+ones that were not. A mutation whose original text is gone (the code moved) is a failure
+too: the list must follow the code.
+
+  check_mutations.py --workdir DIR [--cmake cmake] [--ctest ctest] [--only NAME ...]
+
+Slow (one full build and several test runs): ctest label `heavy`.
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+# name -> (file, original text, mutated text, ctest -R regex of the tests that reach it)
+MUTATIONS = {
+    # the host's QuantizeLinear rounds half away from zero instead of half to even
+    "host_quantize_rounding": (
+        "framework/exec/kernels/qdq.c",
+        "  return (v + ROUND_MAGIC) - ROUND_MAGIC;\n",
+        "  return roundf(v);\n",
+        r"^unit/test_qdq_kernels$|^unit/test_quantize$|^parity/int8$"),
+    # the x86 plugin's conv/linear output zero point is one off
+    "x86_output_zero_point": (
+        "plugins/x86/onednn-kernels.c",
+        "    k->zo = k->in.yq->zero_point[0];\n",
+        "    k->zo = k->in.yq->zero_point[0] + 1;\n",
+        r"^lower/x86/units$|^lower/plugin_check/x86$|^parity/x86/(tutorial|cnn|mlp)$"),
+    # the observers' default eps is 2^-24 instead of PyTorch's float32 epsilon 2^-23
+    "minmax_eps": (
+        "framework/quant/observers/common.c",
+        "  *eps = obs->config->has_eps ? obs->config->eps : 0x1p-23f;\n",
+        "  *eps = obs->config->has_eps ? obs->config->eps : 0x1p-24f;\n",
+        r"^unit/test_observers$|^parity/observers$"),
+}
+
+
+def run(cmd, cwd=None, log=None):
+    """Run cmd; its output goes to log (appended). Returns the exit status."""
+    with open(log, "a") if log else open(os.devnull, "w") as out:
+        out.write(f"$ {' '.join(cmd)}\n")
+        out.flush()
+        return subprocess.run(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT).returncode
+
+
+def copy_tree(dst):
+    # tracked files and new ones not yet added (ignored ones, e.g. build trees, left out)
+    files = subprocess.run(["git", "-C", ROOT, "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                           capture_output=True, check=True).stdout.decode().split("\0")
+    for rel in filter(None, files):
+        src = os.path.join(ROOT, rel)
+        if not os.path.isfile(src):
+            continue  # deleted in the work tree
+        os.makedirs(os.path.dirname(os.path.join(dst, rel)), exist_ok=True)
+        shutil.copy2(src, os.path.join(dst, rel))
+    # ONNX Runtime, the oracle of some tests, is installed, not tracked
+    modules = os.path.join(ROOT, "tests", "ort", "node_modules")
+    if os.path.isdir(modules):
+        os.symlink(modules, os.path.join(dst, "tests", "ort", "node_modules"))
+
+
+def failed_tests(build, regex, ctest, log):
+    """The names of the tests matching regex that failed (ctest's LastTestsFailed.log)."""
+    failed_log = os.path.join(build, "Testing", "Temporary", "LastTestsFailed.log")
+    if os.path.exists(failed_log):
+        os.remove(failed_log)
+    listed = subprocess.run([ctest, "--test-dir", build, "-N", "-R", regex], capture_output=True, text=True)
+    n = sum(1 for ln in listed.stdout.splitlines() if ln.strip().startswith("Test"))
+    run([ctest, "--test-dir", build, "-R", regex, "-j2", "--output-on-failure"], log=log)
+    if not os.path.exists(failed_log):
+        return n, []
+    return n, [ln.split(":", 1)[1].strip() for ln in open(failed_log) if ":" in ln]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("--cmake", default="cmake")
+    ap.add_argument("--ctest", default="ctest")
+    ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--only", action="append", choices=sorted(MUTATIONS), help="run only this mutation")
+    args = ap.parse_args()
+    shutil.rmtree(args.workdir, ignore_errors=True)
+    src, build = os.path.join(args.workdir, "src"), os.path.join(args.workdir, "build")
+    log = os.path.join(args.workdir, "mutations.log")
+    os.makedirs(src)
+    copy_tree(src)
+    t0 = time.time()
+    if run([args.cmake, "-S", src, "-B", build, "-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DBUILD_TESTING=ON",
+            f"-DQH_PYTHON={args.python}"], log=log) or run([args.cmake, "--build", build, "-j2"], log=log):
+        print(f"FAIL: the unmutated copy does not build (see {log})")
+        return 1
+    print(f"copy built in {time.time() - t0:.0f} s")
+    missed = []
+    for name in args.only or MUTATIONS:
+        rel, before, after, regex = MUTATIONS[name]
+        path = os.path.join(src, rel)
+        text = open(path, encoding="utf-8").read()
+        if text.count(before) != 1:
+            print(f"FAIL {name}: the original text occurs {text.count(before)} times in {rel}; "
+                  "update the mutation")
+            missed.append(name)
+            continue
+        open(path, "w", encoding="utf-8").write(text.replace(before, after))
+        try:
+            if run([args.cmake, "--build", build, "-j2"], log=log):
+                print(f"FAIL {name}: the mutated copy does not build (see {log})")
+                missed.append(name)
+                continue
+            n, failed = failed_tests(build, regex, args.ctest, log)
+        finally:
+            open(path, "w", encoding="utf-8").write(text)
+        if n == 0:
+            print(f"FAIL {name}: no test matches {regex}")
+            missed.append(name)
+        elif failed:
+            print(f"caught {name}: {len(failed)} of {n} tests failed ({', '.join(failed)})")
+        else:
+            print(f"FAIL {name}: all {n} tests that reach {rel} passed with the bug planted")
+            missed.append(name)
+    print(f"{'FAIL' if missed else 'PASS'}: {len(args.only or MUTATIONS) - len(missed)} of "
+          f"{len(args.only or MUTATIONS)} planted bugs caught")
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
