@@ -393,7 +393,7 @@ int qh_cli_inspect(int argc, char **argv) {
   if (backend) {
     if ((plugin = qh_cli_load_backend(&common, backend, &error)) == NULL ||
         (lowered = qh_cli_load_model(argv[1], &error)) == NULL ||
-        (sm.lowering = qh_lowering_new(lowered, plugin, NULL, &error)) == NULL) {
+        (sm.lowering = qh_lowering_new(lowered, plugin, NULL, QH_LOWERING_DEFAULT, &error)) == NULL) {
       qh_error_prefix(&error, argv[1]);
       qh_plugin_free(plugin);
       qh_graph_free(lowered);

@@ -117,7 +117,7 @@ QhCliRunner *qh_cli_runner_new(QhGraph *graph, QhTensor *const *inputs, int thre
   for (int i = 0; i < n; i++)
     shapes[i] = sample_shape(r->mode, &inputs[i]->shape);
   if (backend != NULL) {
-    r->lowering = qh_lowering_new(graph, backend, shapes, error);
+    r->lowering = qh_lowering_new(graph, backend, shapes, QH_LOWERING_DEFAULT, error);
     if (r->lowering && qh_lowering_build(r->lowering, error))
       r->plan = qh_lowering_plan(r->lowering);
   } else {

@@ -28,12 +28,13 @@ struct QhLowering {
   GPtrArray *units;       /* QhQdqUnit*, accepted, topological */
   GHashTable *declines;   /* first node id -> GString of "pattern: reason; ..." */
   GPtrArray *rows;        /* QhLoweringRow* */
-  GPtrArray *kernels;     /* QhKernelNode*, one per unit once built */
+  GPtrArray *kernels;     /* QhKernelNode*, parallel to units (strict: once built) */
   GHashTable *node_kernel; /* lowered node id -> QhKernelNode* */
   GHashTable *node_row;    /* lowered node id -> QhLoweringRow* */
   QhGraphView *view;
   QhPlan *plan;
   gboolean build_tried;
+  gboolean strict;        /* QH_LOWERING_STRICT: no trial at accept */
 };
 
 static void row_free(gpointer p) {
@@ -53,10 +54,10 @@ void qh_lowering_free(QhLowering *l) {
   if (l == NULL)
     return;
   qh_plan_free(l->plan);
-  if (l->kernels)
-    g_ptr_array_unref(l->kernels);
   if (l->units)
     g_ptr_array_unref(l->units);
+  if (l->kernels)
+    g_ptr_array_unref(l->kernels);
   if (l->rows)
     g_ptr_array_unref(l->rows);
   g_hash_table_destroy(l->declines);
@@ -66,6 +67,95 @@ void qh_lowering_free(QhLowering *l) {
   qh_plan_free(l->shape_plan);
   g_free(l->plugin_name);
   g_free(l);
+}
+
+static int rank_of(const QhLowering *l, int value) {
+  const QhTensor *t = qh_plan_value_info(l->shape_plan, value);
+  return t ? t->shape.rank : -1;
+}
+
+static void permute_to_nhwc(QhShape *s) {
+  int64_t c = s->dims[1];
+  s->dims[1] = s->dims[2];
+  s->dims[2] = s->dims[3];
+  s->dims[3] = c;
+}
+
+/* Whether the host hands unit input i to the kernel as the channels-last twin of an
+ * NCHW activation: the rule rewrite_unit applies, which the trial must repeat. */
+static gboolean input_is_nhwc(const QhLowering *l, const QhQdqUnit *u, int i) {
+  const QhQdqUnitInput *in = &g_array_index(u->inputs, QhQdqUnitInput, i);
+  return in->role == QH_ROLE_ACTIVATION && qh_graph_value(l->graph, in->value)->initializer == NULL &&
+         u->pattern->kernel->input_layout == QH_LAYOUT_NHWC && rank_of(l, in->value) == 4;
+}
+
+/* k's expected output (dtype, layout, shape in that layout) from the QDQ graph. */
+static gboolean expect_output(const QhLowering *l, const QhQdqUnit *u, QhKernelNode *k,
+                              GError **error) {
+  const QhTensor *info = qh_plan_value_info(l->shape_plan, u->output);
+  if (info == NULL) {
+    g_set_error(error, QH_ERROR, QH_ERROR_INVALID, "node '%s': the shape of unit output '%s' is unknown",
+                qh_graph_node(l->graph, u->nodes[0])->name, qh_graph_value(l->graph, u->output)->name);
+    return FALSE;
+  }
+  k->output_dtype = info->dtype;
+  k->output_shape = info->shape;
+  k->output_layout = info->shape.rank == 4 ? QH_LAYOUT_NCHW : QH_LAYOUT_ANY;
+  if (u->pattern->kernel->output_layout == QH_LAYOUT_NHWC && info->shape.rank == 4) {
+    k->output_layout = QH_LAYOUT_NHWC;
+    permute_to_nhwc(&k->output_shape);
+  }
+  return TRUE;
+}
+
+/* The plan-time check of a claim: create the unit's kernel and reshape it with the
+ * unit's static shapes and the layouts the lowered graph will pass, with the same
+ * checks the plan makes. A plugin's accept sees only the unit; its kernel may still
+ * refuse what accept took (x86's Mul takes a squeeze-excitation Mul whose inputs
+ * broadcast, and its reshape wants equal shapes). Such a unit stays on the host with
+ * the kernel's words as the reason instead of failing the whole run later. Returns
+ * the created (and reshaped) kernel, or NULL with *why set. */
+static QhKernelNode *trial_kernel(QhLowering *l, const QhQdqUnit *u, char **why) {
+  const QhNode *first = qh_graph_node(l->graph, u->nodes[0]);
+  const QhKernelOps *ops = u->pattern->kernel;
+  GError *err = NULL;
+  int n_in = (int)u->inputs->len;
+  QhTensor *ins = g_new0(QhTensor, (gsize)n_in + 1);
+  const QhTensor **in_ptrs = g_new0(const QhTensor *, (gsize)n_in + 1);
+  QhKernelNode *k = qh_kernel_node_create(l->plugin_name, first->name, ops, l->instance, u, l->view, &err);
+  gboolean ok = k != NULL && expect_output(l, u, k, &err);
+  for (int i = 0; ok && i < n_in; i++) {
+    int v = g_array_index(u->inputs, QhQdqUnitInput, i).value;
+    const QhTensor *t = qh_plan_value_info(l->shape_plan, v);
+    if (t == NULL) {
+      g_set_error(&err, QH_ERROR, QH_ERROR_INVALID, "the shape of unit input '%s' is unknown",
+                  qh_graph_value(l->graph, v)->name);
+      ok = FALSE;
+      break;
+    }
+    ins[i] = (QhTensor){.dtype = t->dtype, .shape = t->shape, .nbytes = t->nbytes};
+    k->input_layouts[i] = t->shape.rank == 4 ? QH_LAYOUT_NCHW : QH_LAYOUT_ANY;
+    if (input_is_nhwc(l, u, i)) {
+      permute_to_nhwc(&ins[i].shape);
+      k->input_layouts[i] = QH_LAYOUT_NHWC;
+    }
+    in_ptrs[i] = &ins[i];
+  }
+  QhTensor out = {.shape.rank = -1};
+  ok = ok && qh_kernel_node_infer(k, first, in_ptrs, n_in, &out, 1, &err);
+  g_free(in_ptrs);
+  g_free(ins);
+  if (ok)
+    return k;
+  /* The message names plugin, kernel and node; the row already says the node. */
+  char *prefix = g_strdup_printf("plugin '%s': kernel '%s' (node '%s'): ", l->plugin_name, ops->id,
+                                 first->name);
+  const char *cause = g_str_has_prefix(err->message, prefix) ? err->message + strlen(prefix) : err->message;
+  *why = g_strdup_printf("kernel '%s' cannot run this unit: %s", ops->id, cause);
+  g_free(prefix);
+  g_error_free(err);
+  qh_kernel_node_free(k);
+  return NULL;
 }
 
 static int accept_unit(gpointer user, const QhQdqUnit *u, GError **error) {
@@ -92,6 +182,11 @@ static int accept_unit(gpointer user, const QhQdqUnit *u, GError **error) {
       g_free(prefix);
       return -1;
     }
+  }
+  if (reason == NULL && !l->strict) {
+    QhKernelNode *k = trial_kernel(l, u, &reason);
+    if (k)
+      g_ptr_array_add(l->kernels, k); /* the matcher takes u next: kernels stay parallel to units */
   }
   if (reason == NULL)
     return 1;
@@ -161,7 +256,7 @@ static void make_rows(QhLowering *l) {
 }
 
 QhLowering *qh_lowering_new(QhGraph *graph, QhPlugin *plugin, const QhShape *input_shapes,
-                            GError **error) {
+                            QhLoweringFlags flags, GError **error) {
   const QhPluginDesc *desc = qh_plugin_desc(plugin);
   const char *name = qh_plugin_info(plugin)->name;
   const QhLoweringOps *lo = QH_HAS_FIELD(desc, QhPluginDesc, lowering) ? desc->lowering : NULL;
@@ -175,6 +270,8 @@ QhLowering *qh_lowering_new(QhGraph *graph, QhPlugin *plugin, const QhShape *inp
   l->desc = desc;
   l->instance = qh_plugin_instance(plugin);
   l->plugin_name = g_strdup(name);
+  l->strict = (flags & QH_LOWERING_STRICT) != 0;
+  l->kernels = g_ptr_array_new_with_free_func((GDestroyNotify)qh_kernel_node_free);
   l->declines = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, string_free);
   l->node_kernel = g_hash_table_new(g_direct_hash, g_direct_equal);
   l->node_row = g_hash_table_new(g_direct_hash, g_direct_equal);
@@ -217,11 +314,6 @@ static QhValue *new_value(QhGraph *g, const char *base, const char *suffix, GErr
   return v;
 }
 
-static int rank_of(const QhLowering *l, int value) {
-  const QhTensor *t = qh_plan_value_info(l->shape_plan, value);
-  return t ? t->shape.rank : -1;
-}
-
 static QhNode *add_transpose(QhGraph *g, int from, int to, gboolean to_nhwc, GError **error) {
   static const int64_t nchw_to_nhwc[4] = {0, 2, 3, 1}, nhwc_to_nchw[4] = {0, 3, 1, 2};
   char *name = g_strdup_printf("%s/%s", qh_graph_value(g, from)->name,
@@ -245,13 +337,6 @@ static int nhwc_twin(QhLowering *l, GHashTable *nhwc_of, int v, GError **error) 
   return t->id;
 }
 
-static void permute_to_nhwc(QhShape *s) {
-  int64_t c = s->dims[1];
-  s->dims[1] = s->dims[2];
-  s->dims[2] = s->dims[3];
-  s->dims[3] = c;
-}
-
 /* Replace unit u by one kernel node; k gets its layouts and expected output. */
 static gboolean rewrite_unit(QhLowering *l, const QhQdqUnit *u, QhKernelNode *k,
                              GHashTable *nhwc_of, GHashTable *kernel_outputs, GError **error) {
@@ -264,37 +349,23 @@ static gboolean rewrite_unit(QhLowering *l, const QhQdqUnit *u, QhKernelNode *k,
   for (int i = 0; i < n_in && ok; i++) {
     const QhQdqUnitInput *in = &g_array_index(u->inputs, QhQdqUnitInput, i);
     ins[i] = in->value;
-    gboolean activation = in->role == QH_ROLE_ACTIVATION &&
-                          qh_graph_value(g, in->value)->initializer == NULL;
     k->input_layouts[i] = rank_of(l, in->value) == 4 ? QH_LAYOUT_NCHW : QH_LAYOUT_ANY;
-    if (activation && ops->input_layout == QH_LAYOUT_NHWC && rank_of(l, in->value) == 4) {
+    if (input_is_nhwc(l, u, i)) {
       ins[i] = nhwc_twin(l, nhwc_of, in->value, error);
       ok = ins[i] >= 0;
       k->input_layouts[i] = QH_LAYOUT_NHWC;
     }
   }
-  const QhTensor *info = qh_plan_value_info(l->shape_plan, u->output);
-  if (ok && info == NULL) {
-    g_set_error(error, QH_ERROR, QH_ERROR_INVALID, "node '%s': the shape of unit output '%s' is unknown",
-                name, qh_graph_value(g, u->output)->name);
-    ok = FALSE;
-  }
+  ok = ok && expect_output(l, u, k, error);
   int out = u->output;
-  if (ok) {
-    k->output_dtype = info->dtype;
-    k->output_shape = info->shape;
-    k->output_layout = info->shape.rank == 4 ? QH_LAYOUT_NCHW : QH_LAYOUT_ANY;
-    if (ops->output_layout == QH_LAYOUT_NHWC && info->shape.rank == 4) {
-      /* The kernel writes a channels-last twin; readers that want NCHW get it
-       * through a Transpose added after every unit is in place. */
-      QhValue *t = new_value(g, qh_graph_value(g, u->output)->name, "/nhwc", error);
-      ok = t != NULL;
-      if (ok) {
-        out = t->id;
-        g_hash_table_insert(nhwc_of, GINT_TO_POINTER(u->output), GINT_TO_POINTER(out));
-        k->output_layout = QH_LAYOUT_NHWC;
-        permute_to_nhwc(&k->output_shape);
-      }
+  if (ok && k->output_layout == QH_LAYOUT_NHWC) {
+    /* The kernel writes a channels-last twin; readers that want NCHW get it
+     * through a Transpose added after every unit is in place. */
+    QhValue *t = new_value(g, qh_graph_value(g, u->output)->name, "/nhwc", error);
+    ok = t != NULL;
+    if (ok) {
+      out = t->id;
+      g_hash_table_insert(nhwc_of, GINT_TO_POINTER(u->output), GINT_TO_POINTER(out));
     }
   }
   if (ok) {
@@ -385,17 +456,22 @@ gboolean qh_lowering_build(QhLowering *l, GError **error) {
     return FALSE;
   }
   l->build_tried = TRUE;
-  l->kernels = g_ptr_array_new_with_free_func((GDestroyNotify)qh_kernel_node_free);
-  for (guint i = 0; i < l->units->len; i++) {
+  /* Without QH_LOWERING_STRICT the kernels were created (and reshaped) when their
+   * units were accepted; strict lowerings create them here and fail on a refusal. */
+  for (guint i = l->kernels->len; i < l->units->len; i++) {
     const QhQdqUnit *u = g_ptr_array_index(l->units, i);
     const QhNode *first = qh_graph_node(l->graph, u->nodes[0]);
     QhKernelNode *k = qh_kernel_node_create(l->plugin_name, first->name, u->pattern->kernel,
                                             l->instance, u, l->view, error);
     if (k == NULL)
       return FALSE;
+    g_ptr_array_add(l->kernels, k);
+  }
+  for (guint i = 0; i < l->units->len; i++) {
+    const QhQdqUnit *u = g_ptr_array_index(l->units, i);
+    QhKernelNode *k = g_ptr_array_index(l->kernels, i);
     for (int n = 0; n < u->n_nodes; n++)
       k->macs += qh_plan_node_macs(l->shape_plan, u->nodes[n]);
-    g_ptr_array_add(l->kernels, k);
   }
   /* Kernels keep the node names alive: the graph's strings outlive the rewrite only
    * for nodes that stay, so each kernel gets the row's copy. */

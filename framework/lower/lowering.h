@@ -2,10 +2,11 @@
  *
  * qh_lowering_new matches the plugin's QhLoweringPatterns against the graph (node
  * units: DequantizeLinear inputs -> op chain -> QuantizeLinear), offers each unit to
- * the pattern's accept and, on a decline, tries the next pattern at the same node;
- * the decisions (which kernel, or why the host keeps a node) are then known without
- * creating anything (`qhost inspect --backend`). qh_lowering_build creates the
- * kernels (weights packed once), rewrites the graph so that each claimed unit is one
+ * the pattern's accept, then checks the claim by creating the kernel (weights packed
+ * once) and reshaping it with the unit's static shapes; on a decline or a refusal it
+ * tries the next pattern at the same node. The decisions (which kernel, or why the
+ * host keeps a node) are then final (`qhost inspect --backend` shows the ones `run`
+ * makes). qh_lowering_build rewrites the graph so that each claimed unit is one
  * node reading the integer tensors before its DequantizeLinears and writing the
  * integer tensor after its QuantizeLinear (so consecutive claimed units pass int8
  * directly), inserts layout transposes only where a channels-last kernel meets the
@@ -45,11 +46,25 @@ typedef struct {
   int64_t macs;       /* multiply-accumulates of one run (original graph's ops) */
 } QhLoweringRow;
 
-/* Match and ask the plugin (no kernel is created). input_shapes as qh_plan_new
- * (NULL: declared shapes). Errors: the plugin has no lowering group; accept failing
- * with anything but QH_ERR_UNSUPPORTED; malformed Q/DQ parameters. */
+typedef enum {
+  QH_LOWERING_DEFAULT = 0,
+  /* No plan-time trial: kernels are first created by qh_lowering_build, and a kernel
+   * that refuses its unit in create or reshape fails the build. For plugin-check,
+   * where such a refusal is the plugin's bug to report. */
+  QH_LOWERING_STRICT = 1 << 0,
+} QhLoweringFlags;
+
+/* Match and ask the plugin. Unless flags has QH_LOWERING_STRICT, every unit the
+ * plugin accepts is checked at once the way the plan will use it: its kernel is
+ * created and reshaped with the unit's static shapes (input_shapes as qh_plan_new,
+ * NULL: declared shapes) and layouts; a kernel that fails either call, or reports
+ * an output other than the graph's, leaves the unit to the host (the next pattern is
+ * tried at the node) with "kernel 'ID' cannot run this unit: CAUSE" as its reason,
+ * and the created kernels are kept for qh_lowering_build. Errors: the plugin has no
+ * lowering group; accept failing with anything but QH_ERR_UNSUPPORTED; malformed Q/DQ
+ * parameters. */
 QhLowering *qh_lowering_new(QhGraph *graph, QhPlugin *plugin, const QhShape *input_shapes,
-                            GError **error);
+                            QhLoweringFlags flags, GError **error);
 void qh_lowering_free(QhLowering *lowering);
 
 /* The decision table (QhLoweringRow*), in the original graph's topological order.

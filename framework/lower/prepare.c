@@ -1,7 +1,10 @@
 /* Normalises a QDQ graph before unit matching (see the header): no-op Casts out,
- * constant subgraphs frozen into initializers. Q/DQ nodes are never frozen: a folded
- * DequantizeLinear of an int8 weight would otherwise become a float weight and the
- * unit would lose its quantized input. */
+ * constant subgraphs frozen into initializers. DequantizeLinear nodes are never frozen:
+ * a folded DequantizeLinear of an int8 weight would become a float weight and the unit
+ * would lose its quantized input. A QuantizeLinear of a constant that only
+ * DequantizeLinear nodes read is frozen: that is ONNX Runtime's QDQ layout with float
+ * weights (W -> QuantizeLinear -> DequantizeLinear), which then looks like the
+ * int8-initializer layout every kernel takes. */
 #include "lower/prepare.h"
 
 #include <string.h>
@@ -15,14 +18,33 @@ static gboolean is_qdq(const QhNode *n) {
          (strcmp(n->op_type, "QuantizeLinear") == 0 || strcmp(n->op_type, "DequantizeLinear") == 0);
 }
 
-/* Freeze the outputs of folded non-Q/DQ nodes into initializers and remove the nodes.
- * A node with a graph output stays (the output keeps its producer). */
+/* Whether n is a QuantizeLinear whose output only DequantizeLinear nodes read. */
+static gboolean quantizes_for_dq_only(const QhGraph *g, const QhNode *n) {
+  if (!is_qdq(n) || strcmp(n->op_type, "QuantizeLinear") != 0 || n->n_outputs < 1 || n->outputs[0] < 0)
+    return FALSE;
+  int v = n->outputs[0], readers = 0;
+  for (int i = 0; i < qh_graph_n_nodes(g); i++) {
+    const QhNode *r = qh_graph_node(g, i);
+    for (int s = 0; !r->is_removed && s < r->n_inputs; s++) {
+      if (r->inputs[s] != v)
+        continue;
+      if (!is_qdq(r) || strcmp(r->op_type, "DequantizeLinear") != 0 || s != 0)
+        return FALSE;
+      readers++;
+    }
+  }
+  return readers > 0;
+}
+
+/* Freeze the outputs of folded nodes (not Q/DQ, but QuantizeLinear feeding only
+ * DequantizeLinear) into initializers and remove the nodes. A node with a graph output
+ * stays (the output keeps its producer). */
 static gboolean freeze_constants(QhGraph *g, const QhPlan *plan, GError **error) {
   const GArray *order = qh_plan_order(plan);
   for (guint i = 0; i < order->len; i++) {
     int id = g_array_index(order, int, i);
     QhNode *n = qh_graph_node(g, id);
-    if (!qh_plan_node_is_folded(plan, id) || is_qdq(n))
+    if (!qh_plan_node_is_folded(plan, id) || (is_qdq(n) && !quantizes_for_dq_only(g, n)))
       continue;
     gboolean graph_output = FALSE;
     for (int o = 0; o < n->n_outputs; o++)

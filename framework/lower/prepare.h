@@ -1,9 +1,13 @@
 /* Making a QDQ graph from any producer matchable: PyTorch's exporter writes scales and
  * zero points as Constant nodes, computes the int32 bias zero point with
  * ConstantOfShape -> Cast, and puts a no-op Cast between QuantizeLinear and
- * DequantizeLinear. qh_lower_prepare drops the no-op Casts and turns every node the
- * planner folds (except Q/DQ, whose integer inputs the matcher must still see) into
- * initializers, so that every quantization parameter is a plain constant.
+ * DequantizeLinear. ONNX Runtime's quantizer can keep weights float behind
+ * QuantizeLinear -> DequantizeLinear. qh_lower_prepare drops the no-op Casts and turns
+ * every node the planner folds into initializers, so that every quantization parameter
+ * is a plain constant, except DequantizeLinear (whose integer input the matcher must
+ * still see) and a QuantizeLinear read by anything but DequantizeLinear: a constant
+ * QuantizeLinear feeding DequantizeLinear becomes the integer initializer it computes
+ * (with ONNX's rounding), so such a weight is as constant as an int8 initializer.
  *
  * Ownership: rewrites graph in place. input_shapes as qh_plan_new (NULL: declared).
  * Errors: as qh_plan_new (shapes-only) and qh_lower_drop_noop_casts. */

@@ -501,7 +501,7 @@ static void check_graph(QhCheckRun *run, const Family *fam, const QhCheckGraph *
     qh_check_add(run, QH_CHECK_FAIL, check, "the host cannot plan its own graph: %s", error->message);
     goto done;
   }
-  l = qh_lowering_new(low_graph, run->plugin, NULL, &error);
+  l = qh_lowering_new(low_graph, run->plugin, NULL, QH_LOWERING_STRICT, &error);
   if (l == NULL) {
     qh_check_add(run, QH_CHECK_FAIL, check, "%s", error->message);
     goto done;

@@ -42,8 +42,14 @@ typedef struct {
   GHashTable *weight_sqnr;        /* value name -> double* (dB) */
 } QhFlow;
 
-/* Record a decision for every node an imperative annotate left undecided. */
-void qh_flow_report_imperative(QhFlow *f);
+/* Before a plugin's annotate: each live node's annotation state (its ANNOTATED mark
+ * and whether each edge resolves to a quantizing spec), indexed by node id (NULL for
+ * removed nodes). Owned by the caller (g_ptr_array_unref). */
+GPtrArray *qh_flow_report_snapshot(const QhFlow *f);
+/* After it: record a decision for every node the annotate left undecided, and
+ * replace the declarative decision of every node whose state differs from before's
+ * (NULL: every node counts as changed). */
+void qh_flow_report_imperative(QhFlow *f, const GPtrArray *before);
 /* Before convert: run the probe on the float graph, keeping the activations the points
  * observe and the outputs; compute each weight's SQNR once qparams exist (called after
  * refine). */

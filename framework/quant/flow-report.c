@@ -35,17 +35,76 @@ static gboolean is_annotated(const QhAnnotationSet *set, const QhNode *n) {
   return FALSE;
 }
 
+/* Whether edge e ends up quantized: its sharing group (implicit sharing with the
+ * producer's output included) has a quantizing root. */
+static gboolean resolves_quantized(const QhAnnotationSet *set, const QhGraph *g, const QhEdgeRef *e) {
+  QhEdgeRef root;
+  const QhQuantSpec *spec = NULL;
+  return qh_annotation_set_resolve(set, g, e, &root, &spec) && spec->kind != QH_SPEC_FLOAT;
+}
+
+/* What the annotations say about node n, as a string of flags: its ANNOTATED mark,
+ * then one character per input and per output edge, '1' when the edge resolves to
+ * a quantizing spec. A node whose spec is nothing of its own (an Add or a
+ * BatchNormalization fused with the Relu after it, whose inputs are its producers'
+ * quantized outputs) is quantized through its neighbours, which this captures. */
+static char *node_state(const QhAnnotationSet *set, const QhGraph *g, const QhNode *n) {
+  GString *s = g_string_new(qh_annotation_node_flags(set, (uint32_t)n->id) & QH_ANNOTATION_ANNOTATED ? "A" : "-");
+  for (int k = 0; k < n->n_inputs + n->n_outputs; k++) {
+    gboolean in = k < n->n_inputs;
+    int v = in ? n->inputs[k] : n->outputs[k - n->n_inputs];
+    QhEdgeRef e = {(uint32_t)n->id, (uint32_t)(in ? k : k - n->n_inputs), in ? QH_EDGE_INPUT : QH_EDGE_OUTPUT, 0};
+    g_string_append_c(s, v >= 0 && resolves_quantized(set, g, &e) ? '1' : '0');
+  }
+  return g_string_free(s, FALSE);
+}
+
+GPtrArray *qh_flow_report_snapshot(const QhFlow *f) {
+  GPtrArray *states = g_ptr_array_new_with_free_func(g_free);
+  for (int i = 0; i < qh_graph_n_nodes(f->graph); i++) {
+    const QhNode *n = qh_graph_node(f->graph, i);
+    g_ptr_array_add(states, n->is_removed ? NULL : node_state(f->set, f->graph, n));
+  }
+  return states;
+}
+
+/* Quantized after the plugin changed n's annotations: a mark or a quantizing spec of
+ * its own, or every computed input and its output quantized through its neighbours. */
+static gboolean runs_quantized(const QhAnnotationSet *set, const QhGraph *g, const QhNode *n) {
+  if (is_annotated(set, n))
+    return TRUE;
+  gboolean any = FALSE;
+  for (int s = 0; s < n->n_inputs; s++) {
+    if (n->inputs[s] < 0 || qh_graph_value(g, n->inputs[s])->initializer)
+      continue;
+    QhEdgeRef e = {(uint32_t)n->id, (uint32_t)s, QH_EDGE_INPUT, 0};
+    if (!resolves_quantized(set, g, &e))
+      return FALSE;
+    any = TRUE;
+  }
+  QhEdgeRef out = {(uint32_t)n->id, 0, QH_EDGE_OUTPUT, 0};
+  return any && n->n_outputs > 0 && n->outputs[0] >= 0 && resolves_quantized(set, g, &out);
+}
+
 /* After a plugin's annotate, each node's decision follows the final annotations: the
- * declarative pass's entry stays where the plugin kept its choice (with its pattern
- * or reason), and is replaced where the plugin quantized or un-quantized the node. */
-void qh_flow_report_imperative(QhFlow *f) {
+ * declarative pass's entry stays where the plugin changed nothing about the node (its
+ * mark and how each of its edges resolves, compared with before; with its pattern or
+ * reason), and is replaced where the plugin quantized or un-quantized the node. */
+void qh_flow_report_imperative(QhFlow *f, const GPtrArray *before) {
   for (int i = 0; i < qh_graph_n_nodes(f->graph); i++) {
     const QhNode *n = qh_graph_node(f->graph, i);
     if (n->is_removed)
       continue;
-    gboolean annotated = is_annotated(f->set, n), quantized;
+    gboolean quantized;
     const char *reason;
     gboolean decided = qh_quant_report_lookup(f->report, n->id, &quantized, &reason);
+    const char *was = before && (guint)i < before->len ? g_ptr_array_index(before, i) : NULL;
+    char *now = node_state(f->set, f->graph, n);
+    gboolean unchanged = was && strcmp(was, now) == 0;
+    g_free(now);
+    if (decided && unchanged)
+      continue;
+    gboolean annotated = runs_quantized(f->set, f->graph, n);
     if (decided && quantized == annotated)
       continue;
     if (annotated)

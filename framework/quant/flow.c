@@ -16,6 +16,7 @@
 #include "plugin/status-private.h"
 #include "quant/backend-annotate.h"
 #include "quant/calib-data.h"
+#include "quant/const-fold.h"
 #include "quant/convert.h"
 #include "quant/flow-private.h"
 #include "quant/observer-private.h"
@@ -64,6 +65,16 @@ static gboolean graph_sound(QhFlow *f, const char *after, GError **error) {
 }
 
 static gboolean transform(QhFlow *f, GError **error) {
+  /* Before anything looks at the graph: a bias PyTorch's exporter shared through an
+   * Identity is a constant of each conv, not an activation to observe. */
+  int folded = 0;
+  if (!qh_quant_fold_constants(f->graph, &folded, error)) {
+    g_prefix_error(error, "%s: ", f->opt->model_path);
+    return FALSE;
+  }
+  if (folded > 0)
+    qh_quant_report_note(f->report, "%d node%s computing constants only (Identity of shared initializers, "
+                         "...) folded into initializers, one per consumer", folded, folded == 1 ? "" : "s");
   const QhTransformOps *t = QH_HAS_FIELD(f->desc, QhPluginDesc, transform) ? f->desc->transform : NULL;
   if (t) {
     QhGraphView *view = qh_graph_view_new(f->graph, QH_VIEW_READ | QH_VIEW_REWRITE);
@@ -104,6 +115,8 @@ static gboolean annotate(QhFlow *f, GError **error) {
   if (f->bc && !qh_backend_annotate(f->bc, f->graph, f->mapping, f->set, f->report, error))
     return FALSE;
   if (f->annotate) {
+    /* what the declarative pass decided, to tell the plugin's changes from it */
+    GPtrArray *before = qh_flow_report_snapshot(f);
     QhGraphView *view = qh_graph_view_new(f->graph, QH_VIEW_READ | QH_VIEW_ANNOTATE);
     qh_graph_view_set_annotations(view, f->set);
     qh_graph_view_set_qconfig_hook(view, qh_qconfig_view_hook, f->mapping);
@@ -120,9 +133,11 @@ static gboolean annotate(QhFlow *f, GError **error) {
     }
     qh_plugin_set_current(prev);
     qh_graph_view_free(view);
+    if (ok)
+      qh_flow_report_imperative(f, before);
+    g_ptr_array_unref(before);
     if (!ok)
       return FALSE;
-    qh_flow_report_imperative(f);
   } else if (!qh_annotation_set_validate(f->set, f->graph, error)) {
     return FALSE;
   }

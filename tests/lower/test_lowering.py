@@ -6,7 +6,8 @@ Cases: the digits QDQ model lowered agrees with the host's QDQ reference run wit
 one output step everywhere (and with ONNX Runtime on >= 99%); no host Q/DQ runs
 between consecutive claimed units (and a model with a real requantization between
 two units shows it is counted); declines carry the plugin's reason and the next
-pattern is tried; a kernel failing in create, reshape or run gives one error line
+pattern is tried; a kernel failing in create or reshape at plan time leaves its unit
+to the host with the kernel's reason; a kernel failing in run gives one error line
 naming plugin, kernel and node, exit 1, no output file, and no leak under ASan;
 1 and 2 threads give identical integers; bench prints the fp32 twin's ratio and
 the coverage table.
@@ -194,7 +195,32 @@ def case_decline_reason(r, tmp):
     assert "declined by option decline=conv_relu" in text and "host:reference" in text
 
 
+def refusal_case(stage):
+    """A kernel that fails in create or reshape at plan time refuses its unit: the unit
+    runs on the host with the kernel's words as the reason, never a failed run."""
+    def case(r, tmp):
+        model = digits_qdq(r, tmp)
+        x = first_rows(tmp, 16)
+        opts = ["--backend-opt", f"fail={stage}", "--backend-opt", "fail_node=/conv2/Conv"]
+        ok(r, "run", model, "--input", x, "-o", os.path.join(tmp, "host.npy"))
+        ok(r, "run", model, "--input", x, "-o", os.path.join(tmp, "low.npy"), *BACKEND, *opts)
+        d = np.abs(np.load(os.path.join(tmp, "host.npy")) - np.load(os.path.join(tmp, "low.npy")))
+        assert d.max() <= output_step(model) * 1.001, d.max()
+        for cmd in (["inspect", model, "--json"], ["bench", model, "--json", "--runs", "1", "--input", x]):
+            rows = {u["name"]: u for u in json.loads(ok(r, *cmd, *BACKEND, *opts))["coverage"]["units"]}
+            c2 = rows["/conv2/Conv"]
+            print(f"{cmd[0]}: /conv2/Conv on {c2['kernel']}: {c2.get('reason')}")
+            assert c2["kernel"] == "host:reference", c2
+            want = f"kernel 'conv2d_nhwc_qu8_qs8w' cannot run this unit: {stage}: injected failure in {stage}"
+            assert want in c2["reason"], c2
+            assert rows["/conv1/Conv"]["kernel"] == "conv2d_nhwc_qu8_qs8w", rows["/conv1/Conv"]
+        text = ok(r, "bench", model, "--runs", "1", "--input", x, *BACKEND, *opts)
+        assert f"injected failure in {stage}" in text and "host:reference" in text, text
+    return case
+
+
 def fault_case(stage):
+    """A kernel failing when it runs stops the job with one line."""
     def case(r, tmp):
         model = digits_qdq(r, tmp)
         x = first_rows(tmp, 4)
@@ -239,8 +265,8 @@ CASES = {
     "bench_coverage": case_bench_coverage,
     "no_qdq_between_units": case_no_qdq_between_units,
     "decline_reason": case_decline_reason,
-    "fault_create": fault_case("create"),
-    "fault_reshape": fault_case("reshape"),
+    "refuse_create": refusal_case("create"),
+    "refuse_reshape": refusal_case("reshape"),
     "fault_run": fault_case("run"),
     "threads_identical": case_threads_identical,
     "no_lowering_group": case_no_lowering_group,
