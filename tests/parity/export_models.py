@@ -17,6 +17,14 @@ Models:
   digits        the bundled example model examples/digits_cnn.onnx, copied;
                 torch's output comes from its weights loaded into the
                 PyTorch model of examples/make_digits_model.py
+  text_encoder  token embedding, nn.TransformerEncoder (2 layers, padding mask from
+                the tokens, Equal/Where/Expand), a linear head; int64 tokens
+  lstm, gru     token embedding, a 2-layer nn.LSTM / a bidirectional nn.GRU, a linear
+                head on the last step; int64 tokens
+  convnext_block a ConvNeXt block: 7x7 depthwise conv, LayerNorm, Linear, GELU (Erf),
+                Linear, residual
+A name ending in "17" (text_encoder17, convnext_block17) is exported at opset 17,
+where nn.LayerNorm becomes one LayerNormalization node; the others at opset 13.
 """
 import os
 import shutil
@@ -61,6 +69,62 @@ def mlp():
                          nn.Linear(64, 10))
 
 
+class TextEncoder(nn.Module):
+    """A BERT-style classifier: padding tokens (0) masked out of attention."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(200, 32)
+        layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True)
+        self.enc = nn.TransformerEncoder(layer, 2)
+        self.head = nn.Linear(32, 5)
+
+    def forward(self, tokens):
+        h = self.enc(self.emb(tokens), src_key_padding_mask=tokens == 0)
+        return self.head(h[:, 0])
+
+
+class Recurrent(nn.Module):
+    """A text classifier over an nn.LSTM or nn.GRU, the last step's state."""
+
+    def __init__(self, kind):
+        super().__init__()
+        self.emb = nn.Embedding(200, 16)
+        if kind == "lstm":
+            self.rnn = nn.LSTM(16, 24, num_layers=2, batch_first=True)
+        else:
+            self.rnn = nn.GRU(16, 24, batch_first=True, bidirectional=True)
+        self.head = nn.Linear(24 if kind == "lstm" else 48, 5)
+
+    def forward(self, tokens):
+        y, _ = self.rnn(self.emb(tokens))
+        return self.head(y[:, -1])
+
+
+class ConvNeXtBlock(nn.Module):
+    """torchvision's CNBlock at a small size (LayerNorm on channels-last, GELU)."""
+
+    def __init__(self, c=16):
+        super().__init__()
+        self.dw = nn.Conv2d(c, c, 7, padding=3, groups=c)
+        self.norm = nn.LayerNorm(c, eps=1e-6)
+        self.fc1 = nn.Linear(c, 4 * c)
+        self.act = nn.GELU()
+        self.fc2 = nn.Linear(4 * c, c)
+
+    def forward(self, x):
+        y = self.dw(x).permute(0, 2, 3, 1)
+        y = self.fc2(self.act(self.fc1(self.norm(y)))).permute(0, 3, 1, 2)
+        return x + y
+
+
+def tokens(batch, length):
+    """Random tokens, the last few of each row padding (0)."""
+    t = torch.randint(1, 200, (batch, length))
+    t[0, length - 3:] = 0
+    return t
+
+
 def reestimate_bn(model, shape, batches=4):
     """Replace the initial BatchNorm statistics (mean 0, var 1) by ones measured
     on random data, so eval-mode activations stay in a normal range instead of
@@ -102,6 +166,12 @@ def build(name):
         model = getattr(torchvision.models, name)(weights=None)
         reestimate_bn(model, (4, 3, 224, 224))
         return model, torch.randn(1, 3, 224, 224)
+    if name.startswith("text_encoder"):
+        return TextEncoder().eval(), tokens(2, 12)
+    if name in ("lstm", "gru"):
+        return Recurrent(name).eval(), tokens(2, 10)
+    if name.startswith("convnext_block"):
+        return ConvNeXtBlock().eval(), torch.randn(2, 16, 8, 8)
     raise ValueError(f"unknown model {name}")
 
 
@@ -149,12 +219,14 @@ def export(outdir, name):
             # The exporter warns about folding in training-amenable mode; the
             # model is in eval mode, so its parameters are final.
             warnings.filterwarnings("ignore", message=".*constant folding be turned off.*")
-            torch.onnx.export(model, x, onnx_path, opset_version=OPSET,
+            torch.onnx.export(model, x, onnx_path, opset_version=17 if name.endswith("17") else OPSET,
                               input_names=["input"], output_names=["output"],
                               training=mode, do_constant_folding=True)
     with torch.no_grad():
         y = model(x)
-    np.save(os.path.join(outdir, f"{name}.input.npy"), x.numpy().astype(np.float32))
+    x_np = x.numpy()
+    np.save(os.path.join(outdir, f"{name}.input.npy"),
+            x_np if x_np.dtype == np.int64 else x_np.astype(np.float32))
     np.save(os.path.join(outdir, f"{name}.torch.npy"), y.numpy().astype(np.float32))
 
     onnx.checker.check_model(onnx.load(onnx_path))
@@ -166,10 +238,17 @@ def export(outdir, name):
         assert "BatchNormalization" in ops or name == "tutorial_nobn"
     if name == "tutorial_nobn":
         assert "BatchNormalization" not in ops
+    if name.endswith("17"):
+        assert "LayerNormalization" in ops, f"{onnx_path}: expected LayerNormalization: {ops}"
+    if name == "text_encoder":
+        assert {"Equal", "Where", "Pow", "Sqrt"} <= set(ops), f"{onnx_path}: {sorted(set(ops))}"
+    if name in ("lstm", "gru"):
+        assert name.upper() in ops, f"{onnx_path}: {sorted(set(ops))}"
     return onnx_path
 
 
-MODELS = ("tutorial", "tutorial_nobn", "mlp", "resnet18", "mobilenet_v2", "digits")
+MODELS = ("tutorial", "tutorial_nobn", "mlp", "resnet18", "mobilenet_v2", "digits", "text_encoder",
+          "text_encoder17", "lstm", "gru", "convnext_block", "convnext_block17")
 
 
 def main(argv):

@@ -1,0 +1,312 @@
+/* Reference kernels of the elementwise math, comparison and selection ops that
+ * transformer and recurrent exports use around their matrix products: the unary
+ * Sqrt, Erf, Exp, Neg (float32) and Not (bool); the broadcasting Pow, Mod, Equal,
+ * Less, Greater and Where; and Expand. LayerNorm exported at opsets below 17 is
+ * ReduceMean/Sub/Pow/Sqrt/Div, GELU is Erf, attention masks are Equal/Where/Expand.
+ * Every op here is a plain loop over the output, one ONNX formula per element, so it
+ * is its own reference (no naive twin); operands of the output's shape are read
+ * directly, broadcast ones through per-dimension strides. */
+#include <math.h>
+#include <string.h>
+
+#include "exec/kernels/common.h"
+
+#define MAX_OPERANDS 3
+#define PAR_GRAIN 16384
+
+/* ---- broadcasting walk -------------------------------------------------------- */
+
+/* How each operand is read for an output element: its own element strides along the
+ * output's dimensions, 0 where it is broadcast. */
+typedef struct {
+  int rank, n;
+  int64_t dims[QH_MAX_RANK];
+  int64_t strides[MAX_OPERANDS][QH_MAX_RANK];
+  gboolean flat[MAX_OPERANDS]; /* the operand has the output's shape: offset = index */
+} Walk;
+
+static void walk_init(Walk *w, const QhShape *out, int n, const QhShape *const *in) {
+  w->rank = out->rank;
+  w->n = n;
+  memcpy(w->dims, out->dims, sizeof(int64_t) * (size_t)out->rank);
+  for (int k = 0; k < n; k++) {
+    int64_t st = 1;
+    w->flat[k] = in[k]->rank == out->rank;
+    for (int i = out->rank - 1; i >= 0; i--) {
+      int j = i - (out->rank - in[k]->rank);
+      int64_t d = j >= 0 ? in[k]->dims[j] : 1;
+      w->strides[k][i] = d == 1 && out->dims[i] != 1 ? 0 : st;
+      w->flat[k] &= d == out->dims[i];
+      st *= d;
+    }
+  }
+}
+
+/* Offsets into each operand of output element idx. */
+static inline void walk_offsets(const Walk *w, int64_t idx, int64_t *off) {
+  for (int k = 0; k < w->n; k++)
+    off[k] = w->flat[k] ? idx : 0;
+  if (w->flat[0] && (w->n < 2 || w->flat[1]) && (w->n < 3 || w->flat[2]))
+    return;
+  int64_t rem = idx;
+  for (int i = w->rank - 1; i >= 0; i--) {
+    int64_t c = rem % w->dims[i];
+    rem /= w->dims[i];
+    for (int k = 0; k < w->n; k++)
+      if (!w->flat[k])
+        off[k] += c * w->strides[k][i];
+  }
+}
+
+/* Broadcast n shapes into *out (NumPy rules), naming the node on a mismatch. */
+static gboolean broadcast_n(const QhNode *node, int n, const QhShape *const *in, QhShape *out,
+                            GError **error) {
+  *out = *in[0];
+  for (int k = 1; k < n; k++) {
+    QhShape next;
+    if (!qh_kernel_broadcast(node, out, in[k], &next, error))
+      return FALSE;
+    *out = next;
+  }
+  return TRUE;
+}
+
+/* ---- ops ---------------------------------------------------------------------- */
+
+typedef enum {
+  OP_SQRT, OP_ERF, OP_EXP, OP_NEG, OP_NOT,     /* unary */
+  OP_POW, OP_MOD, OP_EQUAL, OP_LESS, OP_GREATER, /* binary */
+  OP_WHERE, OP_EXPAND
+} MathOp;
+
+static MathOp op_of(const QhNode *node) {
+  static const struct {
+    const char *name;
+    MathOp op;
+  } names[] = {{"Sqrt", OP_SQRT},   {"Erf", OP_ERF},     {"Exp", OP_EXP},       {"Neg", OP_NEG},
+               {"Not", OP_NOT},     {"Pow", OP_POW},     {"Mod", OP_MOD},       {"Equal", OP_EQUAL},
+               {"Less", OP_LESS},   {"Greater", OP_GREATER}, {"Where", OP_WHERE}, {"Expand", OP_EXPAND}};
+  for (size_t i = 0; i < G_N_ELEMENTS(names); i++)
+    if (strcmp(node->op_type, names[i].name) == 0)
+      return names[i].op;
+  return OP_SQRT;
+}
+
+/* An element of a float32, int64, int32 or bool operand as a double (exact for the
+ * int32 and bool ranges, and for the int64 values shape arithmetic uses). */
+static inline double value_at(const QhTensor *t, int64_t i) {
+  switch (t->dtype) {
+  case QH_DTYPE_F32: return ((const float *)t->data)[i];
+  case QH_DTYPE_S64: return (double)((const int64_t *)t->data)[i];
+  case QH_DTYPE_S32: return ((const int32_t *)t->data)[i];
+  default: return ((const uint8_t *)t->data)[i];
+  }
+}
+
+static gboolean infer(const QhNode *node, const QhTensor *const *inputs, int n_inputs, QhTensor *outputs,
+                      int n_outputs, GError **error) {
+  (void)n_outputs;
+  MathOp op = op_of(node);
+  QhDType out_dt = inputs[0]->dtype;
+  const QhShape *shapes[MAX_OPERANDS] = {NULL};
+  int n = 0;
+  switch (op) {
+  case OP_SQRT: case OP_ERF: case OP_EXP: case OP_NEG:
+    if (!qh_kernel_check_dtype(node, inputs, n_inputs, 0, error, QH_DTYPE_F32, 0))
+      return FALSE;
+    shapes[n++] = &inputs[0]->shape;
+    break;
+  case OP_NOT:
+    if (!qh_kernel_check_dtype(node, inputs, n_inputs, 0, error, QH_DTYPE_BOOL, 0))
+      return FALSE;
+    shapes[n++] = &inputs[0]->shape;
+    break;
+  case OP_POW:
+    if (!qh_kernel_check_dtype(node, inputs, n_inputs, 0, error, QH_DTYPE_F32, 0) ||
+        !qh_kernel_check_dtype(node, inputs, n_inputs, 1, error, QH_DTYPE_F32, QH_DTYPE_S64, QH_DTYPE_S32, 0))
+      return FALSE;
+    shapes[n++] = &inputs[0]->shape, shapes[n++] = &inputs[1]->shape;
+    break;
+  case OP_MOD: case OP_EQUAL: case OP_LESS: case OP_GREATER: {
+    gboolean eq = op == OP_EQUAL;
+    for (int i = 0; i < 2; i++)
+      if (!qh_kernel_check_dtype(node, inputs, n_inputs, i, error, QH_DTYPE_F32, QH_DTYPE_S64, QH_DTYPE_S32,
+                                 eq ? QH_DTYPE_BOOL : 0, 0))
+        return FALSE;
+    if (inputs[0]->dtype != inputs[1]->dtype)
+      return qh_kernel_fail(error, node, QH_ERROR_INVALID, "input types differ (%s and %s)",
+                            qh_dtype_name(inputs[0]->dtype), qh_dtype_name(inputs[1]->dtype));
+    if (op == OP_MOD) {
+      int64_t fmod_attr = 0;
+      if (!qh_node_attr_get_int(node, "fmod", 0, &fmod_attr, error))
+        return FALSE;
+      if (inputs[0]->dtype == QH_DTYPE_F32 && fmod_attr != 1)
+        return qh_kernel_fail(error, node, QH_ERROR_INVALID, "float Mod needs fmod=1 (ONNX)");
+    } else {
+      out_dt = QH_DTYPE_BOOL;
+    }
+    shapes[n++] = &inputs[0]->shape, shapes[n++] = &inputs[1]->shape;
+    break;
+  }
+  case OP_WHERE:
+    if (!qh_kernel_check_dtype(node, inputs, n_inputs, 0, error, QH_DTYPE_BOOL, 0))
+      return FALSE;
+    for (int i = 1; i < 3; i++)
+      if (!qh_kernel_check_dtype(node, inputs, n_inputs, i, error, QH_DTYPE_F32, QH_DTYPE_S64, QH_DTYPE_S32,
+                                 QH_DTYPE_BOOL, 0))
+        return FALSE;
+    if (inputs[1]->dtype != inputs[2]->dtype)
+      return qh_kernel_fail(error, node, QH_ERROR_INVALID, "X and Y types differ (%s and %s)",
+                            qh_dtype_name(inputs[1]->dtype), qh_dtype_name(inputs[2]->dtype));
+    out_dt = inputs[1]->dtype;
+    shapes[n++] = &inputs[0]->shape, shapes[n++] = &inputs[1]->shape, shapes[n++] = &inputs[2]->shape;
+    break;
+  case OP_EXPAND: {
+    if (!qh_kernel_check_dtype(node, inputs, n_inputs, 0, error, QH_DTYPE_F32, QH_DTYPE_S64, QH_DTYPE_S32,
+                               QH_DTYPE_BOOL, QH_DTYPE_U8, QH_DTYPE_S8, 0))
+      return FALSE;
+    int64_t *v = NULL, count = 0;
+    if (!qh_kernel_const_ints(node, inputs[1], "shape", &v, &count, error))
+      return FALSE;
+    if (count > QH_MAX_RANK) {
+      g_free(v);
+      return qh_kernel_fail(error, node, QH_ERROR_UNSUPPORTED, "shape has %" G_GINT64_FORMAT " dimensions",
+                            count);
+    }
+    QhShape target = qh_shape_make((int)count, v);
+    g_free(v);
+    for (int i = 0; i < target.rank; i++)
+      if (target.dims[i] < 0)
+        return qh_kernel_fail(error, node, QH_ERROR_INVALID, "negative dimension in shape");
+    const QhShape *both[2] = {&inputs[0]->shape, &target};
+    QhShape out;
+    if (!broadcast_n(node, 2, both, &out, error))
+      return FALSE;
+    outputs[0].dtype = out_dt;
+    outputs[0].shape = out;
+    outputs[0].data = NULL;
+    return TRUE;
+  }
+  }
+  QhShape out;
+  if (!broadcast_n(node, n, shapes, &out, error))
+    return FALSE;
+  outputs[0].dtype = out_dt;
+  outputs[0].shape = out;
+  outputs[0].data = NULL;
+  return TRUE;
+}
+
+typedef struct {
+  MathOp op;
+  const QhTensor *in[MAX_OPERANDS];
+  QhTensor *out;
+  Walk walk;
+} Job;
+
+/* Python's integer %: the result takes the divisor's sign (ONNX Mod with fmod=0). */
+static inline int64_t mod_floor(int64_t a, int64_t b) {
+  int64_t r = a % b;
+  return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+}
+
+static void unary_task(void *arg, int64_t begin, int64_t end) {
+  const Job *j = arg;
+  if (j->op == OP_NOT) {
+    const uint8_t *x = j->in[0]->data;
+    uint8_t *y = j->out->data;
+    for (int64_t i = begin; i < end; i++)
+      y[i] = !x[i];
+    return;
+  }
+  const float *x = j->in[0]->data;
+  float *y = j->out->data;
+  for (int64_t i = begin; i < end; i++) {
+    float v = x[i];
+    y[i] = j->op == OP_SQRT ? sqrtf(v) : j->op == OP_ERF ? erff(v) : j->op == OP_EXP ? expf(v) : -v;
+  }
+}
+
+static void broadcast_task(void *arg, int64_t begin, int64_t end) {
+  const Job *j = arg;
+  const QhTensor *a = j->in[0], *b = j->in[1];
+  size_t es = qh_dtype_size(j->out->dtype);
+  for (int64_t i = begin; i < end; i++) {
+    int64_t off[MAX_OPERANDS];
+    walk_offsets(&j->walk, i, off);
+    switch (j->op) {
+    case OP_POW:
+      ((float *)j->out->data)[i] = powf(((const float *)a->data)[off[0]], (float)value_at(b, off[1]));
+      break;
+    case OP_MOD:
+      if (a->dtype == QH_DTYPE_F32)
+        ((float *)j->out->data)[i] = fmodf(((const float *)a->data)[off[0]], ((const float *)b->data)[off[1]]);
+      else if (a->dtype == QH_DTYPE_S64)
+        ((int64_t *)j->out->data)[i] =
+            mod_floor(((const int64_t *)a->data)[off[0]], ((const int64_t *)b->data)[off[1]]);
+      else
+        ((int32_t *)j->out->data)[i] =
+            (int32_t)mod_floor(((const int32_t *)a->data)[off[0]], ((const int32_t *)b->data)[off[1]]);
+      break;
+    case OP_EQUAL: case OP_LESS: case OP_GREATER: {
+      /* int64 compared as int64: a double would merge values above 2^53 */
+      int c;
+      if (a->dtype == QH_DTYPE_S64) {
+        int64_t x = ((const int64_t *)a->data)[off[0]], y = ((const int64_t *)b->data)[off[1]];
+        c = j->op == OP_EQUAL ? x == y : j->op == OP_LESS ? x < y : x > y;
+      } else {
+        double x = value_at(a, off[0]), y = value_at(b, off[1]);
+        c = j->op == OP_EQUAL ? x == y : j->op == OP_LESS ? x < y : x > y;
+      }
+      ((uint8_t *)j->out->data)[i] = (uint8_t)c;
+      break;
+    }
+    case OP_WHERE: {
+      const QhTensor *src = ((const uint8_t *)a->data)[off[0]] ? j->in[1] : j->in[2];
+      int64_t o = ((const uint8_t *)a->data)[off[0]] ? off[1] : off[2];
+      memcpy((char *)j->out->data + (size_t)i * es, (const char *)src->data + (size_t)o * es, es);
+      break;
+    }
+    case OP_EXPAND:
+      memcpy((char *)j->out->data + (size_t)i * es, (const char *)a->data + (size_t)off[0] * es, es);
+      break;
+    default: /* unary ops take unary_task */
+      break;
+    }
+  }
+}
+
+static gboolean run(QhExecContext *ctx, const QhNode *node, const QhTensor *const *inputs, int n_inputs,
+                    QhTensor *const *outputs, int n_outputs, GError **error) {
+  (void)n_outputs;
+  Job j = {.op = op_of(node), .out = outputs[0]};
+  int n = j.op == OP_WHERE ? 3 : j.op == OP_EXPAND || n_inputs < 2 ? 1 : 2;
+  const QhShape *shapes[MAX_OPERANDS];
+  for (int k = 0; k < n; k++) {
+    j.in[k] = inputs[k];
+    shapes[k] = &inputs[k]->shape;
+  }
+  if (j.op == OP_MOD && inputs[0]->dtype != QH_DTYPE_F32)
+    for (int64_t i = 0; i < qh_tensor_numel(inputs[1]); i++)
+      if (value_at(inputs[1], i) == 0)
+        return qh_kernel_fail(error, node, QH_ERROR_INVALID,
+                              "integer Mod by zero (divisor element %" G_GINT64_FORMAT ")", i);
+  int64_t total = qh_tensor_numel(outputs[0]);
+  if (j.op <= OP_NOT) {
+    qh_thread_pool_parallel_for(ctx->pool, total, PAR_GRAIN, unary_task, &j);
+    return TRUE;
+  }
+  walk_init(&j.walk, &outputs[0]->shape, n, shapes);
+  qh_thread_pool_parallel_for(ctx->pool, total, PAR_GRAIN, broadcast_task, &j);
+  return TRUE;
+}
+
+const QhOpDef qh_ops_math[] = {
+    {"Sqrt", 1, 1, 1, 1, infer, run, NULL, NULL},    {"Erf", 1, 1, 1, 1, infer, run, NULL, NULL},
+    {"Exp", 1, 1, 1, 1, infer, run, NULL, NULL},     {"Neg", 1, 1, 1, 1, infer, run, NULL, NULL},
+    {"Not", 1, 1, 1, 1, infer, run, NULL, NULL},     {"Pow", 2, 2, 1, 1, infer, run, NULL, NULL},
+    {"Mod", 2, 2, 1, 1, infer, run, NULL, NULL},     {"Equal", 2, 2, 1, 1, infer, run, NULL, NULL},
+    {"Less", 2, 2, 1, 1, infer, run, NULL, NULL},    {"Greater", 2, 2, 1, 1, infer, run, NULL, NULL},
+    {"Where", 3, 3, 1, 1, infer, run, NULL, NULL},   {"Expand", 2, 2, 1, 1, infer, run, NULL, NULL},
+    {NULL},
+};
