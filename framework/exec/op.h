@@ -85,6 +85,7 @@ extern const QhOpDef qh_ops_resize[];      /* Resize */
 extern const QhOpDef qh_ops_cast[];        /* Cast, ConstantOfShape */
 extern const QhOpDef qh_ops_rnn[];         /* LSTM, GRU */
 extern const QhOpDef qh_ops_layernorm[];   /* LayerNormalization */
+extern const QhOpDef qh_ops_index_build[]; /* Range, ScatterND */
 extern const QhOpDef qh_ops_math[];        /* Sqrt, Erf, Exp, Neg, Not, Pow, Mod, Equal, Less, Greater, Where, Expand */
 
 G_END_DECLS

@@ -8,7 +8,7 @@
 static const QhOpDef *const families[] = {
     qh_ops_conv,       qh_ops_gemm, qh_ops_pool, qh_ops_elementwise, qh_ops_activation,
     qh_ops_norm,       qh_ops_reduce, qh_ops_qdq, qh_ops_shape,      qh_ops_index,
-    qh_ops_resize,     qh_ops_cast, qh_ops_math, qh_ops_rnn, qh_ops_layernorm,
+    qh_ops_resize,     qh_ops_cast, qh_ops_math, qh_ops_rnn, qh_ops_layernorm, qh_ops_index_build,
 };
 
 static const QhOpDef **all_ops;

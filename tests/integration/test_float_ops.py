@@ -4,8 +4,9 @@ against ONNX Runtime on hand-built graphs (onnx.helper), including the attribute
 forms PyTorch's exporter does not write: LSTM with peepholes, clip, initial states,
 per-batch sequence_lens and the reverse direction; GRU with linear_before_reset 0 and
 1; Mod with fmod 0 and 1 and negative operands; Where and Expand with three-way
-broadcasting; Equal/Less/Greater on int64; LayerNormalization on an inner axis with
-its Mean and InvStdDev outputs. The bar: max |qhost - ORT| <= 1e-4 * max |ORT| (exact
+broadcasting; Equal/Less/Greater on int64; Range with a negative step; ScatterND with
+each reduction and a negative index; LayerNormalization on an inner axis with its Mean
+and InvStdDev outputs. The bar: max |qhost - ORT| <= 1e-4 * max |ORT| (exact
 for integer and bool outputs). Bad attributes and data give one error line naming the
 node: an LSTM with an activations attribute, an integer Mod by zero, a
 LayerNormalization whose Scale does not match.
@@ -149,6 +150,27 @@ def case_math(r, tmp):
     agree(r, tmp, m, xe, "expand")
 
 
+def case_index_build(r, tmp):
+    ort_compare.require_ort()
+    helper = qhtest.onnx_modules()[2]
+    x = f32(5)
+    consts = [("s", np.array(2.0, np.float32)), ("l", np.array(7.0, np.float32)), ("d", np.array(1.0, np.float32))]
+    m = model([helper.make_node("Range", ["s", "l", "d"], ["rg"]), helper.make_node("Add", ["x", "rg"], ["y"])],
+              ("x", x), "y", consts)
+    agree(r, tmp, m, x, "range_float")
+    xi = np.arange(4, dtype=np.int64)
+    consts = [("s", np.array(10, np.int64)), ("l", np.array(-2, np.int64)), ("d", np.array(-3, np.int64))]
+    m = model([helper.make_node("Range", ["s", "l", "d"], ["rg"]), helper.make_node("Add", ["x", "rg"], ["y"])],
+              ("x", xi), "y", consts, out_dtype=np.int64)
+    agree(r, tmp, m, xi, "range_int_negative_delta")
+    data = f32(4, 3)
+    for red in ("none", "add", "mul"):
+        attrs = {} if red == "none" else {"reduction": red}
+        m = model([helper.make_node("ScatterND", ["x", "i", "u"], ["y"], **attrs)], ("x", data), "y",
+                  [("i", np.array([[1], [-1]], np.int64)), ("u", f32(2, 3))], opset=16)
+        agree(r, tmp, m, data, f"scatternd_{red}")
+
+
 def case_layernorm(r, tmp):
     ort_compare.require_ort()
     helper = qhtest.onnx_modules()[2]
@@ -195,6 +217,7 @@ CASES = {
     "lstm_forms": case_lstm_forms,
     "gru_forms": case_gru_forms,
     "math": case_math,
+    "index_build": case_index_build,
     "layernorm": case_layernorm,
     "bad_input": case_bad_input,
 }

@@ -23,6 +23,8 @@ Models:
                 head on the last step; int64 tokens
   convnext_block a ConvNeXt block: 7x7 depthwise conv, LayerNorm, Linear, GELU (Erf),
                 Linear, residual
+  swin_block    torchvision's SwinTransformerBlock with a shifted window (the mask
+                built with Range/ScatterND, a training-mode Dropout of ratio 0)
 A name ending in "17" (text_encoder17, convnext_block17) is exported at opset 17,
 where nn.LayerNorm becomes one LayerNormalization node; the others at opset 13.
 """
@@ -172,6 +174,10 @@ def build(name):
         return Recurrent(name).eval(), tokens(2, 10)
     if name.startswith("convnext_block"):
         return ConvNeXtBlock().eval(), torch.randn(2, 16, 8, 8)
+    if name == "swin_block":
+        from torchvision.models.swin_transformer import SwinTransformerBlock
+        block = SwinTransformerBlock(16, 2, window_size=[4, 4], shift_size=[2, 2])
+        return block.eval(), torch.randn(1, 8, 8, 16)
     raise ValueError(f"unknown model {name}")
 
 
@@ -244,11 +250,13 @@ def export(outdir, name):
         assert {"Equal", "Where", "Pow", "Sqrt"} <= set(ops), f"{onnx_path}: {sorted(set(ops))}"
     if name in ("lstm", "gru"):
         assert name.upper() in ops, f"{onnx_path}: {sorted(set(ops))}"
+    if name == "swin_block":
+        assert {"Range", "ScatterND"} <= set(ops), f"{onnx_path}: {sorted(set(ops))}"
     return onnx_path
 
 
 MODELS = ("tutorial", "tutorial_nobn", "mlp", "resnet18", "mobilenet_v2", "digits", "text_encoder",
-          "text_encoder17", "lstm", "gru", "convnext_block", "convnext_block17")
+          "text_encoder17", "lstm", "gru", "convnext_block", "convnext_block17", "swin_block")
 
 
 def main(argv):

@@ -149,6 +149,10 @@ static void test_identity_dropout(void) {
     g_assert_cmpint(((guint8 *)c->out[1]->data)[i], ==, 1);
   ((guint8 *)c->in[2]->data)[0] = 1;
   expect_error(c, QH_ERROR_UNSUPPORTED, "training_mode is true");
+  /* ratio 0 in training mode (torchvision swin's F.dropout(p=0.0)): an identity */
+  ((float *)c->in[1]->data)[0] = 0.0f;
+  run_ok(c, FALSE);
+  check_f32(c->out[0], 2, DIMS(2, 2), F32V(0, 1, 2, 3), 0);
   case_free(c);
 }
 

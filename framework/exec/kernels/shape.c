@@ -305,7 +305,9 @@ static gboolean identity_infer(const QhNode *node, const QhTensor *const *inputs
   return set_output(node, &outputs[0], inputs[0]->dtype, &inputs[0]->shape, error);
 }
 
-/* qhost only runs inference: a training-mode Dropout would have to be random. */
+/* qhost only runs inference: a training-mode Dropout would have to be random, unless
+ * its ratio is 0 (torchvision's swin calls F.dropout(p=0.0) without training=False,
+ * which exports training_mode true: an identity, as ONNX Runtime runs it). */
 static gboolean dropout_check_mode(const QhNode *node, const QhTensor *const *inputs, int n_inputs,
                                    GError **error) {
   const QhTensor *t = n_inputs > 2 ? inputs[2] : NULL;
@@ -314,9 +316,12 @@ static gboolean dropout_check_mode(const QhNode *node, const QhTensor *const *in
   if (t->dtype != QH_DTYPE_BOOL)
     return qh_kernel_fail(error, node, QH_ERROR_INVALID, "training_mode must be bool, not %s",
                           qh_dtype_name(t->dtype));
-  if (*(const guint8 *)t->data)
+  const QhTensor *ratio = n_inputs > 1 ? inputs[1] : NULL;
+  gboolean zero_ratio = ratio != NULL && ratio->data != NULL && ratio->dtype == QH_DTYPE_F32 &&
+                        qh_tensor_numel(ratio) == 1 && ((const float *)ratio->data)[0] == 0.0f;
+  if (*(const guint8 *)t->data && !zero_ratio)
     return qh_kernel_fail(error, node, QH_ERROR_UNSUPPORTED,
-                          "training_mode is true; only inference is supported");
+                          "training_mode is true with a non-zero ratio; only inference is supported");
   return TRUE;
 }
 
