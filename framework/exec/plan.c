@@ -207,6 +207,24 @@ static gboolean plan_external(QhPlan *plan, const QhNode *node, GError **error) 
   return ok;
 }
 
+/* The other op types of g without a host kernel, after the one node has, each once in
+ * graph order ("Erf, LSTM"): so that one error names every op a model needs. */
+static char *other_unsupported(const QhGraph *g, const QhNode *node) {
+  GString *s = g_string_new(NULL);
+  GHashTable *seen = g_hash_table_new(g_str_hash, g_str_equal);
+  g_hash_table_add(seen, (gpointer)node->op_type);
+  for (guint i = 0; i < g->nodes->len; i++) {
+    const QhNode *n = g_ptr_array_index(g->nodes, i);
+    if (qh_op_find(n->domain, n->op_type) == NULL && !g_hash_table_contains(seen, n->op_type)) {
+      g_hash_table_add(seen, (gpointer)n->op_type);
+      g_string_append_printf(s, "%s%s%s%s", s->len ? ", " : "", *n->domain ? n->domain : "",
+                             *n->domain ? "." : "", n->op_type);
+    }
+  }
+  g_hash_table_destroy(seen);
+  return g_string_free(s, FALSE);
+}
+
 static gboolean plan_node(QhPlan *plan, const QhNode *node, GError **error) {
   if (plan->resolve && plan->resolve(plan->resolve_data, node, &plan->ext[node->id])) {
     if (plan->ext[node->id].infer == NULL || plan->ext[node->id].run == NULL)
@@ -217,9 +235,13 @@ static gboolean plan_node(QhPlan *plan, const QhNode *node, GError **error) {
   if (def == NULL) {
     if (plan->shapes_only)
       return TRUE; /* outputs stay unknown; consumers are skipped too */
-    return node_fail(error, node, QH_ERROR_UNSUPPORTED,
-                     "operator %s%s%s is not supported by qhost's reference kernels",
-                     *node->domain ? node->domain : "", *node->domain ? "." : "", node->op_type);
+    char *others = other_unsupported(plan->graph, node);
+    gboolean ok = node_fail(error, node, QH_ERROR_UNSUPPORTED,
+                            "operator %s%s%s is not supported by qhost's reference kernels%s%s",
+                            *node->domain ? node->domain : "", *node->domain ? "." : "", node->op_type,
+                            *others ? "; nor are " : "", others);
+    g_free(others);
+    return ok;
   }
   plan->defs[node->id] = def;
   if (node->n_inputs < def->min_inputs || node->n_inputs > def->max_inputs)

@@ -9,7 +9,8 @@ each reduction and a negative index; LayerNormalization on an inner axis with it
 and InvStdDev outputs. The bar: max |qhost - ORT| <= 1e-4 * max |ORT| (exact
 for integer and bool outputs). Bad attributes and data give one error line naming the
 node: an LSTM with an activations attribute, an integer Mod by zero, a
-LayerNormalization whose Scale does not match.
+LayerNormalization whose Scale does not match; a model with several ops qhost lacks
+names all of them.
 """
 import os
 import subprocess
@@ -211,6 +212,11 @@ def case_bad_input(r, tmp):
     m = model([helper.make_node("LayerNormalization", ["x", "s"], ["y"], name="ln")], ("x", x), "y",
               [("s", f32(3))], opset=17)
     refused(r, tmp, m, x, "layernorm_scale", "node 'ln' (LayerNormalization): Scale must be float32")
+    # every op qhost lacks is named in the one line, not only the first it meets
+    m = model([helper.make_node("Celu", ["x"], ["a"], name="c1"), helper.make_node("Softsign", ["a"], ["b"]),
+               helper.make_node("Celu", ["b"], ["c"]), helper.make_node("Mish", ["c"], ["y"])], ("x", x), "y")
+    refused(r, tmp, m, x, "unsupported_all",
+            "node 'c1' (Celu): operator Celu is not supported by qhost's reference kernels; nor are Softsign, Mish")
 
 
 CASES = {
