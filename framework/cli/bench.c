@@ -107,9 +107,13 @@ static void print_json(const Bench *x) {
     json_builder_add_int_value(b, x->fp32_dropped);
     add_latency(b, x->fp32_ms, x->runs);
     json_builder_end_object(b);
+    /* a run below the clock's resolution times 0: no ratio (JSON has no infinity) */
+    double fp32_median = median_of_sorted(x->fp32_ms, x->runs);
     json_builder_set_member_name(b, "int8_over_fp32");
-    json_builder_add_double_value(b, median_of_sorted(x->ms, x->runs) /
-                                         median_of_sorted(x->fp32_ms, x->runs));
+    if (fp32_median > 0)
+      json_builder_add_double_value(b, median_of_sorted(x->ms, x->runs) / fp32_median);
+    else
+      json_builder_add_null_value(b);
   }
   QhLowering *l = qh_cli_runner_lowering(x->runner);
   if (l) {
@@ -135,10 +139,12 @@ static void print_text(const Bench *x) {
          x->common->threads, x->runs, x->warmup, median, x->ms[0], x->ms[x->runs - 1]);
   if (x->fp32_ms) {
     double fm = median_of_sorted(x->fp32_ms, x->runs);
+    char *ratio = fm > 0 ? g_strdup_printf("%.2fx", median / fm) : g_strdup("n/a (below the clock's resolution)");
     printf("fp32 (%s, host:reference, same run): median %.3f ms [min %.3f - max %.3f]; "
-           "ratio to fp32 %.2fx\n",
+           "ratio to fp32 %s\n",
            x->fp32_dropped ? "the model with its Q/DQ dropped" : "the same model", fm, x->fp32_ms[0],
-           x->fp32_ms[x->runs - 1], median / fm);
+           x->fp32_ms[x->runs - 1], ratio);
+    g_free(ratio);
   }
   QhLowering *l = qh_cli_runner_lowering(x->runner);
   if (l) {

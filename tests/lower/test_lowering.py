@@ -97,7 +97,9 @@ def case_bench_coverage(r, tmp):
     assert cov["qdq_between_kernels"] == 0, cov
     assert cov["plugin_mac_share"] > 0.99
     assert 0 < cov["plugin_time_share"] <= 1
-    assert b["fp32"]["qdq_pairs_dropped"] > 0 and b["int8_over_fp32"] > 0
+    assert b["fp32"]["qdq_pairs_dropped"] > 0
+    # null only where the fp32 run timed 0 (below the clock's resolution): JSON has no inf
+    assert b["int8_over_fp32"] > 0 if b["fp32"]["median_ms"] > 0 else b["int8_over_fp32"] is None
     assert all(u["time_ms"] >= 0 for u in cov["units"])
     text = ok(r, "bench", model, "--runs", "2", "--warmup", "0", *BACKEND)
     assert "coverage: 5 of 7 node units" in text and "ratio to fp32" in text, text
