@@ -11,7 +11,7 @@
 typedef struct {
   uint32_t n_threads;
   FbIsa isa;         /* the fastest path the host's CPU features allow */
-  int clamp_to_dtype; /* output_clamp=dtype: saturate at 255 as FBGEMM does, not at quant_max */
+  int clamp_to_dtype; /* output_clamp=dtype (default): saturate at 255 as FBGEMM does; range: at quant_max */
 } FbInstance;
 
 enum { FB_CONV, FB_LINEAR };

@@ -7,9 +7,11 @@ every kernel path this CPU has (QHOST_CPU_DISABLE hides the faster ones): the pa
 identical bytes, every Conv/Gemm/MatMul unit is claimed, and the output stays within 3
 steps of the host's QDQ run (a chain compounds one-step near-tie differences). With
 fbgemm's reduce_range activations and with qnnpack's full-range ones (AVX2 then takes its
-exact variant). On fbgemm's file the chain is compared with `--backend-opt
-output_clamp=dtype` (saturating at 255 as the host does); the default clamp at the recorded
-127 is checked on one Conv unit, where it must give the host's output capped at 127.
+exact variant). The chain runs with the default output clamp, `dtype` (saturating at 255
+as the host does), and is also held identical to the run that names it. The clamp is
+checked on one Conv unit with outputs driven past the recorded 127: by default (and with
+`--backend-opt output_clamp=dtype`) the kernel gives the host's output, above 127; with
+`output_clamp=range` the host's output capped at 127.
 Depthwise and grouped convolutions and a Gemm with alpha != 1 are declined with their
 reasons, and 1 and 2 threads agree.
 """
@@ -124,6 +126,7 @@ def units(r, model):
 
 
 DTYPE_CLAMP = ["--backend-opt", "output_clamp=dtype"]
+RANGE_CLAMP = ["--backend-opt", "output_clamp=range"]
 
 
 def check_paths(r, model, x, tmp, tag, *extra):
@@ -158,7 +161,10 @@ def forms_case(backend, seed):
         print(f"{backend}: {len(claimed)} units on fbgemm; weighted units on the host: {host}")
         assert not host, host
         assert len(claimed) == 9, [u.get("name") for u in claimed]   # 6 convs, 2 Gemm, 1 MatMul
-        check_paths(r, model, x, tmp, backend, *DTYPE_CLAMP)
+        got = check_paths(r, model, x, tmp, backend)   # the default clamp
+        named = os.path.join(tmp, f"{backend}.dtype.npy")
+        ok(r, "run", model, "--input", x, "-o", named, *BACKEND, *DTYPE_CLAMP)
+        assert np.array_equal(np.load(named), got), "the default differs from output_clamp=dtype"
     return case
 
 
@@ -172,7 +178,7 @@ def case_declines(r, tmp):
                        ("g2", "alpha or beta other than 1")):
         hit = [why for unit, why in reasons.items() if unit and name in unit]
         assert hit and text in hit[0], f"{name}: {hit} (want '{text}')"
-    check_paths(r, model, x, tmp, "declines", *DTYPE_CLAMP)  # the rest still runs, on every path
+    check_paths(r, model, x, tmp, "declines")  # the rest still runs, on every path
 
 
 def case_threads_agree(r, tmp):
@@ -187,8 +193,9 @@ def case_threads_agree(r, tmp):
 
 def case_clamp(r, tmp):
     """One Conv unit of fbgemm's file (output range [0, 127] recorded), inputs past the
-    calibrated range: by default the kernel gives the host's output capped at 127 (within
-    one step); with output_clamp=dtype the host's output itself."""
+    calibrated range: by default and with output_clamp=dtype the kernel gives the host's
+    output itself (saturating at 255, within one step); with output_clamp=range the host's
+    output capped at 127."""
     rng = np.random.default_rng(13)
     n, inits = conv("c", "x", 6, 11, 3, rng)
     fmodel = qhtest.save_model(qhtest.make_model([n], [("x", [1, 6, 7, 7])], [("c", [1, 11, 7, 7])], inits),
@@ -206,17 +213,19 @@ def case_clamp(r, tmp):
     assert ranges.get("qhost.quant_range:" + out_q.output[0]) == "0,127", ranges
     inits = {t.name: nh.to_array(t) for t in m.graph.initializer}
     s, z = float(inits[out_q.input[1]]), int(inits[out_q.input[2]])
-    host, low, wide = (os.path.join(tmp, f) for f in ("host.npy", "low.npy", "wide.npy"))
+    host, dflt, low, wide = (os.path.join(tmp, f) for f in ("host.npy", "default.npy", "low.npy", "wide.npy"))
     ok(r, "run", model, "--input", x, "-o", host)
-    ok(r, "run", model, "--input", x, "-o", low, *BACKEND)
+    ok(r, "run", model, "--input", x, "-o", dflt, *BACKEND)
+    ok(r, "run", model, "--input", x, "-o", low, *BACKEND, *RANGE_CLAMP)
     ok(r, "run", model, "--input", x, "-o", wide, *BACKEND, *DTYPE_CLAMP)
     q = lambda p: np.rint(np.load(p) / s) + z  # noqa: E731
-    h, lo, wd = q(host), q(low), q(wide)
-    print(f"clamp: host max {h.max():.0f} ({100 * np.mean(h > 127):.1f}% above 127), default max {lo.max():.0f}, "
-          f"dtype max {wd.max():.0f}")
+    h, d, lo, wd = q(host), q(dflt), q(low), q(wide)
+    print(f"clamp: host max {h.max():.0f} ({100 * np.mean(h > 127):.1f}% above 127), default max {d.max():.0f}, "
+          f"range max {lo.max():.0f}, dtype max {wd.max():.0f}")
     assert np.mean(h > 127) > 0.01, "the inputs do not reach past the recorded range"
-    assert lo.max() <= 127 and np.abs(lo - np.minimum(h, 127)).max() <= 1, "default clamp"
-    assert np.abs(wd - h).max() <= 1 and wd.max() > 127, "output_clamp=dtype"
+    assert np.array_equal(d, wd), "the default differs from output_clamp=dtype"
+    assert np.abs(wd - h).max() <= 1 and wd.max() > 127, "output_clamp=dtype (the default)"
+    assert lo.max() <= 127 and np.abs(lo - np.minimum(h, 127)).max() <= 1, "output_clamp=range"
 
 
 CASES = {
