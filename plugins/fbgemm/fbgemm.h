@@ -19,9 +19,10 @@ enum { FB_CONV, FB_LINEAR };
 /* Everything accept and create learn about a unit. */
 typedef struct {
   int kind, relu;
+  int dw;           /* conv: depthwise (group = ci = co, one weight channel each) */
   int w_kn;         /* linear: weight stored [K, N] (MatMul, Gemm transB=0) */
   int64_t n, k;     /* linear: output channels, reduction */
-  int64_t co, ci, kh, kw, stride[2], pad[4], dil[2];
+  int64_t co, ci, kh, kw, stride[2], pad[4], dil[2]; /* depthwise: ci = co = group */
   uint32_t w_value, b_value;
   const QhQParams *xq, *wq, *bq, *yq;
 } FbInfo;

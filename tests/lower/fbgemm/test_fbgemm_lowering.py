@@ -12,8 +12,10 @@ as the host does), and is also held identical to the run that names it. The clam
 checked on one Conv unit with outputs driven past the recorded 127: by default (and with
 `--backend-opt output_clamp=dtype`) the kernel gives the host's output, above 127; with
 `output_clamp=range` the host's output capped at 127.
-Depthwise and grouped convolutions and a Gemm with alpha != 1 are declined with their
-reasons, and 1 and 2 threads agree.
+Depthwise convolutions (3x3 and 5x5, strided, dilated, asymmetric pads, odd channel
+counts, with and without Relu) are claimed and held to the same bars on both files; a 7x7
+depthwise, a depthwise with a channel multiplier, a grouped convolution and a Gemm with
+alpha != 1 are declined with their reasons, and 1 and 2 threads agree.
 """
 import json
 import os
@@ -173,12 +175,69 @@ def case_declines(r, tmp):
     reasons = {u.get("name"): u.get("reason") or "" for u in units(r, model)
                if u.get("kernel") == "host:reference"}
     print("declined:", reasons)
-    for name, text in (("dw", "grouped and depthwise convolutions are not claimed yet"),
-                       ("gc", "grouped and depthwise convolutions are not claimed yet"),
+    assert not any(unit and "dw" in unit for unit in reasons), "the depthwise 3x3 is declined"
+    for name, text in (("gc", "grouped convolutions and depthwise ones with a channel multiplier are not "
+                              "claimed yet"),
                        ("g2", "alpha or beta other than 1")):
         hit = [why for unit, why in reasons.items() if unit and name in unit]
         assert hit and text in hit[0], f"{name}: {hit} (want '{text}')"
     check_paths(r, model, x, tmp, "declines")  # the rest still runs, on every path
+
+
+def depthwise_model(path, rng):
+    """Depthwise units the plugin claims (d1..d5), then two it declines (d7: 7x7; dm: a
+    channel multiplier of 2)."""
+    nodes, inits = [], []
+
+    def add(part):
+        nodes.append(part[0])
+        inits.extend(part[1])
+
+    add(conv("c1", "x", 6, 24, 3, rng))
+    nodes.append(node("Relu", ["c1"], "r1"))
+    add(conv("d1", "r1", 24, 24, 3, rng, group=24))                                   # 15x14
+    nodes.append(node("Relu", ["d1"], "rd1"))
+    add(conv("d2", "rd1", 24, 24, 3, rng, group=24, stride=2, pads=[0, 1, 1, 0]))     # 7x7
+    add(conv("d3", "d2", 24, 24, 5, rng, group=24))                                   # 7x7
+    add(conv("p1", "d3", 24, 19, 1, rng))
+    add(conv("d4", "p1", 19, 19, 3, rng, group=19, dil=2))                            # 7x7, 19 channels
+    nodes.append(node("Relu", ["d4"], "rd4"))
+    add(conv("d5", "rd4", 19, 19, 5, rng, group=19, stride=2, pads=[2, 1, 2, 1]))     # 4x3
+    add(conv("d7", "d5", 19, 19, 7, rng, group=19))                                   # declined: 7x7
+    add(conv("dm", "d7", 19, 38, 3, rng, group=19))                                   # declined: multiplier 2
+    nodes.append(node("Flatten", ["dm"], "f"))
+    inits.append(("g_w", (rng.standard_normal((10, 38 * 4 * 3)) * 0.05).astype(np.float32)))
+    inits.append(("g_b", (rng.standard_normal(10) * 0.1).astype(np.float32)))
+    nodes.append(node("Gemm", ["f", "g_w", "g_b"], "y", transB=1))
+    model = qhtest.make_model(nodes, [("x", [1, 6, 15, 14])], [("y", [1, 10])], inits)
+    return qhtest.save_model(model, path)
+
+
+def depthwise_case(backend, seed):
+    def case(r, tmp):
+        rng = np.random.default_rng(seed)
+        fmodel = depthwise_model(os.path.join(tmp, "dw.onnx"), rng)
+        calib, x = os.path.join(tmp, "calib.npy"), os.path.join(tmp, "x.npy")
+        np.save(calib, rng.uniform(-1, 1, (24, 6, 15, 14)).astype(np.float32))
+        np.save(x, rng.uniform(-1.3, 1.3, (12, 6, 15, 14)).astype(np.float32))
+        model = os.path.join(tmp, f"dw.{backend}.qdq.onnx")
+        ok(r, "quantize", fmodel, "--backend", backend, "--calib", calib, "-o", model, "--quiet")
+        us = units(r, model)
+        by_name = {}
+        for u in us:
+            for name in ("d1", "d2", "d3", "d4", "d5", "d7", "dm"):
+                if name in (u.get("name") or ""):
+                    by_name[name] = u
+        print(f"{backend}: " + ", ".join(f"{n}: {u.get('kernel')} {u.get('reason') or ''}".strip()
+                                         for n, u in sorted(by_name.items())))
+        for name in ("d1", "d2", "d3", "d4", "d5"):
+            assert by_name.get(name, {}).get("kernel", "").startswith("fbgemm_"), (name, by_name.get(name))
+        for name, text in (("d7", "depthwise kernels other than 3x3 and 5x5 are not claimed yet"),
+                           ("dm", "depthwise ones with a channel multiplier are not claimed yet")):
+            u = by_name.get(name, {})
+            assert u.get("kernel") == "host:reference" and text in (u.get("reason") or ""), (name, u)
+        check_paths(r, model, x, tmp, f"depthwise_{backend}")
+    return case
 
 
 def case_threads_agree(r, tmp):
@@ -233,6 +292,8 @@ CASES = {
     "forms_fbgemm": forms_case("fbgemm", 1),
     "forms_qnnpack": forms_case("qnnpack", 3),   # full-range [0, 255] activations
     "declines": case_declines,
+    "depthwise_fbgemm": depthwise_case("fbgemm", 21),
+    "depthwise_qnnpack": depthwise_case("qnnpack", 23),   # full-range [0, 255] activations
     "threads_agree": case_threads_agree,
 }
 
