@@ -53,6 +53,14 @@ MUTATIONS = {
         "      __m256i q = _mm256_add_epi32(_mm256_cvttps_epi32(_mm256_add_ps(f, _mm256_or_ps(\n"
         "          _mm256_set1_ps(0.5f), _mm256_and_ps(f, _mm256_set1_ps(-0.0f))))), zo);\n",
         r"^fbgemm/kernels/avx2$|^lower/fbgemm/|^lower/plugin_check/fbgemm$|^parity/fbgemm/"),
+    # the fbgemm plugin's portable depthwise code (the packed_c path, and the AVX2 path's
+    # last channels short of 8) caps the input zero point at 127, as if every file were
+    # reduce_range: wrong only where zx > 127 (full-range activations)
+    "fbgemm_dw_zero_point": (
+        "plugins/fbgemm/dw.c",
+        "          acc[j] += ((int32_t)xp[j] - p->zx) * wp[j];\n",
+        "          acc[j] += ((int32_t)xp[j] - (p->zx > 127 ? 127 : p->zx)) * wp[j];\n",
+        r"^fbgemm/kernels/(packed_c|avx2)$|^lower/fbgemm/|^lower/plugin_check/fbgemm$"),
 }
 
 
