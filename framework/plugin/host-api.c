@@ -8,6 +8,10 @@
 #include <glib/gstdio.h>
 #include <sys/stat.h>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 #include "lower/deploy-model.h"
 #include "plugin/graph-view.h"
 #include "plugin/host-api-private.h"
@@ -108,6 +112,14 @@ static uint64_t detect_cpu(void) {
   if (__builtin_cpu_supports("avx512bw")) f |= QH_CPU_AVX512BW;
   if (__builtin_cpu_supports("avx512vl")) f |= QH_CPU_AVX512VL;
   if (__builtin_cpu_supports("avx512vnni")) f |= QH_CPU_AVX512VNNI;
+  /* AVX-VNNI (vpdpbusd on ymm, e.g. Alder Lake without AVX-512) is read from CPUID itself:
+   * leaf 7 subleaf 1, EAX bit 4; subleaf 1 exists when subleaf 0's EAX (the highest
+   * subleaf) is at least 1. It uses the ymm state, so it counts only where the OS has
+   * enabled that state, which __builtin_cpu_supports("avx2") has already checked. */
+  unsigned a, b, c, d;
+  if ((f & QH_CPU_AVX2) && __get_cpuid_count(7, 0, &a, &b, &c, &d) && a >= 1 &&
+      __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 4)))
+    f |= QH_CPU_AVXVNNI;
 #endif
   return f;
 }

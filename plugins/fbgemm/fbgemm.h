@@ -11,7 +11,7 @@
 typedef struct {
   uint32_t n_threads;
   FbIsa isa;         /* the fastest path the host's CPU features allow */
-  int clamp_to_dtype; /* output_clamp=dtype: saturate at 255 as FBGEMM does, not at quant_max */
+  int clamp_to_dtype; /* output_clamp=dtype (default): saturate at 255 as FBGEMM does; range: at quant_max */
 } FbInstance;
 
 enum { FB_CONV, FB_LINEAR };
@@ -19,9 +19,10 @@ enum { FB_CONV, FB_LINEAR };
 /* Everything accept and create learn about a unit. */
 typedef struct {
   int kind, relu;
+  int dw;           /* conv: depthwise (group = ci = co, one weight channel each) */
   int w_kn;         /* linear: weight stored [K, N] (MatMul, Gemm transB=0) */
   int64_t n, k;     /* linear: output channels, reduction */
-  int64_t co, ci, kh, kw, stride[2], pad[4], dil[2];
+  int64_t co, ci, kh, kw, stride[2], pad[4], dil[2]; /* depthwise: ci = co = group */
   uint32_t w_value, b_value;
   const QhQParams *xq, *wq, *bq, *yq;
 } FbInfo;

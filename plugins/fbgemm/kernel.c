@@ -1,8 +1,9 @@
 /* The fbgemm plugin's kernel objects: create reads the unit's weights, bias and qparams,
  * derives the per-channel multiplier and bias the way PyTorch 1.13's fbgemm engine does,
  * and packs the weights once (kernels.h); reshape fixes the geometry and the workspace
- * (one im2col block per worker); run splits the work over the host's pool with
- * parallel_for. Conv is NHWC; linear takes any layout (rows of K). */
+ * (one im2col block per worker; none for depthwise); run splits the work over the host's
+ * pool with parallel_for. Conv (dense or depthwise) is NHWC; linear takes any layout
+ * (rows of K). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +14,7 @@ typedef struct {
   FbInfo in;
   FbIsa isa;
   FbPacked pk;
+  FbDwPacked dw; /* depthwise units' weights instead of pk */
   FbConv geo;
   uint32_t slots; /* workers the workspace has room for */
   int reshaped, in_rank;
@@ -25,6 +27,7 @@ static void kernel_destroy(void *kernel) {
   if (!k)
     return;
   fb_pack_free(&k->pk);
+  fb_dw_pack_free(&k->dw);
   free(k);
 }
 
@@ -65,7 +68,8 @@ static void requant_arrays(const FbInfo *in, const void *b, int64_t nc, float *b
 static QhStatus *prepare(Kernel *k, const QhHostApi *host, const QhGraphView *g) {
   const FbInfo *in = &k->in;
   int64_t nc = in->kind == FB_CONV ? in->co : in->n;
-  int64_t kk = in->kind == FB_CONV ? in->ci * in->kh * in->kw : in->k;
+  /* reduction per output channel; a depthwise channel sees its own input channel only */
+  int64_t kk = in->kind == FB_CONV ? (in->dw ? 1 : in->ci) * in->kh * in->kw : in->k;
   const void *w = NULL, *b = NULL;
   size_t wn = 0, bn = 0;
   QhStatus *st = host->value_data(g, in->w_value, &w, &wn);
@@ -90,7 +94,9 @@ static QhStatus *prepare(Kernel *k, const QhHostApi *host, const QhGraphView *g)
   for (int64_t c = 0; c < nc; c++)
     for (int64_t j = 0; j < kk; j++) {
       int64_t src;
-      if (in->kind == FB_CONV) {
+      if (in->dw) {
+        src = c * kk + j; /* [C][1][kh][kw] is already [channel][ky][kx] */
+      } else if (in->kind == FB_CONV) {
         int64_t ci = j % in->ci, kx = (j / in->ci) % in->kw, ky = j / (in->ci * in->kw);
         src = ((c * in->ci + ci) * in->kh + ky) * in->kw + kx;
       } else {
@@ -103,7 +109,7 @@ static QhStatus *prepare(Kernel *k, const QhHostApi *host, const QhGraphView *g)
   int32_t zo = yq->zero_point[0];
   FbRequant rq = {.zx = in->xq->zero_point[0], .zo = zo, .lo = in->relu && zo > yq->quant_min ? zo : yq->quant_min,
                   .hi = k->inst->clamp_to_dtype ? 255 : yq->quant_max, .bias = bias, .mult = mult};
-  int bad = fb_pack(&k->pk, wr, nc, kk, &rq);
+  int bad = in->dw ? fb_dw_pack(&k->dw, wr, nc, kk, &rq) : fb_pack(&k->pk, wr, nc, kk, &rq);
   free(wr), free(bias), free(mult);
   return bad ? host->status_new(QH_ERR_OUT_OF_MEMORY, "out of memory packing weights") : NULL;
 }
@@ -214,7 +220,7 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
   k->in_bytes = numel(x);
   k->out_bytes = numel(y);
   k->reshaped = 1;
-  *out_workspace = fb_conv_workspace(&k->geo, &k->pk, k->slots);
+  *out_workspace = k->in.dw ? 0 : fb_conv_workspace(&k->geo, &k->pk, k->slots);
   return NULL;
 }
 
@@ -250,7 +256,7 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: input differs from reshape's");
   if (!u8_view_ok(y) || y->nbytes != k->out_bytes || (k->out_bytes && !y->data))
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: output buffer differs from reshape's");
-  size_t need = fb_conv_workspace(&k->geo, &k->pk, k->slots);
+  size_t need = k->in.dw ? 0 : fb_conv_workspace(&k->geo, &k->pk, k->slots);
   if (workspace_bytes < need || (need && !workspace))
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: workspace smaller than reshape asked for");
   if (k->out_bytes == 0)
@@ -259,7 +265,10 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
   uint32_t workers = ctx && host->run_thread_count ? host->run_thread_count(ctx) : 1;
   /* the workspace has one im2col block per worker reshape counted on */
   FbPool pool = {.run = pool_run, .runner = &r, .n_workers = workers <= k->slots ? workers : 1};
-  fb_conv_packed(k->isa, &k->geo, &k->pk, x->data, y->data, workspace, &pool);
+  if (k->in.dw)
+    fb_dw_run(k->isa, &k->geo, &k->dw, x->data, y->data, &pool);
+  else
+    fb_conv_packed(k->isa, &k->geo, &k->pk, x->data, y->data, workspace, &pool);
   return r.status;
 }
 

@@ -112,4 +112,52 @@ size_t fb_conv_workspace(const FbConv *c, const FbPacked *pk, uint32_t n_workers
 void fb_conv_packed(FbIsa isa, const FbConv *c, const FbPacked *pk, const uint8_t *x, uint8_t *y,
                     void *ws, const FbPool *pool);
 
+/* Depthwise convolution: group = channels, one output channel per input channel
+ * (c->ic == c->oc), weights w[c][ky][kx]. The scalar twin, the oracle of every path. */
+void fb_dw_ref(const FbConv *c, const uint8_t *x, const int8_t *w, const FbRequant *rq, uint8_t *y);
+
+/* Depthwise weights packed once (dw.c): int32, tap-major, w[t * cp + c] for tap t = ky * kw
+ * + kx, channels padded to cp (a multiple of FB_DW_NR) with zero weights, the bias and
+ * multiplier arrays padded likewise; all 64-byte aligned for the vector loads. */
+#define FB_DW_NR 16
+typedef struct {
+  int64_t c, cp, taps;
+  int32_t *w;
+  float *bias, *mult;
+  float lo, hi; /* clamp bounds relative to zo */
+  int32_t zx, zo;
+} FbDwPacked;
+
+/* w: [c][taps]. 0 on success, -1 when out of memory (p is then freed). */
+int fb_dw_pack(FbDwPacked *p, const int8_t *w, int64_t ch, int64_t taps, const FbRequant *rq);
+void fb_dw_pack_free(FbDwPacked *p);
+/* The taps [*k0, *k1) of a k-tap window starting at input index i0 (dilation d) that fall
+ * inside [0, n). Inline and division-free away from the borders: it runs once per output
+ * row and once per output pixel. */
+static inline void fb_dw_range(int64_t i0, int64_t n, int64_t k, int64_t d, int64_t *k0, int64_t *k1) {
+  if (i0 >= 0 && i0 + (k - 1) * d < n) {
+    *k0 = 0, *k1 = k;
+    return;
+  }
+  /* the first tap at or past 0, and one past the last tap before n */
+  int64_t a = i0 >= 0 ? 0 : (-i0 + d - 1) / d, b = n - i0 <= 0 ? 0 : (n - i0 + d - 1) / d;
+  b = b > k ? k : b;
+  *k0 = a > b ? b : a, *k1 = b;
+}
+/* Output channels [c0, c1) of one pixel in plain C (the SIMD paths' channel tail). */
+void fb_dw_pixel_c(const FbConv *c, const FbDwPacked *p, const uint8_t *x, int64_t b, int64_t oy, int64_t ox,
+                   int64_t c0, int64_t c1, uint8_t *y);
+/* One output row (image b, row oy), all channels. One per ISA. */
+typedef void (*FbDwRowFn)(const FbConv *c, const FbDwPacked *p, const uint8_t *x, int64_t b, int64_t oy,
+                          uint8_t *y);
+void fb_dw_row_c(const FbConv *c, const FbDwPacked *p, const uint8_t *x, int64_t b, int64_t oy, uint8_t *y);
+void fb_dw_row_avx2(const FbConv *c, const FbDwPacked *p, const uint8_t *x, int64_t b, int64_t oy, uint8_t *y);
+void fb_dw_row_avx512(const FbConv *c, const FbDwPacked *p, const uint8_t *x, int64_t b, int64_t oy,
+                      uint8_t *y);
+/* The depthwise convolution with isa's row function (FB_ISA_PACKED_C: plain C; the
+ * avx512vnni path's uses AVX-512 F/BW/VL only), output rows as tasks on pool (NULL: in
+ * order). Reads nothing past x's end. */
+void fb_dw_run(FbIsa isa, const FbConv *c, const FbDwPacked *p, const uint8_t *x, uint8_t *y,
+               const FbPool *pool);
+
 #endif

@@ -1,8 +1,9 @@
 /* The fbgemm plugin's lowering patterns and the unit analysis accept and create share:
- * Conv (2-D, groups = 1) and Gemm / MatMul with a constant weight, each with an optional
- * fused Relu, on uint8 per-tensor activations and int8 symmetric weights (per tensor or
- * per output channel) with a float or int32 bias. Everything else is declined with the
- * reason and runs on the host: grouped and depthwise convolutions, the element-wise and
+ * Conv (2-D, groups = 1, or depthwise 3x3 / 5x5 with one output channel per input
+ * channel) and Gemm / MatMul with a constant weight, each with an optional fused Relu, on
+ * uint8 per-tensor activations and int8 symmetric weights (per tensor or per output
+ * channel) with a float or int32 bias. Everything else is declined with the reason and
+ * runs on the host: other grouped and depthwise convolutions, the element-wise and
  * pooling units (not claimed yet, docs/fbgemm.md). Full-range [0, 255] inputs need no
  * decline: the AVX2 path switches to an exact variant for any block holding a byte
  * above 127 (gemm-avx2.c). */
@@ -188,8 +189,16 @@ static const char *analyze_conv(const QhHostApi *host, const QhGraphView *g, con
   int64_t d[QH_MAX_RANK];
   if (known_shape(host, g, u->inputs[1], d) != 4)
     return "only 2-D convolution is supported";
-  if (attr_int(host, g, node, "group", 1) != 1)
-    return "grouped and depthwise convolutions are not claimed yet (the host runs them)";
+  int64_t group = attr_int(host, g, node, "group", 1);
+  if (group != 1) {
+    /* depthwise: the weight is [C, 1, kh, kw] with group = C (channel multiplier 1) */
+    if (group != d[0] || d[1] != 1)
+      return "grouped convolutions and depthwise ones with a channel multiplier are not claimed yet "
+             "(the host runs them)";
+    if (!((d[2] == 3 && d[3] == 3) || (d[2] == 5 && d[3] == 5)))
+      return "depthwise kernels other than 3x3 and 5x5 are not claimed yet (the host runs them)";
+    in->dw = 1;
+  }
   const char *auto_pad = NULL;
   QhStatus *st = host->node_attr_string(g, node, "auto_pad", &auto_pad);
   if (st)
@@ -201,7 +210,7 @@ static const char *analyze_conv(const QhHostApi *host, const QhGraphView *g, con
       !attr_ints(host, g, node, "dilations", 2, 1, in->dil) ||
       !attr_ints(host, g, node, "kernel_shape", 2, -1, ks))
     return "malformed strides, pads, dilations or kernel_shape";
-  in->co = d[0], in->ci = d[1], in->kh = d[2], in->kw = d[3];
+  in->co = d[0], in->ci = in->dw ? group : d[1], in->kh = d[2], in->kw = d[3];
   if ((ks[0] >= 0 && ks[0] != in->kh) || (ks[1] >= 0 && ks[1] != in->kw))
     return "kernel_shape differs from the weight";
   if (in->stride[0] < 1 || in->stride[1] < 1 || in->dil[0] < 1 || in->dil[1] < 1 || in->pad[0] < 0 ||
@@ -243,7 +252,7 @@ QhStatus *fb_analyze(const QhHostApi *host, const QhGraphView *g, const QhNodeUn
     p = kind == FB_CONV ? analyze_conv(host, g, u, in) : analyze_linear(host, g, u, in);
   }
   /* 255 * 128 per product: beyond this reduction length int32 accumulation could wrap */
-  int64_t k = kind == FB_CONV ? in->ci * in->kh * in->kw : in->k;
+  int64_t k = kind == FB_CONV ? (in->dw ? 1 : in->ci) * in->kh * in->kw : in->k;
   if (!p && k > INT32_MAX / (255 * 128))
     p = "reduction too long for int32 accumulation";
   return p ? host->status_new(QH_ERR_UNSUPPORTED, p) : NULL;

@@ -23,11 +23,15 @@ static FbIsa pick_isa(uint64_t cpu) {
   return FB_ISA_PACKED_C;
 }
 
-/* The output clamp: docs/fbgemm.md, "Numerics", says what each choice costs. */
+/* The output clamp: docs/fbgemm.md, "Numerics", says what each choice costs. The default is
+ * dtype because FBGEMM, PyTorch's reference model, ONNX Runtime and the host's QuantizeLinear
+ * all saturate at 255; range (127 where the file records reduce_range) is kept for users who
+ * want the plugin's own outputs to stay inside the recorded range. */
 static const QhOptionDecl opt_output_clamp = {
-    QH_STRUCT_HEADER(QhOptionDecl), .name = "output_clamp", .type = QH_OPTION_ENUM, .default_value = "range",
-    .help = "range: clamp outputs to the unit's quantized range (127 where the file records reduce_range); "
-            "dtype: saturate at 255 as FBGEMM, PyTorch's reference model and the host's QuantizeLinear do",
+    QH_STRUCT_HEADER(QhOptionDecl), .name = "output_clamp", .type = QH_OPTION_ENUM, .default_value = "dtype",
+    .help = "dtype (default): saturate at 255 as FBGEMM, PyTorch's reference model and the host's "
+            "QuantizeLinear do; range: clamp outputs to the unit's quantized range (127 where the file "
+            "records reduce_range)",
     .choices = "range|dtype"};
 static const QhOptionDecl *const options_decl[] = {&opt_output_clamp};
 
@@ -38,9 +42,10 @@ static QhStatus *instance_create(const QhHostApi *host, const QhInstanceInfo *in
     return host->status_new(QH_ERR_OUT_OF_MEMORY, "out of memory");
   inst->n_threads = info && info->n_threads > 0 ? info->n_threads : 1;
   inst->isa = pick_isa(host->cpu_features());
+  inst->clamp_to_dtype = 1; /* the declared default, should a host pass no value */
   for (size_t i = 0; i < n_options; i++)
     if (options[i].key && options[i].value && strcmp(options[i].key, "output_clamp") == 0)
-      inst->clamp_to_dtype = strcmp(options[i].value, "dtype") == 0;
+      inst->clamp_to_dtype = strcmp(options[i].value, "range") != 0;
   *out = inst;
   return NULL;
 }

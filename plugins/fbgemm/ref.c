@@ -1,8 +1,9 @@
-/* The scalar twin of the fbgemm plugin's convolution: a direct loop over output pixels,
- * channels and the taps that fall inside the image, accumulating (x - zx) * w in int32,
- * then kernels.h's output rule. It shares nothing with the packed paths (no packing, no
- * column offsets, no im2col), so tests/test_kernels.c can hold every fast path to it bit
- * for bit; on a CPU without AVX2 the plugin runs the packed C path, never this one. */
+/* The scalar twins of the fbgemm plugin's convolutions (dense and depthwise): direct
+ * loops over output pixels, channels and the taps that fall inside the image,
+ * accumulating (x - zx) * w in int32, then kernels.h's output rule. They share nothing
+ * with the fast paths (no packing, no column offsets, no im2col, the weights in ONNX's
+ * order), so tests/test_kernels.c can hold every fast path to them bit for bit; on a CPU
+ * without AVX2 the plugin runs the portable C paths, never these. */
 #include "kernels.h"
 
 const char *fb_isa_name(FbIsa isa) {
@@ -44,4 +45,24 @@ void fb_conv_ref(const FbConv *c, const uint8_t *x, const int8_t *w, const FbReq
           out[o] = fb_requant_one(acc, rq->bias[o], rq->mult[o], lo, hi, rq->zo);
         }
       }
+}
+
+void fb_dw_ref(const FbConv *c, const uint8_t *x, const int8_t *w, const FbRequant *rq, uint8_t *y) {
+  const float lo = (float)(rq->lo - rq->zo), hi = (float)(rq->hi - rq->zo);
+  for (int64_t b = 0; b < c->n; b++)
+    for (int64_t oy = 0; oy < c->oh; oy++)
+      for (int64_t ox = 0; ox < c->ow; ox++)
+        for (int64_t o = 0; o < c->oc; o++) {
+          int32_t acc = 0;
+          for (int64_t ky = 0; ky < c->kh; ky++)
+            for (int64_t kx = 0; kx < c->kw; kx++) {
+              int64_t iy = oy * c->sh - c->pt + ky * c->dh, ix = ox * c->sw - c->pl + kx * c->dw;
+              if (iy < 0 || iy >= c->ih || ix < 0 || ix >= c->iw)
+                continue;
+              acc += ((int32_t)x[((b * c->ih + iy) * c->iw + ix) * c->ic + o] - rq->zx) *
+                     w[(o * c->kh + ky) * c->kw + kx];
+            }
+          y[((b * c->oh + oy) * c->ow + ox) * c->oc + o] =
+              fb_requant_one(acc, rq->bias[o], rq->mult[o], lo, hi, rq->zo);
+        }
 }

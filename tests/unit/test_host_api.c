@@ -1,7 +1,9 @@
 /* Unit tests of the host table's non-graph parts: no NULL slot, the frozen base,
  * statuses (codes, one-line messages, foreign pointers), buffers and their limit,
  * artefact paths confined to the artefact, parallel_for covering every index once,
- * and the CPU feature mask. */
+ * and the CPU features: every bit the host reports agrees with the flags Linux lists in
+ * /proc/cpuinfo (AVX-VNNI included, which the host reads from CPUID itself), and
+ * QHOST_CPU_DISABLE clears exactly the bits it names. */
 #include <glib/gstdio.h>
 #include <string.h>
 
@@ -138,11 +140,82 @@ static void test_parallel_for(void) {
   api->status_free(st);
 }
 
-static void test_cpu_mask(void) {
+/* Each QH_CPU_* bit and the flag Linux lists for it in /proc/cpuinfo. */
+static const struct {
+  uint64_t bit;
+  const char *flag;
+} cpu_flags[] = {
+    {QH_CPU_SSE41, "sse4_1"},     {QH_CPU_AVX2, "avx2"},         {QH_CPU_FMA, "fma"},
+    {QH_CPU_AVX512F, "avx512f"},  {QH_CPU_AVX512BW, "avx512bw"}, {QH_CPU_AVX512VL, "avx512vl"},
+    {QH_CPU_AVX512VNNI, "avx512_vnni"}, {QH_CPU_AVXVNNI, "avx_vnni"},
+};
+
+/* The QH_CPU_* bits /proc/cpuinfo's first "flags" line lists; FALSE where it cannot be
+ * read or the CPU is not x86 (the host reports no bits there). */
+static gboolean cpuinfo_bits(uint64_t *out) {
+#if defined(__x86_64__) || defined(__i386__)
+  gchar *text = NULL;
+  if (!g_file_get_contents("/proc/cpuinfo", &text, NULL, NULL))
+    return FALSE;
+  gboolean found = FALSE;
+  *out = 0;
+  gchar **lines = g_strsplit(text, "\n", -1);
+  for (gchar **l = lines; *l && !found; l++) {
+    if (!g_str_has_prefix(*l, "flags"))
+      continue;
+    const char *colon = strchr(*l, ':');
+    gchar **words = g_strsplit(colon ? colon + 1 : "", " ", -1);
+    for (gchar **w = words; *w; w++)
+      for (gsize i = 0; i < G_N_ELEMENTS(cpu_flags); i++)
+        if (strcmp(*w, cpu_flags[i].flag) == 0)
+          *out |= cpu_flags[i].bit;
+    g_strfreev(words);
+    found = TRUE;
+  }
+  g_strfreev(lines);
+  g_free(text);
+  return found;
+#else
+  (void)out;
+  return FALSE;
+#endif
+}
+
+static void assert_bits(uint64_t got, uint64_t want) {
+  for (gsize i = 0; i < G_N_ELEMENTS(cpu_flags); i++)
+    if ((got & cpu_flags[i].bit) != (want & cpu_flags[i].bit))
+      g_error("cpu_features: %s is %s, /proc/cpuinfo %s it", cpu_flags[i].flag,
+              got & cpu_flags[i].bit ? "set" : "clear", want & cpu_flags[i].bit ? "lists" : "does not list");
+}
+
+/* The features are read once per process, so each environment runs in a subprocess. */
+static void test_cpu_detect(void) {
+  uint64_t listed;
+  if (!cpuinfo_bits(&listed)) {
+    g_test_skip("no /proc/cpuinfo flags line (not Linux on x86)");
+    return;
+  }
   if (g_test_subprocess()) {
-    g_setenv("QHOST_CPU_DISABLE", "avx2, avx512vnni", TRUE);
+    g_unsetenv("QHOST_CPU_DISABLE");
+    assert_bits(qh_host_api_get()->cpu_features(), listed);
+    return;
+  }
+  g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed();
+  if (!(listed & QH_CPU_AVXVNNI))
+    g_test_message("this CPU has no AVX-VNNI: only its absence was checked");
+}
+
+static void test_cpu_mask(void) {
+  uint64_t listed;
+  gboolean have = cpuinfo_bits(&listed);
+  if (g_test_subprocess()) {
+    /* names are matched without case, around spaces */
+    g_setenv("QHOST_CPU_DISABLE", "avx2, avx512vnni,AVXVNNI", TRUE);
     uint64_t f = qh_host_api_get()->cpu_features();
-    g_assert_cmpuint(f & (QH_CPU_AVX2 | QH_CPU_AVX512VNNI), ==, 0);
+    g_assert_cmpuint(f & (QH_CPU_AVX2 | QH_CPU_AVX512VNNI | QH_CPU_AVXVNNI), ==, 0);
+    if (have) /* and only those */
+      assert_bits(f, listed & ~(QH_CPU_AVX2 | QH_CPU_AVX512VNNI | QH_CPU_AVXVNNI));
     return;
   }
   g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
@@ -157,6 +230,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/host_api/buffer", test_buffer);
   g_test_add_func("/host_api/artifact", test_artifact);
   g_test_add_func("/host_api/parallel_for", test_parallel_for);
+  g_test_add_func("/host_api/cpu_detect", test_cpu_detect);
   g_test_add_func("/host_api/cpu_mask", test_cpu_mask);
   return g_test_run();
 }

@@ -1,11 +1,15 @@
-/* The fbgemm plugin's kernels against their scalar twin, bit for bit, without the host:
+/* The fbgemm plugin's kernels against their scalar twins, bit for bit, without the host:
  * random convolutions and linear layers (odd channel counts, padding, strides,
  * dilations, 1x1 and 3x3, M = 1 rows, zero points from 0 to the range's top, output
  * ranges [0, 255] and [0, 127], fused Relu) and multipliers that land on exact halves, so
- * a path that rounds ties away from zero or mishandles a zero point differs. Each packed
- * path runs in turn, on one worker and on a 3-worker pool that runs its tasks in
- * reverse. A path this CPU lacks is reported and skipped; with --isa naming such a
- * path the test exits 77 (CTest's skip) with the reason.
+ * a path that rounds ties away from zero or mishandles a zero point differs; then as many
+ * random depthwise convolutions (1 to 70 channels, so every vector tail, kernels 1x1 to
+ * 5x5, strides, dilations, asymmetric padding, inputs past the image on every side)
+ * against the depthwise twin, the input allocated to its last byte (nothing may be read
+ * past it; the sanitizer build sees it). Each path runs in turn, on one worker and on a
+ * 3-worker pool that runs its tasks in reverse. A path this CPU lacks is reported and
+ * skipped; with --isa naming such a path the test exits 77 (CTest's skip) with the
+ * reason.
  * usage: test_kernels [--isa NAME] [--cases N] [--seed S] */
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,6 +163,106 @@ static int run_case(int idx, const FbIsa *isas, size_t n_isas) {
   return bad;
 }
 
+/* One random depthwise case; returns 0 when every path agrees with fb_dw_ref. */
+static int run_dw_case(int idx, const FbIsa *isas, size_t n_isas) {
+  FbConv c = {0};
+  int x_max = rnd() % 2 ? 255 : 127;
+  c.n = rnd_in(1, 2);
+  c.ic = c.oc = rnd() % 2 ? rnd_in(1, 20) : rnd_in(21, 70);
+  c.kh = rnd() % 2 ? 3 : rnd_in(1, 5);
+  c.kw = rnd() % 2 ? c.kh : rnd_in(1, 5);
+  c.sh = rnd_in(1, 3), c.sw = rnd() % 2 ? c.sh : rnd_in(1, 3);
+  c.dh = rnd() % 3 == 0 ? rnd_in(2, 3) : 1, c.dw = rnd() % 3 == 0 ? rnd_in(2, 3) : 1;
+  c.ih = rnd_in(1, 12), c.iw = rnd_in(1, 12);
+  int64_t pb = 0, pr = 0;
+  if (rnd() % 4) {
+    c.pt = rnd_in(0, c.kh), c.pl = rnd_in(0, c.kw), pb = rnd_in(0, c.kh), pr = rnd_in(0, c.kw);
+  }
+  int64_t eh = c.ih + c.pt + pb - ((c.kh - 1) * c.dh + 1), ew = c.iw + c.pl + pr - ((c.kw - 1) * c.dw + 1);
+  if (eh < 0 || ew < 0) {
+    c.kh = c.kw = 1, eh = c.ih + c.pt + pb - 1, ew = c.iw + c.pl + pr - 1;
+  }
+  c.oh = eh / c.sh + 1, c.ow = ew / c.sw + 1;
+  int64_t taps = c.kh * c.kw, xn = c.n * c.ih * c.iw * c.ic, yn = c.n * c.oh * c.ow * c.oc;
+  uint8_t *x = malloc((size_t)xn); /* no slack: the depthwise paths read nothing past the input */
+  int8_t *w = malloc((size_t)(c.oc * taps));
+  float *bias = malloc((size_t)c.oc * sizeof *bias), *mult = malloc((size_t)c.oc * sizeof *mult);
+  uint8_t *ref = malloc((size_t)yn + 1), *out = malloc((size_t)yn + 1);
+  FbRequant rq = {.zx = (int32_t)rnd_in(0, x_max), .bias = bias, .mult = mult};
+  if (rnd() % 4 == 0)
+    rq.zx = rnd() % 2 ? 0 : x_max;
+  for (int64_t i = 0; i < xn; i++)
+    x[i] = (uint8_t)rnd_in(0, x_max);
+  int wide = rnd() % 2;
+  for (int64_t i = 0; i < c.oc * taps; i++)
+    w[i] = (int8_t)(wide ? rnd_in(-128, 127) : rnd_in(-10, 10));
+  int out_max = rnd() % 2 ? 255 : 127, relu = rnd() % 2;
+  rq.zo = (int32_t)rnd_in(0, out_max);
+  rq.lo = relu ? rq.zo : 0, rq.hi = out_max;
+  int ties = rnd() % 4 == 0;
+  float spread = 1.0f / (float)((wide ? 128 : 10) * (x_max / 2 + 1)) / (float)(taps < 4 ? 1 : taps / 4);
+  for (int64_t o = 0; o < c.oc; o++) {
+    if (ties) {
+      mult[o] = rnd() % 2 ? 0.5f : 0.25f;
+      bias[o] = (float)rnd_in(-50, 50);
+    } else {
+      mult[o] = spread * (float)rnd_in(1, 2000) / 100.0f;
+      bias[o] = rnd() % 4 == 0 ? 0.0f : (float)rnd_in(-10000, 10000) / 100.0f;
+    }
+  }
+  fb_dw_ref(&c, x, w, &rq, ref);
+  FbDwPacked pk;
+  if (fb_dw_pack(&pk, w, c.oc, taps, &rq) != 0) {
+    fprintf(stderr, "out of memory\n");
+    exit(1);
+  }
+  int bad = 0;
+  for (size_t t = 0; t < n_isas && !bad; t++)
+    for (int threads = 0; threads < 2 && !bad; threads++) {
+      FbPool pool = {.run = reverse_pool, .n_workers = 3};
+      memset(out, 0xA5, (size_t)yn + 1);
+      fb_dw_run(isas[t], &c, &pk, x, out, threads ? &pool : NULL);
+      for (int64_t i = 0; i < yn; i++)
+        if (out[i] != ref[i]) {
+          fprintf(stderr,
+                  "depthwise case %d %s%s: n=%lld ih=%lld iw=%lld c=%lld k=%lldx%lld s=%lld,%lld d=%lld,%lld "
+                  "p=%lld,%lld,%lld,%lld zx=%d zo=%d lo=%d hi=%d%s: y[%lld] = %d, twin %d\n",
+                  idx, fb_isa_name(isas[t]), threads ? " (3 workers)" : "", (long long)c.n, (long long)c.ih,
+                  (long long)c.iw, (long long)c.oc, (long long)c.kh, (long long)c.kw, (long long)c.sh,
+                  (long long)c.sw, (long long)c.dh, (long long)c.dw, (long long)c.pt, (long long)c.pl,
+                  (long long)pb, (long long)pr, rq.zx, rq.zo, rq.lo, rq.hi, ties ? " ties" : "", (long long)i,
+                  out[i], ref[i]);
+          bad = 1;
+          break;
+        }
+      if (!bad && out[yn] != 0xA5) {
+        fprintf(stderr, "depthwise case %d %s: wrote past the output\n", idx, fb_isa_name(isas[t]));
+        bad = 1;
+      }
+    }
+  fb_dw_pack_free(&pk);
+  free(x), free(w), free(bias), free(mult), free(ref), free(out);
+  return bad;
+}
+
+/* The depthwise twin on a hand-checked case: padding taps add nothing, a tie rounds to
+ * even. One channel, 1x2 input, 1x3 kernel, left pad 1. */
+static int dw_twin_sanity(void) {
+  FbConv c = {.n = 1, .ih = 1, .iw = 2, .ic = 1, .oc = 1, .kh = 1, .kw = 3, .sh = 1, .sw = 1, .dh = 1,
+              .dw = 1, .pt = 0, .pl = 1, .oh = 1, .ow = 2};
+  const uint8_t x[2] = {13, 14};
+  const int8_t w[3] = {1, 2, 3};
+  float bias = 0.0f, mult = 0.5f;
+  FbRequant rq = {.zx = 10, .zo = 100, .lo = 0, .hi = 255, .bias = &bias, .mult = &mult};
+  uint8_t y[2];
+  fb_dw_ref(&c, x, w, &rq, y);
+  if (y[0] != 109 || y[1] != 106) {
+    fprintf(stderr, "depthwise twin: got %d %d, want 109 106\n", y[0], y[1]);
+    return 1;
+  }
+  return 0;
+}
+
 /* The twin itself on a hand-checked case: a tie rounds to even, padding reads zx. */
 static int twin_sanity(void) {
   FbConv c = {.n = 1, .ih = 1, .iw = 2, .ic = 1, .oc = 1, .kh = 1, .kw = 3, .sh = 1, .sw = 1, .dh = 1,
@@ -192,7 +296,7 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  if (twin_sanity())
+  if (twin_sanity() || dw_twin_sanity())
     return 1;
   const FbIsa all[] = {FB_ISA_PACKED_C, FB_ISA_AVX2, FB_ISA_AVX512VNNI};
   FbIsa isas[3];
@@ -212,14 +316,17 @@ int main(int argc, char **argv) {
     fprintf(stderr, "unknown --isa %s\n", only ? only : "");
     return 2;
   }
-  int failed = 0;
+  int failed = 0, dw_failed = 0;
   for (int i = 0; i < cases; i++)
     failed += run_case(i, isas, n);
+  for (int i = 0; i < cases; i++)
+    dw_failed += run_dw_case(i, isas, n);
   for (size_t i = 0; i < n; i++)
-    printf("%s: %d random cases %s\n", fb_isa_name(isas[i]), cases, failed ? "checked" : "bit-exact with the twin");
-  if (failed) {
+    printf("%s: %d random cases %s, %d depthwise %s\n", fb_isa_name(isas[i]), cases,
+           failed ? "checked" : "bit-exact with the twin", cases, dw_failed ? "checked" : "bit-exact with theirs");
+  if (failed)
     fprintf(stderr, "%d of %d cases differ from the scalar twin\n", failed, cases);
-    return 1;
-  }
-  return 0;
+  if (dw_failed)
+    fprintf(stderr, "%d of %d depthwise cases differ from the depthwise twin\n", dw_failed, cases);
+  return failed || dw_failed ? 1 : 0;
 }

@@ -7,11 +7,15 @@ every kernel path this CPU has (QHOST_CPU_DISABLE hides the faster ones): the pa
 identical bytes, every Conv/Gemm/MatMul unit is claimed, and the output stays within 3
 steps of the host's QDQ run (a chain compounds one-step near-tie differences). With
 fbgemm's reduce_range activations and with qnnpack's full-range ones (AVX2 then takes its
-exact variant). On fbgemm's file the chain is compared with `--backend-opt
-output_clamp=dtype` (saturating at 255 as the host does); the default clamp at the recorded
-127 is checked on one Conv unit, where it must give the host's output capped at 127.
-Depthwise and grouped convolutions and a Gemm with alpha != 1 are declined with their
-reasons, and 1 and 2 threads agree.
+exact variant). The chain runs with the default output clamp, `dtype` (saturating at 255
+as the host does), and is also held identical to the run that names it. The clamp is
+checked on one Conv unit with outputs driven past the recorded 127: by default (and with
+`--backend-opt output_clamp=dtype`) the kernel gives the host's output, above 127; with
+`output_clamp=range` the host's output capped at 127.
+Depthwise convolutions (3x3 and 5x5, strided, dilated, asymmetric pads, odd channel
+counts, with and without Relu) are claimed and held to the same bars on both files; a 7x7
+depthwise, a depthwise with a channel multiplier, a grouped convolution and a Gemm with
+alpha != 1 are declined with their reasons, and 1 and 2 threads agree.
 """
 import json
 import os
@@ -124,6 +128,7 @@ def units(r, model):
 
 
 DTYPE_CLAMP = ["--backend-opt", "output_clamp=dtype"]
+RANGE_CLAMP = ["--backend-opt", "output_clamp=range"]
 
 
 def check_paths(r, model, x, tmp, tag, *extra):
@@ -158,7 +163,10 @@ def forms_case(backend, seed):
         print(f"{backend}: {len(claimed)} units on fbgemm; weighted units on the host: {host}")
         assert not host, host
         assert len(claimed) == 9, [u.get("name") for u in claimed]   # 6 convs, 2 Gemm, 1 MatMul
-        check_paths(r, model, x, tmp, backend, *DTYPE_CLAMP)
+        got = check_paths(r, model, x, tmp, backend)   # the default clamp
+        named = os.path.join(tmp, f"{backend}.dtype.npy")
+        ok(r, "run", model, "--input", x, "-o", named, *BACKEND, *DTYPE_CLAMP)
+        assert np.array_equal(np.load(named), got), "the default differs from output_clamp=dtype"
     return case
 
 
@@ -167,12 +175,69 @@ def case_declines(r, tmp):
     reasons = {u.get("name"): u.get("reason") or "" for u in units(r, model)
                if u.get("kernel") == "host:reference"}
     print("declined:", reasons)
-    for name, text in (("dw", "grouped and depthwise convolutions are not claimed yet"),
-                       ("gc", "grouped and depthwise convolutions are not claimed yet"),
+    assert not any(unit and "dw" in unit for unit in reasons), "the depthwise 3x3 is declined"
+    for name, text in (("gc", "grouped convolutions and depthwise ones with a channel multiplier are not "
+                              "claimed yet"),
                        ("g2", "alpha or beta other than 1")):
         hit = [why for unit, why in reasons.items() if unit and name in unit]
         assert hit and text in hit[0], f"{name}: {hit} (want '{text}')"
-    check_paths(r, model, x, tmp, "declines", *DTYPE_CLAMP)  # the rest still runs, on every path
+    check_paths(r, model, x, tmp, "declines")  # the rest still runs, on every path
+
+
+def depthwise_model(path, rng):
+    """Depthwise units the plugin claims (d1..d5), then two it declines (d7: 7x7; dm: a
+    channel multiplier of 2)."""
+    nodes, inits = [], []
+
+    def add(part):
+        nodes.append(part[0])
+        inits.extend(part[1])
+
+    add(conv("c1", "x", 6, 24, 3, rng))
+    nodes.append(node("Relu", ["c1"], "r1"))
+    add(conv("d1", "r1", 24, 24, 3, rng, group=24))                                   # 15x14
+    nodes.append(node("Relu", ["d1"], "rd1"))
+    add(conv("d2", "rd1", 24, 24, 3, rng, group=24, stride=2, pads=[0, 1, 1, 0]))     # 7x7
+    add(conv("d3", "d2", 24, 24, 5, rng, group=24))                                   # 7x7
+    add(conv("p1", "d3", 24, 19, 1, rng))
+    add(conv("d4", "p1", 19, 19, 3, rng, group=19, dil=2))                            # 7x7, 19 channels
+    nodes.append(node("Relu", ["d4"], "rd4"))
+    add(conv("d5", "rd4", 19, 19, 5, rng, group=19, stride=2, pads=[2, 1, 2, 1]))     # 4x3
+    add(conv("d7", "d5", 19, 19, 7, rng, group=19))                                   # declined: 7x7
+    add(conv("dm", "d7", 19, 38, 3, rng, group=19))                                   # declined: multiplier 2
+    nodes.append(node("Flatten", ["dm"], "f"))
+    inits.append(("g_w", (rng.standard_normal((10, 38 * 4 * 3)) * 0.05).astype(np.float32)))
+    inits.append(("g_b", (rng.standard_normal(10) * 0.1).astype(np.float32)))
+    nodes.append(node("Gemm", ["f", "g_w", "g_b"], "y", transB=1))
+    model = qhtest.make_model(nodes, [("x", [1, 6, 15, 14])], [("y", [1, 10])], inits)
+    return qhtest.save_model(model, path)
+
+
+def depthwise_case(backend, seed):
+    def case(r, tmp):
+        rng = np.random.default_rng(seed)
+        fmodel = depthwise_model(os.path.join(tmp, "dw.onnx"), rng)
+        calib, x = os.path.join(tmp, "calib.npy"), os.path.join(tmp, "x.npy")
+        np.save(calib, rng.uniform(-1, 1, (24, 6, 15, 14)).astype(np.float32))
+        np.save(x, rng.uniform(-1.3, 1.3, (12, 6, 15, 14)).astype(np.float32))
+        model = os.path.join(tmp, f"dw.{backend}.qdq.onnx")
+        ok(r, "quantize", fmodel, "--backend", backend, "--calib", calib, "-o", model, "--quiet")
+        us = units(r, model)
+        by_name = {}
+        for u in us:
+            for name in ("d1", "d2", "d3", "d4", "d5", "d7", "dm"):
+                if name in (u.get("name") or ""):
+                    by_name[name] = u
+        print(f"{backend}: " + ", ".join(f"{n}: {u.get('kernel')} {u.get('reason') or ''}".strip()
+                                         for n, u in sorted(by_name.items())))
+        for name in ("d1", "d2", "d3", "d4", "d5"):
+            assert by_name.get(name, {}).get("kernel", "").startswith("fbgemm_"), (name, by_name.get(name))
+        for name, text in (("d7", "depthwise kernels other than 3x3 and 5x5 are not claimed yet"),
+                           ("dm", "depthwise ones with a channel multiplier are not claimed yet")):
+            u = by_name.get(name, {})
+            assert u.get("kernel") == "host:reference" and text in (u.get("reason") or ""), (name, u)
+        check_paths(r, model, x, tmp, f"depthwise_{backend}")
+    return case
 
 
 def case_threads_agree(r, tmp):
@@ -187,8 +252,9 @@ def case_threads_agree(r, tmp):
 
 def case_clamp(r, tmp):
     """One Conv unit of fbgemm's file (output range [0, 127] recorded), inputs past the
-    calibrated range: by default the kernel gives the host's output capped at 127 (within
-    one step); with output_clamp=dtype the host's output itself."""
+    calibrated range: by default and with output_clamp=dtype the kernel gives the host's
+    output itself (saturating at 255, within one step); with output_clamp=range the host's
+    output capped at 127."""
     rng = np.random.default_rng(13)
     n, inits = conv("c", "x", 6, 11, 3, rng)
     fmodel = qhtest.save_model(qhtest.make_model([n], [("x", [1, 6, 7, 7])], [("c", [1, 11, 7, 7])], inits),
@@ -206,17 +272,19 @@ def case_clamp(r, tmp):
     assert ranges.get("qhost.quant_range:" + out_q.output[0]) == "0,127", ranges
     inits = {t.name: nh.to_array(t) for t in m.graph.initializer}
     s, z = float(inits[out_q.input[1]]), int(inits[out_q.input[2]])
-    host, low, wide = (os.path.join(tmp, f) for f in ("host.npy", "low.npy", "wide.npy"))
+    host, dflt, low, wide = (os.path.join(tmp, f) for f in ("host.npy", "default.npy", "low.npy", "wide.npy"))
     ok(r, "run", model, "--input", x, "-o", host)
-    ok(r, "run", model, "--input", x, "-o", low, *BACKEND)
+    ok(r, "run", model, "--input", x, "-o", dflt, *BACKEND)
+    ok(r, "run", model, "--input", x, "-o", low, *BACKEND, *RANGE_CLAMP)
     ok(r, "run", model, "--input", x, "-o", wide, *BACKEND, *DTYPE_CLAMP)
     q = lambda p: np.rint(np.load(p) / s) + z  # noqa: E731
-    h, lo, wd = q(host), q(low), q(wide)
-    print(f"clamp: host max {h.max():.0f} ({100 * np.mean(h > 127):.1f}% above 127), default max {lo.max():.0f}, "
-          f"dtype max {wd.max():.0f}")
+    h, d, lo, wd = q(host), q(dflt), q(low), q(wide)
+    print(f"clamp: host max {h.max():.0f} ({100 * np.mean(h > 127):.1f}% above 127), default max {d.max():.0f}, "
+          f"range max {lo.max():.0f}, dtype max {wd.max():.0f}")
     assert np.mean(h > 127) > 0.01, "the inputs do not reach past the recorded range"
-    assert lo.max() <= 127 and np.abs(lo - np.minimum(h, 127)).max() <= 1, "default clamp"
-    assert np.abs(wd - h).max() <= 1 and wd.max() > 127, "output_clamp=dtype"
+    assert np.array_equal(d, wd), "the default differs from output_clamp=dtype"
+    assert np.abs(wd - h).max() <= 1 and wd.max() > 127, "output_clamp=dtype (the default)"
+    assert lo.max() <= 127 and np.abs(lo - np.minimum(h, 127)).max() <= 1, "output_clamp=range"
 
 
 CASES = {
@@ -224,6 +292,8 @@ CASES = {
     "forms_fbgemm": forms_case("fbgemm", 1),
     "forms_qnnpack": forms_case("qnnpack", 3),   # full-range [0, 255] activations
     "declines": case_declines,
+    "depthwise_fbgemm": depthwise_case("fbgemm", 21),
+    "depthwise_qnnpack": depthwise_case("qnnpack", 23),   # full-range [0, 255] activations
     "threads_agree": case_threads_agree,
 }
 

@@ -1,0 +1,101 @@
+/* The fbgemm plugin's depthwise convolution (group = channels, one output channel per
+ * input channel; square 3x3 and 5x5 in the lowering, any size here): weights packed once
+ * tap-major into int32 rows of the padded channel count, so the SIMD paths
+ * (plugins/fbgemm/dw-avx2.c, plugins/fbgemm/dw-avx512.c) load one vector of channels per
+ * tap; the portable C path; and the driver that splits output rows over the caller's
+ * pool. Every path accumulates (x - zx) * w over the taps inside the image in int32 (a
+ * padding tap would add (zx - zx) * w = 0, so skipping it is exact) and requantizes with
+ * kernels.h's output rule, so each is bit-exact with the scalar twin, fb_dw_ref (ref.c).
+ * No row buffer, no im2col: FBGEMM's depthwise kernels are direct too. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+
+int fb_dw_pack(FbDwPacked *p, const int8_t *w, int64_t ch, int64_t taps, const FbRequant *rq) {
+  memset(p, 0, sizeof *p);
+  int64_t cp = (ch + FB_DW_NR - 1) / FB_DW_NR * FB_DW_NR;
+  p->c = ch, p->cp = cp, p->taps = taps;
+  /* 64-byte aligned so that whole rows load as aligned vectors; aligned_alloc wants a
+   * multiple of the alignment, which cp * 4 bytes (cp a multiple of 16) is */
+  p->w = aligned_alloc(64, (size_t)(taps * cp) * sizeof *p->w);
+  p->bias = aligned_alloc(64, (size_t)cp * sizeof *p->bias);
+  p->mult = aligned_alloc(64, (size_t)cp * sizeof *p->mult);
+  if (!p->w || !p->bias || !p->mult) {
+    fb_dw_pack_free(p);
+    return -1;
+  }
+  for (int64_t t = 0; t < taps; t++)
+    for (int64_t c = 0; c < cp; c++)
+      p->w[t * cp + c] = c < ch ? w[c * taps + t] : 0;
+  for (int64_t c = 0; c < cp; c++) {
+    p->bias[c] = c < ch ? rq->bias[c] : 0.0f;
+    p->mult[c] = c < ch ? rq->mult[c] : 0.0f;
+  }
+  p->lo = (float)(rq->lo - rq->zo);
+  p->hi = (float)(rq->hi - rq->zo);
+  p->zx = rq->zx, p->zo = rq->zo;
+  return 0;
+}
+
+void fb_dw_pack_free(FbDwPacked *p) {
+  if (!p)
+    return;
+  free(p->w), free(p->bias), free(p->mult);
+  p->w = NULL, p->bias = p->mult = NULL;
+}
+
+void fb_dw_pixel_c(const FbConv *c, const FbDwPacked *p, const uint8_t *x, int64_t b, int64_t oy, int64_t ox,
+                   int64_t c0, int64_t c1, uint8_t *y) {
+  int64_t ky0, ky1, kx0, kx1;
+  fb_dw_range(oy * c->sh - c->pt, c->ih, c->kh, c->dh, &ky0, &ky1);
+  fb_dw_range(ox * c->sw - c->pl, c->iw, c->kw, c->dw, &kx0, &kx1);
+  int32_t acc[FB_DW_NR];
+  for (int64_t cb = c0; cb < c1; cb += FB_DW_NR) {
+    int64_t n = c1 - cb < FB_DW_NR ? c1 - cb : FB_DW_NR;
+    memset(acc, 0, sizeof acc);
+    for (int64_t ky = ky0; ky < ky1; ky++)
+      for (int64_t kx = kx0; kx < kx1; kx++) {
+        int64_t iy = oy * c->sh - c->pt + ky * c->dh, ix = ox * c->sw - c->pl + kx * c->dw;
+        const uint8_t *xp = x + ((b * c->ih + iy) * c->iw + ix) * c->ic + cb;
+        const int32_t *wp = p->w + (ky * c->kw + kx) * p->cp + cb;
+        for (int64_t j = 0; j < n; j++)
+          acc[j] += ((int32_t)xp[j] - p->zx) * wp[j];
+      }
+    uint8_t *out = y + ((b * c->oh + oy) * c->ow + ox) * c->oc + cb;
+    for (int64_t j = 0; j < n; j++)
+      out[j] = fb_requant_one(acc[j], p->bias[cb + j], p->mult[cb + j], p->lo, p->hi, p->zo);
+  }
+}
+
+void fb_dw_row_c(const FbConv *c, const FbDwPacked *p, const uint8_t *x, int64_t b, int64_t oy, uint8_t *y) {
+  for (int64_t ox = 0; ox < c->ow; ox++)
+    fb_dw_pixel_c(c, p, x, b, oy, ox, 0, c->oc, y);
+}
+
+typedef struct {
+  FbDwRowFn row;
+  const FbConv *c;
+  const FbDwPacked *p;
+  const uint8_t *x;
+  uint8_t *y;
+} DwJob;
+
+static void dw_task(void *user, size_t i, uint32_t worker) {
+  (void)worker;
+  const DwJob *j = user;
+  j->row(j->c, j->p, j->x, (int64_t)i / j->c->oh, (int64_t)i % j->c->oh, j->y);
+}
+
+void fb_dw_run(FbIsa isa, const FbConv *c, const FbDwPacked *p, const uint8_t *x, uint8_t *y,
+               const FbPool *pool) {
+  DwJob j = {.row = isa == FB_ISA_AVX512VNNI ? fb_dw_row_avx512 : isa == FB_ISA_AVX2 ? fb_dw_row_avx2 : fb_dw_row_c,
+             .c = c, .p = p, .x = x, .y = y};
+  size_t rows = (size_t)(c->n * c->oh);
+  if (pool && pool->run && rows > 1) {
+    pool->run(pool->runner, rows, dw_task, &j);
+    return;
+  }
+  for (size_t i = 0; i < rows; i++)
+    dw_task(&j, i, 0);
+}
