@@ -1,0 +1,40 @@
+/* Shared declarations of the qnnpack plugin's lowering: the instance (its pthreadpool and
+ * whether XNNPACK initialized on this CPU), the unit analysis that accept and create share,
+ * and the XNNPACK-backed kernel ops. */
+#ifndef QH_QNNPACK_H
+#define QH_QNNPACK_H
+
+#include <pthreadpool.h>
+#include <qhost/qhost-plugin.h>
+#include <xnnpack.h>
+
+typedef struct {
+  uint32_t n_threads;
+  pthreadpool_t pool;      /* NULL with one thread: XNNPACK then runs on the caller */
+  enum xnn_status xnn_init; /* xnn_initialize's answer, once per process */
+} QnInstance;
+
+enum { QN_CONV, QN_LINEAR };
+
+/* Everything accept and create learn about a unit. */
+typedef struct {
+  int kind, relu;
+  int w_kn;         /* linear: weight stored [K, N] (MatMul, Gemm transB=0) */
+  int64_t n, k;     /* linear: output channels, reduction */
+  int64_t co, ci, kh, kw, group, stride[2], pad[4], dil[2]; /* conv: ci per group */
+  uint32_t w_value, b_value;
+  const QhQParams *xq, *wq, *bq, *yq;
+} QnInfo;
+
+QhStatus *qn_analyze(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u, int kind,
+                     QnInfo *in);
+
+/* Creates the unit's XNNPACK operator (packing its weights) into *out; accept calls it too,
+ * since only XNNPACK's create knows every scale ratio it refuses. */
+QhStatus *qn_create_operator(const QnInstance *inst, const QhHostApi *host, const QhGraphView *g,
+                             const QnInfo *in, xnn_operator_t *out);
+
+extern const QhKernelOps qn_conv_kernel, qn_linear_kernel;
+extern const QhLoweringOps qn_lowering;
+
+#endif

@@ -1,0 +1,196 @@
+#!/usr/bin/python3
+"""The qnnpack plugin's lowering driven through the CLI: one float model per unit type the
+plugin claims (Conv 3x3 with Relu, strided with asymmetric pads, dilated, without bias,
+1x1, depthwise, depthwise with Relu, grouped; Gemm with transB 1 (+Relu) and 0; MatMul),
+quantized by `qhost quantize --backend qnnpack` and run with `--backend qnnpack`: the unit
+must be on its XNNPACK operator, and its output within one output step of the host's QDQ
+reference run of the same unit, the share of bit-identical outputs printed (only near-tie
+elements may differ: the kernels add the bias rounded to int32 as PyTorch's qnnpack engine
+does, the host adds it in float). Per-channel weights (fbgemm's file) and a requantization
+scale XNNPACK refuses (an output scale edited down) are declined with their reasons and run
+on the host; 1 and 2 threads give identical bytes.
+"""
+import json
+import os
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+import qhtest  # noqa: E402
+import ort_compare  # noqa: E402
+
+PLUGIN_DIR = os.environ.get("QH_QNNPACK_PLUGIN_DIR", "")
+BACKEND = ["--backend", "qnnpack", "--plugin-dir", PLUGIN_DIR]
+CONV_K, FC_K = "xnn_convolution2d_nhwc_qu8", "xnn_fully_connected_nc_qu8"
+
+
+def ok(r, *args, timeout=300):
+    rc, out, err = r.run(*args, timeout=timeout)
+    qhtest.check_no_crash(rc, err)
+    assert rc == 0, f"qhost {' '.join(map(str, args))}: exit {rc}\n{err}"
+    return out
+
+
+def node(op, ins, out, **attrs):
+    _, _, helper, _ = qhtest.onnx_modules()
+    return helper.make_node(op, ins, [out], name=out, **attrs)
+
+
+def conv_unit(cin, cout, k, group=1, stride=1, pads=None, dil=1, bias=True, relu=False, hw=(9, 8)):
+    def build(rng):
+        w = rng.standard_normal((cout, cin // group, k, k)) * (1.5 / np.sqrt(cin // group * k * k))
+        inits = [("w", w.astype(np.float32))]
+        ins = ["x", "w"]
+        if bias:
+            inits.append(("b", (rng.standard_normal(cout) * 0.3).astype(np.float32)))
+            ins.append("b")
+        p = pads if pads is not None else [(k // 2) * dil] * 4
+        out = "c" if relu else "y"
+        nodes = [node("Conv", ins, out, group=group, strides=[stride, stride], pads=p, dilations=[dil, dil],
+                      kernel_shape=[k, k])]
+        if relu:
+            nodes.append(node("Relu", ["c"], "y"))
+        oh = (hw[0] + p[0] + p[2] - dil * (k - 1) - 1) // stride + 1
+        ow = (hw[1] + p[1] + p[3] - dil * (k - 1) - 1) // stride + 1
+        return nodes, inits, [1, cin, *hw], [1, cout, oh, ow]
+    return build, CONV_K
+
+
+def linear_unit(op, k, n, trans_b=1, relu=False):
+    def build(rng):
+        w = rng.standard_normal((n, k) if op == "Gemm" and trans_b else (k, n)) * (1.5 / np.sqrt(k))
+        inits = [("w", w.astype(np.float32))]
+        out = "g" if relu else "y"
+        if op == "Gemm":
+            inits.append(("b", (rng.standard_normal(n) * 0.3).astype(np.float32)))
+            nodes = [node("Gemm", ["x", "w", "b"], out, transB=trans_b)]
+        else:
+            nodes = [node("MatMul", ["x", "w"], out)]
+        if relu:
+            nodes.append(node("Relu", ["g"], "y"))
+        return nodes, inits, [1, k], [1, n]
+    return build, FC_K
+
+
+UNITS = {
+    "conv3x3_relu": conv_unit(5, 19, 3, relu=True),
+    "conv_strided_pads": conv_unit(8, 12, 3, stride=2, pads=[0, 1, 1, 0]),
+    "conv_dilated": conv_unit(6, 10, 3, dil=2),
+    "conv_no_bias": conv_unit(7, 9, 3, bias=False),
+    "conv1x1": conv_unit(16, 24, 1),
+    "depthwise": conv_unit(16, 16, 3, group=16),
+    "depthwise_relu_strided": conv_unit(24, 24, 3, group=24, stride=2, relu=True),
+    "depthwise_mult2": conv_unit(8, 16, 3, group=8),
+    "grouped": conv_unit(16, 12, 3, group=4),
+    "gemm_relu": linear_unit("Gemm", 40, 30, relu=True),
+    "gemm_transb0": linear_unit("Gemm", 33, 17, trans_b=0),
+    "matmul": linear_unit("MatMul", 24, 10),
+}
+
+
+def quantized(r, tmp, name, build, backend="qnnpack", seed=0):
+    rng = np.random.default_rng(seed)
+    nodes, inits, xshape, yshape = build(rng)
+    fmodel = qhtest.save_model(qhtest.make_model(nodes, [("x", xshape)], [("y", yshape)], inits),
+                               os.path.join(tmp, f"{name}.onnx"))
+    calib, x = os.path.join(tmp, f"{name}.calib.npy"), os.path.join(tmp, f"{name}.x.npy")
+    np.save(calib, rng.uniform(-1, 1, (16, *xshape[1:])).astype(np.float32))
+    # a little past the calibrated range, so outputs reach their clamps
+    np.save(x, rng.uniform(-1.2, 1.2, (6, *xshape[1:])).astype(np.float32))
+    model = os.path.join(tmp, f"{name}.{backend}.qdq.onnx")
+    ok(r, "quantize", fmodel, "--backend", backend, "--calib", calib, "-o", model, "--quiet")
+    return model, x
+
+
+def units(r, model, *extra):
+    return json.loads(ok(r, "inspect", model, "--json", *BACKEND, *extra))["coverage"]["units"]
+
+
+def compare(r, model, x, tmp, tag, *extra):
+    """Steps between the host's QDQ run and the qnnpack run: (share identical, max steps)."""
+    host, low = os.path.join(tmp, f"{tag}.host.npy"), os.path.join(tmp, f"{tag}.qnnpack.npy")
+    ok(r, "run", model, "--input", x, "-o", host)
+    ok(r, "run", model, "--input", x, "-o", low, *BACKEND, *extra)
+    (step, _), = ort_compare.output_steps(model).values()
+    steps = np.abs(np.load(host).astype(np.float64) - np.load(low)) / np.asarray(step, np.float64)
+    same = float(np.mean(steps < 0.5))
+    print(f"{tag}: qnnpack vs host QDQ: {100 * same:.2f}% identical, max {steps.max():.3g} steps "
+          f"over {steps.size} elements")
+    return same, float(steps.max())
+
+
+def case_units(r, tmp):
+    """Every unit type on its XNNPACK operator, within one step of the host's run."""
+    bad = []
+    for i, (name, (build, kernel)) in enumerate(UNITS.items()):
+        model, x = quantized(r, tmp, name, build, seed=i)
+        us = units(r, model)
+        weighted = [u for u in us if any(op in u.get("ops", "") for op in ("Conv", "Gemm", "MatMul"))]
+        assert len(weighted) == 1 and weighted[0].get("kernel") == kernel, f"{name}: {weighted}"
+        same, worst = compare(r, model, x, tmp, name)
+        if worst > 1 + 1e-3 or same < 0.95:
+            bad.append(f"{name}: {100 * same:.2f}% identical, max {worst:.3g} steps")
+    assert not bad, "; ".join(bad)
+
+
+def case_per_channel_declined(r, tmp):
+    """fbgemm's file has per-channel weights: declined with the reason, run on the host."""
+    build, _ = UNITS["conv3x3_relu"]
+    model, x = quantized(r, tmp, "pc", build, backend="fbgemm")
+    us = units(r, model)
+    conv = [u for u in us if "Conv" in u.get("ops", "")]
+    print("per-channel:", [(u.get("kernel"), u.get("reason")) for u in conv])
+    assert conv and all(u.get("kernel") == "host:reference" and "per-channel weights" in (u.get("reason") or "")
+                        for u in conv), conv
+    same, worst = compare(r, model, x, tmp, "per_channel")
+    assert same == 1.0, "a declined unit must run the host's reference"
+
+
+def case_scale_declined(r, tmp):
+    """An output scale edited down until input*weight/output >= 256: XNNPACK's create
+    refuses it; accept declines it with the reason and the host runs the unit."""
+    build, _ = UNITS["gemm_transb0"]
+    model, x = quantized(r, tmp, "sc", build)
+    onnx, _, _, nh = qhtest.onnx_modules()
+    m = onnx.load(model)
+    gemm_out = next(nd for nd in m.graph.node if nd.op_type == "Gemm").output[0]
+    out_q = next(nd for nd in m.graph.node if nd.op_type == "QuantizeLinear" and nd.input[0] == gemm_out)
+    for t in m.graph.initializer:
+        if t.name == out_q.input[1]:
+            t.CopyFrom(nh.from_array(np.array(nh.to_array(t) / 1e5, np.float32), t.name))
+    edited = os.path.join(tmp, "sc.edited.qdq.onnx")
+    onnx.save(m, edited)
+    us = [u for u in units(r, edited) if "Gemm" in u.get("ops", "")]
+    print("scale:", [(u.get("kernel"), u.get("reason")) for u in us])
+    assert us and us[0].get("kernel") == "host:reference" and \
+        "refuses the requantization scale" in (us[0].get("reason") or ""), us
+    ok(r, "run", edited, "--input", x, "-o", os.path.join(tmp, "sc.npy"), *BACKEND)
+
+
+def case_threads_agree(r, tmp):
+    outs = []
+    for name in ("conv3x3_relu", "depthwise", "gemm_relu"):
+        build, _ = UNITS[name]
+        model, x = quantized(r, tmp, name, build, seed=7)
+        got = []
+        for t in (1, 2):
+            p = os.path.join(tmp, f"{name}.t{t}.npy")
+            ok(r, "run", model, "--input", x, "-o", p, "--threads", str(t), *BACKEND)
+            got.append(np.load(p))
+        assert np.array_equal(got[0], got[1]), f"{name}: 1 and 2 threads differ"
+        outs.append(name)
+    print("1 and 2 threads identical on", ", ".join(outs))
+
+
+CASES = {
+    "units": case_units,
+    "per_channel_declined": case_per_channel_declined,
+    "scale_declined": case_scale_declined,
+    "threads_agree": case_threads_agree,
+}
+
+if __name__ == "__main__":
+    sys.exit(qhtest.main(CASES, __doc__.split("\n")[0]))
