@@ -8,7 +8,10 @@ reference run of the same unit, the share of bit-identical outputs printed (only
 elements may differ: the kernels add the bias rounded to int32 as PyTorch's qnnpack engine
 does, the host adds it in float). Per-channel weights (fbgemm's file) and a requantization
 scale XNNPACK refuses (an output scale edited down) are declined with their reasons and run
-on the host; 1 and 2 threads give identical bytes.
+on the host; 1 and 2 threads give identical bytes. Hand-built Conv (plain, strided and
+dilated, 5x5, depthwise, depthwise with a multiplier, grouped 1x1, with and without Relu)
+and Linear units are bit-identical to PyTorch 1.13's qnnpack engine running the same
+integers (skipped where torch or its qnnpack engine is missing).
 """
 import json
 import os
@@ -185,7 +188,119 @@ def case_threads_agree(r, tmp):
     print("1 and 2 threads identical on", ", ".join(outs))
 
 
+# Hand-built QDQ units for the engine oracle: (kind, shape arguments, input zero point, relu).
+# PyTorch's quantized Conv2d pads symmetrically, so these do.
+ENGINE_UNITS = {
+    "conv3x3_relu_zx128": ("conv", dict(cin=8, cout=16, k=3, pad=1), 128, True),
+    "conv_s2_d2_zx3": ("conv", dict(cin=6, cout=10, k=3, stride=2, dil=2, pad=2), 3, False),
+    "conv5x5_zx200": ("conv", dict(cin=4, cout=8, k=5, pad=2), 200, False),
+    "depthwise_relu_zx77": ("conv", dict(cin=16, cout=16, k=3, group=16, pad=1), 77, True),
+    "depthwise_mult2_s2": ("conv", dict(cin=8, cout=16, k=3, group=8, stride=2, pad=1), 128, False),
+    "grouped_1x1_zx0": ("conv", dict(cin=16, cout=24, k=1, group=4, pad=0), 0, False),
+    "linear_relu_zx128": ("linear", dict(k=40, n=24), 128, True),
+    "linear_zx17": ("linear", dict(k=33, n=7), 17, False),
+}
+
+
+def engine_unit(path, kind, a, zx, relu, seed):
+    """One QDQ unit by hand (uint8 input on its grid, int8 per-tensor symmetric weights,
+    float bias, output qparams from the float result's range) and the same unit as PyTorch
+    1.13's quantized module on the qnnpack engine: (model, input npy, so, zo, engine bytes)."""
+    import torch
+    import torch.nn.quantized as nnq
+    import torch.nn.intrinsic.quantized as nniq
+    _, TP, helper, nh = qhtest.onnx_modules()
+    rng = np.random.default_rng(seed)
+    sx = np.float32(0.02)
+    if kind == "conv":
+        g = a.get("group", 1)
+        xshape = [2, a["cin"], 11, 10]
+        wf = rng.standard_normal((a["cout"], a["cin"] // g, a["k"], a["k"])) / np.sqrt(a["cin"] // g * a["k"] ** 2)
+        nc = a["cout"]
+    else:
+        xshape = [5, a["k"]]
+        wf = rng.standard_normal((a["n"], a["k"])) / np.sqrt(a["k"])
+        nc = a["n"]
+    sw = np.float32(np.abs(wf).max() / 127.0)
+    wq = np.clip(np.rint(wf / sw), -127, 127).astype(np.int8)
+    bf = (rng.standard_normal(nc) * 0.3).astype(np.float32)
+    xq = rng.integers(0, 256, xshape)
+    xf = ((xq - zx) * sx).astype(np.float32)
+    qx = torch.quantize_per_tensor(torch.tensor(xf), float(sx), zx, torch.quint8)
+    assert np.array_equal(qx.int_repr().numpy(), xq), "input off its grid"
+    qw = torch._make_per_tensor_quantized_tensor(torch.tensor(wq), float(sw), 0)
+    if kind == "conv":
+        st, dil, pad = a.get("stride", 1), a.get("dil", 1), a["pad"]
+        mod = (nniq.ConvReLU2d if relu else nnq.Conv2d)(a["cin"], a["cout"], a["k"], stride=st, padding=pad,
+                                                          dilation=dil, groups=g)
+        yf = torch.nn.functional.conv2d(torch.tensor(xf), torch.tensor(wq * sw), torch.tensor(bf), st, pad, dil, g)
+        op = helper.make_node("Conv", ["xd", "wd", "b"], ["c"], group=g, strides=[st, st], pads=[pad] * 4,
+                              dilations=[dil, dil], kernel_shape=[a["k"]] * 2)
+    else:
+        mod = (nniq.LinearReLU if relu else nnq.Linear)(a["k"], a["n"])
+        yf = torch.nn.functional.linear(torch.tensor(xf), torch.tensor(wq * sw), torch.tensor(bf))
+        op = helper.make_node("Gemm", ["xd", "wd", "b"], ["c"], transB=1)
+    y = (torch.relu(yf) if relu else yf).numpy()
+    lo, hi = min(float(y.min()), 0.0), max(float(y.max()), 0.0)
+    so = np.float32((hi - lo) / 255.0 * 0.8)   # a little narrow: some outputs saturate
+    zo = int(np.clip(np.rint(-lo / so), 0, 255))
+    mod.set_weight_bias(qw, torch.tensor(bf))
+    mod.scale, mod.zero_point = float(so), zo
+    engine = mod(qx).int_repr().numpy()
+    nodes = [helper.make_node("QuantizeLinear", ["x", "sx", "zx"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "sx", "zx"], ["xd"]),
+             helper.make_node("DequantizeLinear", ["wq", "sw", "zw"], ["wd"]), op]
+    last = "c"
+    if relu:
+        nodes.append(helper.make_node("Relu", ["c"], ["r"]))
+        last = "r"
+    nodes += [helper.make_node("QuantizeLinear", [last, "so", "zo"], ["yq"]),
+              helper.make_node("DequantizeLinear", ["yq", "so", "zo"], ["y"])]
+    inits = [nh.from_array(np.array(sx, np.float32), "sx"), nh.from_array(np.array(zx, np.uint8), "zx"),
+             nh.from_array(wq, "wq"), nh.from_array(np.array(sw, np.float32), "sw"),
+             nh.from_array(np.array(0, np.int8), "zw"), nh.from_array(bf, "b"),
+             nh.from_array(np.array(so, np.float32), "so"), nh.from_array(np.array(zo, np.uint8), "zo")]
+    graph = helper.make_graph(nodes, "unit", [helper.make_tensor_value_info("x", TP.FLOAT, xshape)],
+                              [helper.make_tensor_value_info("y", TP.FLOAT, list(y.shape))], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    qhtest.save_model(model, path)
+    np.save(path + ".x.npy", xf)
+    return path, path + ".x.npy", float(so), zo, engine
+
+
+def case_engine(r, tmp):
+    """Conv and Linear units bit-identical to PyTorch 1.13's qnnpack engine (both round the
+    bias to int32 at sx*sw and requantize in fp32 half to even); the host's QDQ run, which
+    adds the bias in float, is printed next to it."""
+    try:
+        import torch
+    except ImportError:
+        raise qhtest.Skip("no PyTorch here")
+    if "qnnpack" not in torch.backends.quantized.supported_engines:
+        raise qhtest.Skip("this PyTorch has no qnnpack engine")
+    torch.backends.quantized.engine = "qnnpack"
+    bad = []
+    for i, (name, (kind, a, zx, relu)) in enumerate(ENGINE_UNITS.items()):
+        model, x, so, zo, engine = engine_unit(os.path.join(tmp, f"{name}.qdq.onnx"), kind, a, zx, relu, 40 + i)
+        us = [u for u in units(r, model) if u.get("kernel", "").startswith("xnn_")]
+        assert len(us) == 1, f"{name}: not on XNNPACK: {units(r, model)}"
+        got = {}
+        for tag, extra in (("qnnpack", BACKEND), ("host", [])):
+            p = os.path.join(tmp, f"{name}.{tag}.npy")
+            ok(r, "run", model, "--input", x, "-o", p, *extra)
+            got[tag] = np.rint(np.load(p).astype(np.float64) / so) + zo
+        ours = np.abs(got["qnnpack"] - engine)
+        host = np.abs(got["host"] - engine)
+        print(f"{name}: vs PyTorch's qnnpack engine: {100 * np.mean(ours == 0):.2f}% identical (max {ours.max():.0f}); "
+              f"host QDQ run: {100 * np.mean(host == 0):.2f}% (max {host.max():.0f}); {engine.size} elements")
+        if ours.max() != 0:
+            bad.append(name)
+    assert not bad, f"not bit-identical to the engine: {bad}"
+
+
 CASES = {
+    "engine": case_engine,
     "units": case_units,
     "per_channel_declined": case_per_channel_declined,
     "scale_declined": case_scale_declined,
