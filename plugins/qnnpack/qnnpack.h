@@ -26,6 +26,15 @@ typedef struct {
   const QhQParams *xq, *wq, *bq, *yq;
 } QnInfo;
 
+/* Helpers the unit analyses share (lowering.c). */
+int qn_qparams_sane(const QhQParams *q);
+const char *qn_act_problem(const QhQParams *q, int output);
+int qn_op_is(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *op);
+int64_t qn_attr_int(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *name, int64_t def);
+int qn_attr_ints(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *name, size_t n,
+                 int64_t def, int64_t *out);
+int32_t qn_known_shape(const QhHostApi *host, const QhGraphView *g, uint32_t v, int64_t *dims);
+
 QhStatus *qn_analyze(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u, int kind,
                      QnInfo *in);
 
@@ -35,6 +44,9 @@ QhStatus *qn_create_operator(const QnInstance *inst, const QhHostApi *host, cons
                              const QnInfo *in, xnn_operator_t *out);
 
 extern const QhKernelOps qn_conv_kernel, qn_linear_kernel;
+/* Add (+Relu), MaxPool, GlobalAveragePool on XNNPACK's qu8/u8 operators (xnn-u8ops.c). */
+extern const QhKernelOps qn_add_kernel, qn_maxpool_kernel, qn_gap_kernel;
+QhStatus *qn_accept_u8op(void *instance, const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u);
 extern const QhLoweringOps qn_lowering;
 
 #endif

@@ -16,8 +16,8 @@ compared with the host's reference path.
 - decline=PATTERN leaves that pattern untested: a SKIP with the plugin's reason;
 - a plugin without a lowering group (the BackendConfig tutorial's my_backend) gets no
   lowering line;
-- the qnnpack plugin claims the Gemm (+Relu) and MatMul graphs on XNNPACK's qu8
-  fully-connected operator within one step of the host, and declines the built-in Conv
+- the qnnpack plugin claims the Gemm (+Relu), MatMul, Add (+Relu), MaxPool and
+  GlobalAveragePool graphs on XNNPACK's operators within one step of the host, and declines the built-in Conv
   graphs (per-channel weights: XNNPACK's qu8 operators take one weight scale) with that
   reason;
 - the fbgemm plugin claims the Conv and linear graphs within one step on every kernel
@@ -265,6 +265,10 @@ QNNPACK = {
     "gemm_relu": ("fc", "Gemm+Relu", "linear_relu", "xnn_fully_connected_nc_qu8"),
     "gemm": ("fc", "Gemm", "linear", "xnn_fully_connected_nc_qu8"),
     "matmul": ("matmul", "MatMul", "matmul", "xnn_fully_connected_nc_qu8"),
+    "add_relu": ("add", "Add+Relu", "add_relu", "xnn_add_nd_qu8"),
+    "add": ("add", "Add", "add", "xnn_add_nd_qu8"),
+    "maxpool": ("op", "MaxPool", "maxpool", "xnn_max_pooling2d_nhwc_u8"),
+    "global_avgpool": ("op", "GlobalAveragePool", "global_avgpool", "xnn_global_average_pooling_nwc_qu8"),
 }
 
 

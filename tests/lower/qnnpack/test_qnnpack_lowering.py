@@ -11,7 +11,9 @@ scale XNNPACK refuses (an output scale edited down) are declined with their reas
 on the host; 1 and 2 threads give identical bytes. Hand-built Conv (plain, strided and
 dilated, 5x5, depthwise, depthwise with a multiplier, grouped 1x1, with and without Relu)
 and Linear units are bit-identical to PyTorch 1.13's qnnpack engine running the same
-integers (skipped where torch or its qnnpack engine is missing).
+integers (skipped where torch or its qnnpack engine is missing). Add (+Relu), MaxPool and
+GlobalAveragePool units are within one step of the host's run (MaxPool identical), and a
+MaxPool whose output is on another grid is declined.
 """
 import json
 import os
@@ -299,7 +301,90 @@ def case_engine(r, tmp):
     assert not bad, f"not bit-identical to the engine: {bad}"
 
 
+def u8op_unit(path, op, seed, relu=False, shared=True):
+    """A hand-built QDQ unit of Add (two inputs on different grids), MaxPool (3x3, stride 2,
+    pads 1; output on the input's grid unless shared is False) or GlobalAveragePool, with
+    uint8 inputs on their grids: (model, inputs npz, output scale)."""
+    _, TP, helper, nh = qhtest.onnx_modules()
+    rng = np.random.default_rng(seed)
+    shape = [2, 12, 9, 10]
+    ins = [("x", np.float32(0.03), 120)] + ([("r", np.float32(0.05), 90)] if op == "Add" else [])
+    nodes, inits, feeds, vals = [], [], {}, []
+    for name, sc, zp in ins:
+        q = rng.integers(0, 256, shape)
+        feeds[name] = ((q - zp) * sc).astype(np.float32)
+        vals.append(feeds[name])
+        inits += [nh.from_array(np.array(sc, np.float32), f"s{name}"), nh.from_array(np.array(zp, np.uint8), f"z{name}")]
+        nodes += [helper.make_node("QuantizeLinear", [name, f"s{name}", f"z{name}"], [f"{name}q"]),
+                  helper.make_node("DequantizeLinear", [f"{name}q", f"s{name}", f"z{name}"], [f"{name}d"])]
+    if op == "Add":
+        nodes.append(helper.make_node("Add", ["xd", "rd"], ["a"]))
+        y = vals[0] + vals[1]
+        yshape = shape
+    elif op == "MaxPool":
+        nodes.append(helper.make_node("MaxPool", ["xd"], ["a"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]))
+        y = vals[0]
+        yshape = [2, 12, 5, 5]
+    else:
+        nodes.append(helper.make_node("GlobalAveragePool", ["xd"], ["a"]))
+        y = vals[0].mean(axis=(2, 3), keepdims=True)
+        yshape = [2, 12, 1, 1]
+    last = "a"
+    if relu:
+        nodes.append(helper.make_node("Relu", ["a"], ["p"]))
+        y, last = np.maximum(y, 0), "p"
+    if op == "MaxPool" and shared:
+        so, zo = ins[0][1], ins[0][2]
+    else:
+        lo, hi = min(float(y.min()), 0.0), max(float(y.max()), 0.0)
+        so = np.float32((hi - lo) / 255.0 * 0.9)
+        zo = int(np.clip(np.rint(-lo / so), 0, 255))
+    inits += [nh.from_array(np.array(so, np.float32), "so"), nh.from_array(np.array(zo, np.uint8), "zo")]
+    nodes += [helper.make_node("QuantizeLinear", [last, "so", "zo"], ["yq"]),
+              helper.make_node("DequantizeLinear", ["yq", "so", "zo"], ["y"])]
+    graph = helper.make_graph(nodes, "unit", [helper.make_tensor_value_info(n, TP.FLOAT, shape) for n, _, _ in ins],
+                              [helper.make_tensor_value_info("y", TP.FLOAT, yshape)], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    qhtest.save_model(model, path)
+    np.savez(path + ".in.npz", **feeds)
+    return path, path + ".in.npz", float(so)
+
+
+U8OPS = {  # name -> (op, relu, kernel, want bit-identical)
+    "add": ("Add", False, "xnn_add_nd_qu8", False),
+    "add_relu": ("Add", True, "xnn_add_nd_qu8", False),
+    "maxpool": ("MaxPool", False, "xnn_max_pooling2d_nhwc_u8", True),
+    "global_avgpool": ("GlobalAveragePool", False, "xnn_global_average_pooling_nwc_qu8", False),
+}
+
+
+def case_u8ops(r, tmp):
+    """Add (+Relu), MaxPool and GlobalAveragePool units on XNNPACK within one step of the
+    host's run (MaxPool only picks bytes: identical); MaxPool onto another grid declined."""
+    bad = []
+    for i, (name, (op, relu, kernel, exact)) in enumerate(U8OPS.items()):
+        model, x, so = u8op_unit(os.path.join(tmp, f"{name}.qdq.onnx"), op, 60 + i, relu)
+        us = units(r, model)
+        assert len(us) == 1 and us[0].get("kernel") == kernel, f"{name}: {us}"
+        host, low = os.path.join(tmp, f"{name}.host.npy"), os.path.join(tmp, f"{name}.qnnpack.npy")
+        ok(r, "run", model, "--input", x, "-o", host)
+        ok(r, "run", model, "--input", x, "-o", low, *BACKEND)
+        steps = np.abs(np.load(host).astype(np.float64) - np.load(low)) / so
+        same = float(np.mean(steps < 0.5))
+        print(f"{name}: qnnpack vs host QDQ: {100 * same:.2f}% identical, max {steps.max():.3g} steps "
+              f"over {steps.size} elements")
+        if steps.max() > 1 + 1e-3 or same < (1.0 if exact else 0.95):
+            bad.append(name)
+    assert not bad, f"beyond the bar: {bad}"
+    model, x, _ = u8op_unit(os.path.join(tmp, "maxpool_regrid.qdq.onnx"), "MaxPool", 70, shared=False)
+    us = units(r, model)
+    print("maxpool onto another grid:", [(u.get("kernel"), u.get("reason")) for u in us])
+    assert us and us[0].get("kernel") == "host:reference" and "does not requantize" in (us[0].get("reason") or ""), us
+
+
 CASES = {
+    "u8ops": case_u8ops,
     "engine": case_engine,
     "units": case_units,
     "per_channel_declined": case_per_channel_declined,
