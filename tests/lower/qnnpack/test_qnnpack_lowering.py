@@ -13,7 +13,8 @@ dilated, 5x5, depthwise, depthwise with a multiplier, grouped 1x1, with and with
 and Linear units are bit-identical to PyTorch 1.13's qnnpack engine running the same
 integers (skipped where torch or its qnnpack engine is missing). Add (+Relu), MaxPool and
 GlobalAveragePool units are within one step of the host's run (MaxPool identical), and a
-MaxPool whose output is on another grid is declined.
+MaxPool whose output is on another grid is declined. The bundled digits CNN runs on
+XNNPACK but for its Flatten, close to the host's run and as accurate.
 """
 import json
 import os
@@ -383,7 +384,40 @@ def case_u8ops(r, tmp):
     assert us and us[0].get("kernel") == "host:reference" and "does not requantize" in (us[0].get("reason") or ""), us
 
 
+DIGITS = os.path.join(ROOT, "examples", "digits_cnn.onnx")
+
+
+def case_digits(r, tmp):
+    """The bundled digits CNN quantized for qnnpack: every unit but Flatten on XNNPACK (no
+    Q/DQ between its kernels), the final output within two steps of the host's run (a chain
+    compounds one-step near-tie differences) on >= 95% identical, the same top-1 accuracy
+    within half a point, and 1 and 2 threads identical."""
+    ex = os.path.join(ROOT, "examples")
+    model = os.path.join(tmp, "digits.qnnpack.qdq.onnx")
+    ok(r, "quantize", DIGITS, "--backend", "qnnpack", "--calib", os.path.join(ex, "digits_calib.npy"), "-o", model,
+       "--quiet")
+    us = units(r, model)
+    host_run = sorted(u.get("ops", "") for u in us if not u.get("kernel", "").startswith("xnn_"))
+    assert host_run == ["Flatten"], f"units off XNNPACK: {host_run}"
+    x, labels = os.path.join(ex, "digits_test.npy"), np.load(os.path.join(ex, "digits_labels.npy"))
+    outs = {}
+    for tag, extra in (("host", []), ("t1", BACKEND + ["--threads", "1"]), ("t2", BACKEND + ["--threads", "2"])):
+        p = os.path.join(tmp, f"{tag}.npy")
+        ok(r, "run", model, "--input", x, "-o", p, *extra)
+        outs[tag] = np.load(p)
+    assert np.array_equal(outs["t1"], outs["t2"]), "1 and 2 threads differ"
+    (step, _), = ort_compare.output_steps(model).values()
+    steps = np.abs(outs["host"].astype(np.float64) - outs["t1"]) / np.asarray(step, np.float64)
+    same = float(np.mean(steps < 0.5))
+    acc = {t: float(np.mean(outs[t].argmax(axis=1) == labels)) for t in ("host", "t1")}
+    print(f"digits: qnnpack vs host QDQ: {100 * same:.2f}% identical, max {steps.max():.3g} steps over "
+          f"{steps.size} elements; top-1 {100 * acc['t1']:.2f}% (host {100 * acc['host']:.2f}%)")
+    assert steps.max() <= 2 + 1e-3 and same >= 0.95, "digits beyond the bar"
+    assert abs(acc["t1"] - acc["host"]) <= 0.005, "accuracy differs from the host's"
+
+
 CASES = {
+    "digits": case_digits,
     "u8ops": case_u8ops,
     "engine": case_engine,
     "units": case_units,
