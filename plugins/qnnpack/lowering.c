@@ -5,8 +5,8 @@
  * take. Per-channel weights (qu8 operators have one weight scale) and scale ratios
  * XNNPACK's create refuses are declined with the reason, so they run on the host instead of
  * failing at kernel create: accept creates the operator itself and deletes it. The
- * patterns of Add (+Relu), MaxPool and GlobalAveragePool are here too; their analysis and
- * kernels are in xnn-u8ops.c. */
+ * patterns of Add (+Relu), MaxPool, GlobalAveragePool, Sigmoid, Tanh and LeakyRelu are here
+ * too; their analysis and kernels are in xnn-u8ops.c. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -281,9 +281,9 @@ static const char *const conv_relu_ops[] = {"Conv", "Relu"}, *const conv_ops[] =
 /* Relu may sit behind a Q -> DQ pair on the unit's output grid; clamping at the zero
  * point before the one rounding gives the same integers (round() is monotonic). */
 #define PATTERN(name, list, kern, acc, fl)                                                        \
-  static const QhLoweringPattern name = {QH_STRUCT_HEADER(QhLoweringPattern), .id = #name,      \
-                                         .ops = list, .n_ops = sizeof list / sizeof list[0],    \
-                                         .flags = fl, .kernel = &kern, .accept = acc}
+  static const QhLoweringPattern p_##name = {QH_STRUCT_HEADER(QhLoweringPattern), .id = #name,  \
+                                             .ops = list, .n_ops = sizeof list / sizeof list[0], \
+                                             .flags = fl, .kernel = &kern, .accept = acc}
 #define THROUGH QH_PATTERN_THROUGH_SHARED_QDQ
 PATTERN(conv_relu, conv_relu_ops, qn_conv_kernel, accept_conv, THROUGH);
 PATTERN(conv, conv_ops, qn_conv_kernel, accept_conv, 0);
@@ -298,9 +298,15 @@ PATTERN(add_relu, add_relu_ops, qn_add_kernel, qn_accept_u8op, 0);
 PATTERN(add, add_ops, qn_add_kernel, qn_accept_u8op, 0);
 PATTERN(maxpool, maxpool_ops, qn_maxpool_kernel, qn_accept_u8op, 0);
 PATTERN(global_avgpool, gap_ops, qn_gap_kernel, qn_accept_u8op, 0);
+static const char *const sigmoid_ops[] = {"Sigmoid"}, *const tanh_ops[] = {"Tanh"},
+                  *const leaky_relu_ops[] = {"LeakyRelu"};
+PATTERN(sigmoid, sigmoid_ops, qn_sigmoid_kernel, qn_accept_u8op, 0);
+PATTERN(tanh, tanh_ops, qn_tanh_kernel, qn_accept_u8op, 0);
+PATTERN(leaky_relu, leaky_relu_ops, qn_leaky_relu_kernel, qn_accept_u8op, 0);
 
 /* Most fused first: the first pattern that matches and accepts wins. */
-static const QhLoweringPattern *const patterns[] = {&conv_relu, &conv, &linear_relu, &linear, &matmul_relu,
-                                                    &matmul, &add_relu, &add, &maxpool, &global_avgpool};
+static const QhLoweringPattern *const patterns[] = {&p_conv_relu, &p_conv, &p_linear_relu, &p_linear, &p_matmul_relu,
+                                                    &p_matmul, &p_add_relu, &p_add, &p_maxpool, &p_global_avgpool,
+                                                    &p_sigmoid, &p_tanh, &p_leaky_relu};
 const QhLoweringOps qn_lowering = {QH_STRUCT_HEADER(QhLoweringOps), patterns,
                                    sizeof patterns / sizeof patterns[0]};

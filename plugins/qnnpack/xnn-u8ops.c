@@ -1,7 +1,11 @@
 /* The qnnpack plugin's units between its convolutions, on XNNPACK: Add (+Relu) on
  * xnn_create_add_nd_qu8, MaxPool on xnn_create_max_pooling2d_nhwc_u8 and GlobalAveragePool
  * on xnn_create_global_average_pooling_nwc_qu8, channels-last, so that a ResNet's residual
- * blocks stay in NHWC uint8. Add requantizes both inputs onto the output's grid in XNNPACK's
+ * blocks stay in NHWC uint8; Sigmoid, Tanh and LeakyRelu on XNNPACK's qu8 lookup-table
+ * operators (element-wise, any layout). The tables are built in float by XNNPACK
+ * (f(dequantized input) * (1 / output scale), rounded to nearest even), so they differ from
+ * the host's float math only near ties; Sigmoid and Tanh take only PyTorch's fixed output
+ * qparams (1/256 with zero point 0, 1/128 with 128), anything else is refused at create. Add requantizes both inputs onto the output's grid in XNNPACK's
  * fixed point, the global pool its mean: within one step of the host's float QDQ math, not
  * bit-identical. MaxPool only picks bytes, so it is exact, and is claimed only where the
  * input and output share qparams (XNNPACK's u8 max pooling does not requantize). XNNPACK
@@ -16,11 +20,13 @@
 
 #include "qnnpack.h"
 
-enum { U_ADD, U_MAXPOOL, U_GAP };
+enum { U_ADD, U_MAXPOOL, U_GAP, U_SIGMOID, U_TANH, U_LEAKY };
+#define IS_UNARY(op) ((op) >= U_SIGMOID)
 
 typedef struct {
   const QnInstance *inst;
   int op, relu;
+  float alpha; /* LeakyRelu's slope */
   int64_t kh, kw, sh, sw, dh, dw, pad[4];
   const QhQParams *aq, *bq, *yq;
   xnn_operator_t xop;
@@ -72,8 +78,14 @@ static const char *analyze(const QhHostApi *host, const QhGraphView *g, const Qh
     k->op = U_MAXPOOL;
   else if (qn_op_is(host, g, node, "GlobalAveragePool"))
     k->op = U_GAP;
+  else if (qn_op_is(host, g, node, "Sigmoid"))
+    k->op = U_SIGMOID;
+  else if (qn_op_is(host, g, node, "Tanh"))
+    k->op = U_TANH;
+  else if (qn_op_is(host, g, node, "LeakyRelu"))
+    k->op = U_LEAKY;
   else
-    return "op other than Add, MaxPool or GlobalAveragePool";
+    return "op other than Add, MaxPool, GlobalAveragePool, Sigmoid, Tanh or LeakyRelu";
   if (u->n_nodes == 2) {
     if (k->op != U_ADD || !qn_op_is(host, g, u->nodes[1], "Relu"))
       return "only Add fuses a following Relu";
@@ -97,6 +109,14 @@ static const char *analyze(const QhHostApi *host, const QhGraphView *g, const Qh
   int64_t d[QH_MAX_RANK], d2[QH_MAX_RANK];
   int32_t rank = qn_known_shape(host, g, u->inputs[0], d);
   k->channels = -1;
+  if (k->op == U_LEAKY) {
+    float alpha = 0.01f; /* ONNX's default */
+    QhStatus *st = host->node_attr_float(g, node, "alpha", &alpha);
+    k->alpha = st ? 0.01f : alpha;
+    host->status_free(st);
+  }
+  if (IS_UNARY(k->op))
+    return NULL;
   if (k->op == U_ADD) {
     int32_t r2 = qn_known_shape(host, g, u->inputs[1], d2);
     if (rank >= 0 && r2 >= 0 && (rank != r2 || memcmp(d, d2, (size_t)rank * sizeof *d) != 0))
@@ -115,7 +135,12 @@ static const char *analyze(const QhHostApi *host, const QhGraphView *g, const Qh
   return NULL;
 }
 
-static QhStatus *xnn_refused(const QhHostApi *host, enum xnn_status s, const char *what) {
+static QhStatus *xnn_refused(const QhHostApi *host, enum xnn_status s, int op, const char *what) {
+  static const char *const unsupported[] = {
+      [U_SIGMOID] = "it takes only the output scale 1/256 with zero point 0",
+      [U_TANH] = "it takes only the output scale 1/128 with zero point 128",
+      [U_ADD] = "a scale ratio outside what it supports", [U_MAXPOOL] = "a parameter it does not support",
+      [U_GAP] = "a scale ratio outside what it supports", [U_LEAKY] = "a scale ratio outside what it supports"};
   char msg[200];
   if (s == xnn_status_success)
     return NULL;
@@ -123,20 +148,22 @@ static QhStatus *xnn_refused(const QhHostApi *host, enum xnn_status s, const cha
     return host->status_new(QH_ERR_OUT_OF_MEMORY, "XNNPACK: out of memory creating the operator");
   if (s == xnn_status_uninitialized || s == xnn_status_unsupported_hardware)
     return host->status_new(QH_ERR_UNSUPPORTED, "XNNPACK did not initialize on this CPU");
-  snprintf(msg, sizeof msg, "XNNPACK's %s refuses the unit's scales or range (status %d: %s)", what, (int)s,
-           s == xnn_status_unsupported_parameter ? "scale ratio outside what it supports" : "invalid parameter");
+  snprintf(msg, sizeof msg, "XNNPACK's %s refuses the unit's scales or range (%s)", what,
+           s == xnn_status_unsupported_parameter ? unsupported[op] : "invalid parameter");
   return host->status_new(QH_ERR_UNSUPPORTED, msg);
 }
 
 static const char *op_what(int op) {
-  return op == U_ADD ? "qu8 add" : op == U_MAXPOOL ? "u8 max pooling" : "qu8 global average pooling";
+  static const char *const what[] = {"qu8 add", "u8 max pooling", "qu8 global average pooling", "qu8 sigmoid",
+                                     "qu8 tanh", "qu8 leaky relu"};
+  return what[op];
 }
 
 /* The operator for `channels` (the pools; ignored by Add). */
 static QhStatus *make_op(const QhHostApi *host, U8Op *k, int64_t channels, xnn_operator_t *out) {
   *out = NULL;
   if (k->inst->xnn_init != xnn_status_success)
-    return xnn_refused(host, k->inst->xnn_init, op_what(k->op));
+    return xnn_refused(host, k->inst->xnn_init, k->op, op_what(k->op));
   const QhQParams *a = k->aq, *y = k->yq;
   int32_t zo = y->zero_point[0];
   /* the host's QuantizeLinear saturates at the dtype's bounds; a fused Relu raises the floor */
@@ -153,6 +180,18 @@ static QhStatus *make_op(const QhHostApi *host, U8Op *k, int64_t channels, xnn_o
                                          (uint32_t)k->pad[1], (uint32_t)k->kh, (uint32_t)k->kw, (uint32_t)k->sh,
                                          (uint32_t)k->sw, (uint32_t)k->dh, (uint32_t)k->dw, c, c, c, lo, hi, 0, out);
     break;
+  case U_SIGMOID:
+    s = xnn_create_sigmoid_nc_qu8(1, 1, 1, (uint8_t)a->zero_point[0], a->scale[0], (uint8_t)zo, y->scale[0], lo,
+                                  hi, 0, out);
+    break;
+  case U_TANH:
+    s = xnn_create_tanh_nc_qu8(1, 1, 1, (uint8_t)a->zero_point[0], a->scale[0], (uint8_t)zo, y->scale[0], lo, hi,
+                               0, out);
+    break;
+  case U_LEAKY:
+    s = xnn_create_leaky_relu_nc_qu8(1, 1, 1, k->alpha, (uint8_t)a->zero_point[0], a->scale[0], (uint8_t)zo,
+                                     y->scale[0], lo, hi, 0, out);
+    break;
   default:
     s = xnn_create_global_average_pooling_nwc_qu8(c, c, c, (uint8_t)a->zero_point[0], a->scale[0], (uint8_t)zo,
                                                   y->scale[0], lo, hi, 0, out);
@@ -160,7 +199,7 @@ static QhStatus *make_op(const QhHostApi *host, U8Op *k, int64_t channels, xnn_o
   }
   if (s != xnn_status_success)
     *out = NULL;
-  return xnn_refused(host, s, op_what(k->op));
+  return xnn_refused(host, s, k->op, op_what(k->op));
 }
 
 QhStatus *qn_accept_u8op(void *instance, const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u) {
@@ -196,8 +235,10 @@ static QhStatus *create(void *instance, const QhHostApi *host, const QhGraphView
   k->inst = instance;
   const char *p = analyze(host, g, u, k);
   QhStatus *st = p ? host->status_new(QH_ERR_UNSUPPORTED, p) : NULL;
-  if (!st && (k->op == U_ADD || k->channels > 0))
-    st = make_op(host, k, k->op == U_ADD ? 1 : k->channels, &k->xop);
+  /* element-wise operators run on one flat channel; the pools' need the real count */
+  int flat = k->op == U_ADD || IS_UNARY(k->op);
+  if (!st && (flat || k->channels > 0))
+    st = make_op(host, k, flat ? 1 : k->channels, &k->xop);
   if (st) {
     destroy(k);
     return st;
@@ -240,7 +281,9 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
   y->rank = x->rank;
   y->layout = x->layout;
   memcpy(y->dims, x->dims, sizeof y->dims);
-  if (k->op == U_ADD) {
+  if (IS_UNARY(k->op)) {
+    /* element-wise: any layout, the output in the input's */
+  } else if (k->op == U_ADD) {
     const QhTensorView *b = &inputs[1];
     if (!u8_view_ok(b) || b->rank != x->rank || b->layout != x->layout ||
         memcmp(b->dims, x->dims, (size_t)x->rank * sizeof *x->dims) != 0)
@@ -314,6 +357,12 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
     s = xnn_setup_add_nd_qu8(k->xop, 1, flat, 1, flat, x->data, inputs[1].data, y->data, pool);
   } else if (k->op == U_MAXPOOL) {
     s = xnn_setup_max_pooling2d_nhwc_u8(k->xop, (size_t)k->n, (size_t)k->h, (size_t)k->w, x->data, y->data, pool);
+  } else if (k->op == U_SIGMOID) {
+    s = xnn_setup_sigmoid_nc_qu8(k->xop, k->in_bytes, x->data, y->data, pool);
+  } else if (k->op == U_TANH) {
+    s = xnn_setup_tanh_nc_qu8(k->xop, k->in_bytes, x->data, y->data, pool);
+  } else if (k->op == U_LEAKY) {
+    s = xnn_setup_leaky_relu_nc_qu8(k->xop, k->in_bytes, x->data, y->data, pool);
   } else {
     s = xnn_setup_global_average_pooling_nwc_qu8(k->xop, (size_t)k->n, (size_t)(k->h * k->w), x->data, y->data,
                                                  pool);
@@ -328,10 +377,13 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
   return NULL;
 }
 
-#define U8_KERNEL(name, kid)                                                                                 \
-  const QhKernelOps name = {QH_STRUCT_HEADER(QhKernelOps), .id = kid, .input_layout = QH_LAYOUT_NHWC,      \
-                            .output_layout = QH_LAYOUT_NHWC, .create = create, .reshape = reshape, .run = run, \
+#define U8_KERNEL(name, kid, layout)                                                                         \
+  const QhKernelOps name = {QH_STRUCT_HEADER(QhKernelOps), .id = kid, .input_layout = layout,              \
+                            .output_layout = layout, .create = create, .reshape = reshape, .run = run,       \
                             .destroy = destroy}
-U8_KERNEL(qn_add_kernel, "xnn_add_nd_qu8");
-U8_KERNEL(qn_maxpool_kernel, "xnn_max_pooling2d_nhwc_u8");
-U8_KERNEL(qn_gap_kernel, "xnn_global_average_pooling_nwc_qu8");
+U8_KERNEL(qn_add_kernel, "xnn_add_nd_qu8", QH_LAYOUT_NHWC);
+U8_KERNEL(qn_maxpool_kernel, "xnn_max_pooling2d_nhwc_u8", QH_LAYOUT_NHWC);
+U8_KERNEL(qn_gap_kernel, "xnn_global_average_pooling_nwc_qu8", QH_LAYOUT_NHWC);
+U8_KERNEL(qn_sigmoid_kernel, "xnn_sigmoid_nc_qu8", QH_LAYOUT_ANY);
+U8_KERNEL(qn_tanh_kernel, "xnn_tanh_nc_qu8", QH_LAYOUT_ANY);
+U8_KERNEL(qn_leaky_relu_kernel, "xnn_leaky_relu_nc_qu8", QH_LAYOUT_ANY);

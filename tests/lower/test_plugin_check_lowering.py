@@ -16,8 +16,8 @@ compared with the host's reference path.
 - decline=PATTERN leaves that pattern untested: a SKIP with the plugin's reason;
 - a plugin without a lowering group (the BackendConfig tutorial's my_backend) gets no
   lowering line;
-- the qnnpack plugin claims the Gemm (+Relu), MatMul, Add (+Relu), MaxPool and
-  GlobalAveragePool graphs on XNNPACK's operators within one step of the host, and declines the built-in Conv
+- the qnnpack plugin claims the Gemm (+Relu), MatMul, Add (+Relu), MaxPool,
+  GlobalAveragePool and Sigmoid graphs on XNNPACK's operators within one step of the host, and declines the built-in Conv
   graphs (per-channel weights: XNNPACK's qu8 operators take one weight scale) with that
   reason;
 - the fbgemm plugin claims the Conv and linear graphs within one step on every kernel
@@ -269,6 +269,7 @@ QNNPACK = {
     "add": ("add", "Add", "add", "xnn_add_nd_qu8"),
     "maxpool": ("op", "MaxPool", "maxpool", "xnn_max_pooling2d_nhwc_u8"),
     "global_avgpool": ("op", "GlobalAveragePool", "global_avgpool", "xnn_global_average_pooling_nwc_qu8"),
+    "sigmoid": ("op", "Sigmoid", "sigmoid", "xnn_sigmoid_nc_qu8"),
 }
 
 

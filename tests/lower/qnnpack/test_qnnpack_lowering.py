@@ -12,8 +12,9 @@ on the host; 1 and 2 threads give identical bytes. Hand-built Conv (plain, strid
 dilated, 5x5, depthwise, depthwise with a multiplier, grouped 1x1, with and without Relu)
 and Linear units are bit-identical to PyTorch 1.13's qnnpack engine running the same
 integers (skipped where torch or its qnnpack engine is missing). Add (+Relu), MaxPool and
-GlobalAveragePool units are within one step of the host's run (MaxPool identical), and a
-MaxPool whose output is on another grid is declined. The bundled digits CNN runs on
+GlobalAveragePool, Sigmoid, Tanh and LeakyRelu units are within one step of the host's
+run (MaxPool identical); a MaxPool whose output is on another grid and a Sigmoid off its
+fixed output qparams are declined. The bundled digits CNN runs on
 XNNPACK but for its Flatten, close to the host's run and as accurate.
 """
 import json
@@ -302,10 +303,14 @@ def case_engine(r, tmp):
     assert not bad, f"not bit-identical to the engine: {bad}"
 
 
+FIXED = {"Sigmoid": (np.float32(1 / 256), 0), "Tanh": (np.float32(1 / 128), 128)}  # PyTorch's fixed qparams
+
+
 def u8op_unit(path, op, seed, relu=False, shared=True):
     """A hand-built QDQ unit of Add (two inputs on different grids), MaxPool (3x3, stride 2,
-    pads 1; output on the input's grid unless shared is False) or GlobalAveragePool, with
-    uint8 inputs on their grids: (model, inputs npz, output scale)."""
+    pads 1; output on the input's grid unless shared is False), GlobalAveragePool, Sigmoid or
+    Tanh (PyTorch's fixed output qparams unless shared is False) or LeakyRelu (alpha 0.1),
+    with uint8 inputs on their grids: (model, inputs npz, output scale)."""
     _, TP, helper, nh = qhtest.onnx_modules()
     rng = np.random.default_rng(seed)
     shape = [2, 12, 9, 10]
@@ -326,16 +331,25 @@ def u8op_unit(path, op, seed, relu=False, shared=True):
         nodes.append(helper.make_node("MaxPool", ["xd"], ["a"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]))
         y = vals[0]
         yshape = [2, 12, 5, 5]
-    else:
+    elif op == "GlobalAveragePool":
         nodes.append(helper.make_node("GlobalAveragePool", ["xd"], ["a"]))
         y = vals[0].mean(axis=(2, 3), keepdims=True)
         yshape = [2, 12, 1, 1]
+    else:
+        attrs = {"alpha": 0.1} if op == "LeakyRelu" else {}
+        nodes.append(helper.make_node(op, ["xd"], ["a"], **attrs))
+        v = vals[0].astype(np.float64)
+        y = {"Sigmoid": lambda: 1 / (1 + np.exp(-v)), "Tanh": lambda: np.tanh(v),
+             "LeakyRelu": lambda: np.where(v < 0, 0.1 * v, v)}[op]().astype(np.float32)
+        yshape = shape
     last = "a"
     if relu:
         nodes.append(helper.make_node("Relu", ["a"], ["p"]))
         y, last = np.maximum(y, 0), "p"
     if op == "MaxPool" and shared:
         so, zo = ins[0][1], ins[0][2]
+    elif op in FIXED and shared:
+        so, zo = FIXED[op]
     else:
         lo, hi = min(float(y.min()), 0.0), max(float(y.max()), 0.0)
         so = np.float32((hi - lo) / 255.0 * 0.9)
@@ -357,12 +371,16 @@ U8OPS = {  # name -> (op, relu, kernel, want bit-identical)
     "add_relu": ("Add", True, "xnn_add_nd_qu8", False),
     "maxpool": ("MaxPool", False, "xnn_max_pooling2d_nhwc_u8", True),
     "global_avgpool": ("GlobalAveragePool", False, "xnn_global_average_pooling_nwc_qu8", False),
+    "sigmoid": ("Sigmoid", False, "xnn_sigmoid_nc_qu8", False),
+    "tanh": ("Tanh", False, "xnn_tanh_nc_qu8", False),
+    "leaky_relu": ("LeakyRelu", False, "xnn_leaky_relu_nc_qu8", False),
 }
 
 
 def case_u8ops(r, tmp):
-    """Add (+Relu), MaxPool and GlobalAveragePool units on XNNPACK within one step of the
-    host's run (MaxPool only picks bytes: identical); MaxPool onto another grid declined."""
+    """Add (+Relu), MaxPool, GlobalAveragePool, Sigmoid, Tanh and LeakyRelu units on XNNPACK
+    within one step of the host's run (MaxPool only picks bytes: identical); MaxPool onto
+    another grid and Sigmoid with other than its fixed output qparams declined."""
     bad = []
     for i, (name, (op, relu, kernel, exact)) in enumerate(U8OPS.items()):
         model, x, so = u8op_unit(os.path.join(tmp, f"{name}.qdq.onnx"), op, 60 + i, relu)
@@ -382,6 +400,10 @@ def case_u8ops(r, tmp):
     us = units(r, model)
     print("maxpool onto another grid:", [(u.get("kernel"), u.get("reason")) for u in us])
     assert us and us[0].get("kernel") == "host:reference" and "does not requantize" in (us[0].get("reason") or ""), us
+    model, x, _ = u8op_unit(os.path.join(tmp, "sigmoid_free.qdq.onnx"), "Sigmoid", 71, shared=False)
+    us = units(r, model)
+    print("sigmoid with its own output qparams:", [(u.get("kernel"), u.get("reason")) for u in us])
+    assert us and us[0].get("kernel") == "host:reference" and "qu8 sigmoid refuses" in (us[0].get("reason") or ""), us
 
 
 DIGITS = os.path.join(ROOT, "examples", "digits_cnn.onnx")
