@@ -6,7 +6,7 @@
  * XNNPACK's create refuses are declined with the reason, so they run on the host instead of
  * failing at kernel create: accept creates the operator itself and deletes it. The
  * patterns of Add (+Relu), MaxPool, GlobalAveragePool, Sigmoid, Tanh and LeakyRelu are here
- * too; their analysis and kernels are in xnn-u8ops.c. */
+ * too; their analysis and kernels are in xnn-u8ops.c, Concat's in xnn-concat.c. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -303,10 +303,12 @@ static const char *const sigmoid_ops[] = {"Sigmoid"}, *const tanh_ops[] = {"Tanh
 PATTERN(sigmoid, sigmoid_ops, qn_sigmoid_kernel, qn_accept_u8op, 0);
 PATTERN(tanh, tanh_ops, qn_tanh_kernel, qn_accept_u8op, 0);
 PATTERN(leaky_relu, leaky_relu_ops, qn_leaky_relu_kernel, qn_accept_u8op, 0);
+static const char *const concat_ops[] = {"Concat"};
+PATTERN(concat, concat_ops, qn_concat_kernel, qn_accept_concat, 0);
 
 /* Most fused first: the first pattern that matches and accepts wins. */
 static const QhLoweringPattern *const patterns[] = {&p_conv_relu, &p_conv, &p_linear_relu, &p_linear, &p_matmul_relu,
                                                     &p_matmul, &p_add_relu, &p_add, &p_maxpool, &p_global_avgpool,
-                                                    &p_sigmoid, &p_tanh, &p_leaky_relu};
+                                                    &p_sigmoid, &p_tanh, &p_leaky_relu, &p_concat};
 const QhLoweringOps qn_lowering = {QH_STRUCT_HEADER(QhLoweringOps), patterns,
                                    sizeof patterns / sizeof patterns[0]};

@@ -34,6 +34,9 @@ int64_t qn_attr_int(const QhHostApi *host, const QhGraphView *g, uint32_t node, 
 int qn_attr_ints(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *name, size_t n,
                  int64_t def, int64_t *out);
 int32_t qn_known_shape(const QhHostApi *host, const QhGraphView *g, uint32_t v, int64_t *dims);
+/* A uint8 tensor view with sane dims, and its element count (xnn-kernels.c). */
+int qn_u8_view_ok(const QhTensorView *t);
+size_t qn_numel(const QhTensorView *t);
 
 QhStatus *qn_analyze(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u, int kind,
                      QnInfo *in);
@@ -49,6 +52,9 @@ extern const QhKernelOps qn_conv_kernel, qn_linear_kernel;
 extern const QhKernelOps qn_add_kernel, qn_maxpool_kernel, qn_gap_kernel, qn_sigmoid_kernel, qn_tanh_kernel,
     qn_leaky_relu_kernel;
 QhStatus *qn_accept_u8op(void *instance, const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u);
+/* Concat along the channels of inputs sharing the output's grid: strided copies (xnn-concat.c). */
+extern const QhKernelOps qn_concat_kernel;
+QhStatus *qn_accept_concat(void *instance, const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u);
 extern const QhLoweringOps qn_lowering;
 
 #endif

@@ -173,7 +173,7 @@ static QhStatus *create_linear(void *i, const QhHostApi *h, const QhGraphView *g
   return create_kind(i, h, g, u, out, QN_LINEAR);
 }
 
-static int u8_view_ok(const QhTensorView *t) {
+int qn_u8_view_ok(const QhTensorView *t) {
   if (!t || t->struct_size < sizeof(QhTensorView) || t->dtype != QH_DTYPE_UINT8 || t->rank < 0 ||
       t->rank > QH_MAX_RANK)
     return 0;
@@ -183,7 +183,7 @@ static int u8_view_ok(const QhTensorView *t) {
   return 1;
 }
 
-static size_t numel(const QhTensorView *t) {
+size_t qn_numel(const QhTensorView *t) {
   size_t n = 1;
   for (int32_t i = 0; i < t->rank; i++)
     n *= (size_t)t->dims[i];
@@ -230,7 +230,7 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: bad arguments");
   const QhTensorView *x = &inputs[0];
   QhTensorView *y = &outputs[0];
-  if (!u8_view_ok(x))
+  if (!qn_u8_view_ok(x))
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: input must be a uint8 tensor");
   if (y->struct_size < sizeof(QhTensorView))
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: output view too small");
@@ -241,8 +241,8 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
     return st;
   k->in_rank = x->rank;
   memcpy(k->in_dims, x->dims, sizeof k->in_dims);
-  k->in_bytes = numel(x);
-  k->out_bytes = numel(y);
+  k->in_bytes = qn_numel(x);
+  k->out_bytes = qn_numel(y);
   k->reshaped = 1;
   *out_workspace = 0; /* XNNPACK keeps its indirection buffers in the operator */
   return NULL;
@@ -261,10 +261,11 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
     return host->status_new(QH_ERR_INVALID_STATE, "run before reshape");
   const QhTensorView *x = &inputs[0];
   QhTensorView *y = &outputs[0];
-  if (!u8_view_ok(x) || x->rank != k->in_rank || memcmp(x->dims, k->in_dims, (size_t)x->rank * sizeof *x->dims) ||
-      x->nbytes != k->in_bytes || (k->in_bytes && !x->data))
+  if (!qn_u8_view_ok(x) || x->rank != k->in_rank ||
+      memcmp(x->dims, k->in_dims, (size_t)x->rank * sizeof *x->dims) || x->nbytes != k->in_bytes ||
+      (k->in_bytes && !x->data))
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: input differs from reshape's");
-  if (!u8_view_ok(y) || y->nbytes != k->out_bytes || (k->out_bytes && !y->data))
+  if (!qn_u8_view_ok(y) || y->nbytes != k->out_bytes || (k->out_bytes && !y->data))
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: output buffer differs from reshape's");
   if (k->out_bytes == 0)
     return NULL;

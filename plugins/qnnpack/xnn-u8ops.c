@@ -247,23 +247,6 @@ static QhStatus *create(void *instance, const QhHostApi *host, const QhGraphView
   return NULL;
 }
 
-static int u8_view_ok(const QhTensorView *t) {
-  if (!t || t->struct_size < sizeof(QhTensorView) || t->dtype != QH_DTYPE_UINT8 || t->rank < 0 ||
-      t->rank > QH_MAX_RANK)
-    return 0;
-  for (int32_t i = 0; i < t->rank; i++)
-    if (t->dims[i] < 0)
-      return 0;
-  return 1;
-}
-
-static size_t numel(const QhTensorView *t) {
-  size_t n = 1;
-  for (int32_t i = 0; i < t->rank; i++)
-    n *= (size_t)t->dims[i];
-  return n;
-}
-
 static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView *inputs, size_t n_inputs,
                          QhTensorView *outputs, size_t n_outputs, size_t *out_workspace) {
   U8Op *k = kernel;
@@ -274,7 +257,7 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: bad arguments");
   const QhTensorView *x = &inputs[0];
   QhTensorView *y = &outputs[0];
-  if (!u8_view_ok(x) || y->struct_size < sizeof(QhTensorView))
+  if (!qn_u8_view_ok(x) || y->struct_size < sizeof(QhTensorView))
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: input must be a uint8 tensor");
   k->reshaped = 0;
   y->dtype = QH_DTYPE_UINT8;
@@ -285,7 +268,7 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
     /* element-wise: any layout, the output in the input's */
   } else if (k->op == U_ADD) {
     const QhTensorView *b = &inputs[1];
-    if (!u8_view_ok(b) || b->rank != x->rank || b->layout != x->layout ||
+    if (!qn_u8_view_ok(b) || b->rank != x->rank || b->layout != x->layout ||
         memcmp(b->dims, x->dims, (size_t)x->rank * sizeof *x->dims) != 0)
       return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: Add inputs differ in shape or layout");
   } else {
@@ -316,8 +299,8 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
   }
   k->rank = x->rank;
   memcpy(k->dims, x->dims, sizeof k->dims);
-  k->in_bytes = numel(x);
-  k->out_bytes = numel(y);
+  k->in_bytes = qn_numel(x);
+  k->out_bytes = qn_numel(y);
   k->reshaped = 1;
   *out_workspace = 0;
   return NULL;
@@ -339,13 +322,13 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
   size_t want = k->op == U_ADD ? 2 : 1;
   for (size_t i = 0; i < want && i < n_inputs; i++) {
     const QhTensorView *t = &inputs[i];
-    if (!u8_view_ok(t) || t->rank != k->rank || memcmp(t->dims, k->dims, (size_t)t->rank * sizeof *t->dims) ||
+    if (!qn_u8_view_ok(t) || t->rank != k->rank || memcmp(t->dims, k->dims, (size_t)t->rank * sizeof *t->dims) ||
         t->nbytes != k->in_bytes || (k->in_bytes && !t->data))
       return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: input differs from reshape's");
   }
   if (n_inputs != want)
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: bad arguments");
-  if (!u8_view_ok(y) || y->nbytes != k->out_bytes || (k->out_bytes && !y->data))
+  if (!qn_u8_view_ok(y) || y->nbytes != k->out_bytes || (k->out_bytes && !y->data))
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: output buffer differs from reshape's");
   if (k->out_bytes == 0)
     return NULL;

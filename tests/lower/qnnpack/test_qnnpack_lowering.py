@@ -11,11 +11,13 @@ scale XNNPACK refuses (an output scale edited down) are declined with their reas
 on the host; 1 and 2 threads give identical bytes. Hand-built Conv (plain, strided and
 dilated, 5x5, depthwise, depthwise with a multiplier, grouped 1x1, with and without Relu)
 and Linear units are bit-identical to PyTorch 1.13's qnnpack engine running the same
-integers (skipped where torch or its qnnpack engine is missing). Add (+Relu), MaxPool and
-GlobalAveragePool, Sigmoid, Tanh and LeakyRelu units are within one step of the host's
-run (MaxPool identical); a MaxPool whose output is on another grid and a Sigmoid off its
-fixed output qparams are declined. The bundled digits CNN runs on
-XNNPACK but for its Flatten, close to the host's run and as accurate.
+integers (skipped where torch or its qnnpack engine is missing). Add (+Relu), MaxPool,
+GlobalAveragePool, Sigmoid, Tanh and LeakyRelu units are within one step of the host's run
+(MaxPool identical); a MaxPool whose output is on another grid and a Sigmoid off its fixed
+output qparams are declined. Concat along the channels runs on XNNPACK's strided copies,
+identical to the host's run, and is declined when an input is on another grid. The
+bundled digits CNN runs on XNNPACK but for its Flatten, close to the host's run and as
+accurate.
 """
 import json
 import os
@@ -438,7 +440,55 @@ def case_digits(r, tmp):
     assert abs(acc["t1"] - acc["host"]) <= 0.005, "accuracy differs from the host's"
 
 
+def concat_unit(path, seed, shared=True):
+    """A hand-built QDQ Concat of three uint8 inputs (5, 3 and 8 channels) along the channels,
+    every input on the output's grid unless shared is False: (model, inputs npz)."""
+    _, TP, helper, nh = qhtest.onnx_modules()
+    rng = np.random.default_rng(seed)
+    sc, zp = np.float32(0.04), 100
+    nodes, inits, feeds, names = [], [], {}, []
+    for i, c in enumerate((5, 3, 8)):
+        si = sc if shared or i != 1 else np.float32(0.05)
+        name = f"x{i}"
+        feeds[name] = ((rng.integers(0, 256, [2, c, 6, 7]) - zp) * si).astype(np.float32)
+        inits += [nh.from_array(np.array(si, np.float32), f"s{i}"), nh.from_array(np.array(zp, np.uint8), f"z{i}")]
+        nodes += [helper.make_node("QuantizeLinear", [name, f"s{i}", f"z{i}"], [f"{name}q"]),
+                  helper.make_node("DequantizeLinear", [f"{name}q", f"s{i}", f"z{i}"], [f"{name}d"])]
+        names.append(f"{name}d")
+    nodes.append(helper.make_node("Concat", names, ["c"], axis=1))
+    inits += [nh.from_array(np.array(sc, np.float32), "so"), nh.from_array(np.array(zp, np.uint8), "zo")]
+    nodes += [helper.make_node("QuantizeLinear", ["c", "so", "zo"], ["yq"]),
+              helper.make_node("DequantizeLinear", ["yq", "so", "zo"], ["y"])]
+    graph = helper.make_graph(nodes, "unit", [helper.make_tensor_value_info(n, TP.FLOAT, list(v.shape))
+                                              for n, v in feeds.items()],
+                              [helper.make_tensor_value_info("y", TP.FLOAT, [2, 16, 6, 7])], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    qhtest.save_model(model, path)
+    np.savez(path + ".in.npz", **feeds)
+    return path, path + ".in.npz"
+
+
+def case_concat(r, tmp):
+    """Concat along the channels on XNNPACK's strided copies, identical to the host's run;
+    with an input on another grid, declined with the reason."""
+    model, x = concat_unit(os.path.join(tmp, "concat.qdq.onnx"), 80)
+    us = units(r, model)
+    assert len(us) == 1 and us[0].get("kernel") == "xnn_copy_nc_x8_concat", us
+    host, low = os.path.join(tmp, "concat.host.npy"), os.path.join(tmp, "concat.qnnpack.npy")
+    ok(r, "run", model, "--input", x, "-o", host)
+    for t in ("1", "2"):
+        ok(r, "run", model, "--input", x, "-o", low, "--threads", t, *BACKEND)
+        assert np.array_equal(np.load(host), np.load(low)), f"concat differs from the host's run ({t} threads)"
+    print("concat: identical to the host's run with 1 and 2 threads")
+    model, x = concat_unit(os.path.join(tmp, "concat_regrid.qdq.onnx"), 81, shared=False)
+    us = units(r, model)
+    print("concat with an input on another grid:", [(u.get("kernel"), u.get("reason")) for u in us])
+    assert us and us[0].get("kernel") == "host:reference" and "does not requantize" in (us[0].get("reason") or ""), us
+
+
 CASES = {
+    "concat": case_concat,
     "digits": case_digits,
     "u8ops": case_u8ops,
     "engine": case_engine,
