@@ -14,6 +14,7 @@
  * channel count, which intermediate shapes often leave unknown until reshape: they are
  * created at kernel create when the graph knows it, else at the first reshape (no weights
  * to pack), and recreated only if the channel count changes. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +65,14 @@ static const char *pool_window(const QhHostApi *host, const QhGraphView *g, uint
 
 static int same_qparams(const QhQParams *a, const QhQParams *b) {
   return a->scale[0] == b->scale[0] && a->zero_point[0] == b->zero_point[0];
+}
+
+/* XNNPACK's qu8 global average pooling folds the pixel count into its requantization at
+ * setup, without a check: the sum's bias (-pixels * zx) must fit int32 and the scale
+ * sx / (so * pixels) stay within the [2^-32, 256) its fixed-point parameters take. */
+static int gap_pixels_ok(const U8Op *k, int64_t pixels) {
+  float scale = k->aq->scale[0] / (k->yq->scale[0] * (float)pixels);
+  return pixels >= 1 && pixels <= INT32_MAX / 256 && scale >= 0x1.0p-32f && scale < 256.0f;
 }
 
 static const char *analyze(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u, U8Op *k) {
@@ -127,6 +136,9 @@ static const char *analyze(const QhHostApi *host, const QhGraphView *g, const Qh
     return "only 2-D pooling is supported";
   if (rank == 4)
     k->channels = d[1];
+  if (k->op == U_GAP && rank == 4 && !gap_pixels_ok(k, d[2] * d[3]))
+    return "GlobalAveragePool over so many pixels, or with such scales, that XNNPACK's requantization "
+           "would leave its range";
   if (k->op == U_MAXPOOL) {
     if (!same_qparams(k->aq, k->yq))
       return "MaxPool with different input and output qparams (XNNPACK's u8 max pooling does not requantize)";
@@ -277,6 +289,9 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
     k->n = x->dims[0], k->h = x->dims[1], k->w = x->dims[2];
     int64_t c = x->dims[3];
     if (k->op == U_GAP) {
+      if (!gap_pixels_ok(k, k->h * k->w))
+        return host->status_new(QH_ERR_UNSUPPORTED, "reshape: GlobalAveragePool over too many pixels for "
+                                                    "XNNPACK's requantization");
       y->dims[1] = y->dims[2] = 1;
     } else {
       int64_t eh = k->h + k->pad[0] + k->pad[2] - ((k->kh - 1) * k->dh + 1);
