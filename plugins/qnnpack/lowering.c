@@ -5,8 +5,9 @@
  * take. Per-channel weights (qu8 operators have one weight scale) and scale ratios
  * XNNPACK's create refuses are declined with the reason, so they run on the host instead of
  * failing at kernel create: accept creates the operator itself and deletes it. The
- * patterns of Add (+Relu), MaxPool, GlobalAveragePool, Sigmoid, Tanh and LeakyRelu are here
- * too; their analysis and kernels are in xnn-u8ops.c, Concat's in xnn-concat.c. */
+ * patterns of Add (+Relu), MaxPool, AveragePool, GlobalAveragePool, Sigmoid, Tanh and
+ * LeakyRelu are here too; their analysis and kernels are in xnn-u8ops.c, Concat's in
+ * xnn-concat.c. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -298,6 +299,8 @@ PATTERN(add_relu, add_relu_ops, qn_add_kernel, qn_accept_u8op, 0);
 PATTERN(add, add_ops, qn_add_kernel, qn_accept_u8op, 0);
 PATTERN(maxpool, maxpool_ops, qn_maxpool_kernel, qn_accept_u8op, 0);
 PATTERN(global_avgpool, gap_ops, qn_gap_kernel, qn_accept_u8op, 0);
+static const char *const avgpool_ops[] = {"AveragePool"};
+PATTERN(avgpool, avgpool_ops, qn_avgpool_kernel, qn_accept_u8op, 0);
 static const char *const sigmoid_ops[] = {"Sigmoid"}, *const tanh_ops[] = {"Tanh"},
                   *const leaky_relu_ops[] = {"LeakyRelu"};
 PATTERN(sigmoid, sigmoid_ops, qn_sigmoid_kernel, qn_accept_u8op, 0);
@@ -307,8 +310,8 @@ static const char *const concat_ops[] = {"Concat"};
 PATTERN(concat, concat_ops, qn_concat_kernel, qn_accept_concat, 0);
 
 /* Most fused first: the first pattern that matches and accepts wins. */
-static const QhLoweringPattern *const patterns[] = {&p_conv_relu, &p_conv, &p_linear_relu, &p_linear, &p_matmul_relu,
-                                                    &p_matmul, &p_add_relu, &p_add, &p_maxpool, &p_global_avgpool,
-                                                    &p_sigmoid, &p_tanh, &p_leaky_relu, &p_concat};
+static const QhLoweringPattern *const patterns[] = {
+    &p_conv_relu, &p_conv,    &p_linear_relu, &p_linear,  &p_matmul_relu, &p_matmul,       &p_add_relu, &p_add,
+    &p_maxpool,   &p_avgpool, &p_global_avgpool, &p_sigmoid, &p_tanh,     &p_leaky_relu,   &p_concat};
 const QhLoweringOps qn_lowering = {QH_STRUCT_HEADER(QhLoweringOps), patterns,
                                    sizeof patterns / sizeof patterns[0]};

@@ -1,7 +1,7 @@
 /* The qnnpack plugin's descriptor and instance: PyTorch's qnnpack backend semantics (mobile:
  * uint8 activations, per-tensor weights). Its BackendConfig (backend-config.c,
  * ../common/pytorch-backend-config.c) drives the host's annotator; its lowering (lowering.c,
- * xnn-kernels.c, xnn-u8ops.c, xnn-concat.c) runs Conv, Linear, Add, MaxPool,
+ * xnn-kernels.c, xnn-u8ops.c, xnn-concat.c) runs Conv, Linear, Add, MaxPool, AveragePool,
  * GlobalAveragePool, Sigmoid, Tanh, LeakyRelu and Concat units on XNNPACK's operators. The instance owns
  * one pthreadpool sized by --threads, the only threads XNNPACK uses; xnn_initialize runs
  * once per process, its answer kept so that accept can decline when it failed. */

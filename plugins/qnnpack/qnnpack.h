@@ -47,10 +47,10 @@ QhStatus *qn_create_operator(const QnInstance *inst, const QhHostApi *host, cons
                              const QnInfo *in, xnn_operator_t *out);
 
 extern const QhKernelOps qn_conv_kernel, qn_linear_kernel;
-/* Add (+Relu), MaxPool, GlobalAveragePool, Sigmoid, Tanh, LeakyRelu on XNNPACK's qu8/u8
- * operators (xnn-u8ops.c). */
-extern const QhKernelOps qn_add_kernel, qn_maxpool_kernel, qn_gap_kernel, qn_sigmoid_kernel, qn_tanh_kernel,
-    qn_leaky_relu_kernel;
+/* Add (+Relu), MaxPool, GlobalAveragePool, AveragePool, Sigmoid, Tanh, LeakyRelu on
+ * XNNPACK's qu8/u8 operators (xnn-u8ops.c). */
+extern const QhKernelOps qn_add_kernel, qn_maxpool_kernel, qn_gap_kernel, qn_avgpool_kernel, qn_sigmoid_kernel,
+    qn_tanh_kernel, qn_leaky_relu_kernel;
 QhStatus *qn_accept_u8op(void *instance, const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u);
 /* Concat along the channels of inputs sharing the output's grid: strided copies (xnn-concat.c). */
 extern const QhKernelOps qn_concat_kernel;

@@ -1,6 +1,7 @@
 /* The qnnpack plugin's units between its convolutions, on XNNPACK: Add (+Relu) on
- * xnn_create_add_nd_qu8, MaxPool on xnn_create_max_pooling2d_nhwc_u8 and GlobalAveragePool
- * on xnn_create_global_average_pooling_nwc_qu8, channels-last, so that a ResNet's residual
+ * xnn_create_add_nd_qu8, MaxPool on xnn_create_max_pooling2d_nhwc_u8, GlobalAveragePool
+ * on xnn_create_global_average_pooling_nwc_qu8 and AveragePool on
+ * xnn_create_average_pooling2d_nhwc_qu8, channels-last, so that a ResNet's residual
  * blocks stay in NHWC uint8; Sigmoid, Tanh and LeakyRelu on XNNPACK's qu8 lookup-table
  * operators (element-wise, any layout). The tables are built in float by XNNPACK
  * (f(dequantized input) * (1 / output scale), rounded to nearest even), so they differ from
@@ -21,7 +22,7 @@
 
 #include "qnnpack.h"
 
-enum { U_ADD, U_MAXPOOL, U_GAP, U_SIGMOID, U_TANH, U_LEAKY };
+enum { U_ADD, U_MAXPOOL, U_GAP, U_AVGPOOL, U_SIGMOID, U_TANH, U_LEAKY };
 #define IS_UNARY(op) ((op) >= U_SIGMOID)
 
 typedef struct {
@@ -87,6 +88,8 @@ static const char *analyze(const QhHostApi *host, const QhGraphView *g, const Qh
     k->op = U_MAXPOOL;
   else if (qn_op_is(host, g, node, "GlobalAveragePool"))
     k->op = U_GAP;
+  else if (qn_op_is(host, g, node, "AveragePool"))
+    k->op = U_AVGPOOL;
   else if (qn_op_is(host, g, node, "Sigmoid"))
     k->op = U_SIGMOID;
   else if (qn_op_is(host, g, node, "Tanh"))
@@ -94,7 +97,7 @@ static const char *analyze(const QhHostApi *host, const QhGraphView *g, const Qh
   else if (qn_op_is(host, g, node, "LeakyRelu"))
     k->op = U_LEAKY;
   else
-    return "op other than Add, MaxPool, GlobalAveragePool, Sigmoid, Tanh or LeakyRelu";
+    return "op other than Add, MaxPool, GlobalAveragePool, AveragePool, Sigmoid, Tanh or LeakyRelu";
   if (u->n_nodes == 2) {
     if (k->op != U_ADD || !qn_op_is(host, g, u->nodes[1], "Relu"))
       return "only Add fuses a following Relu";
@@ -144,6 +147,18 @@ static const char *analyze(const QhHostApi *host, const QhGraphView *g, const Qh
       return "MaxPool with different input and output qparams (XNNPACK's u8 max pooling does not requantize)";
     return pool_window(host, g, node, k);
   }
+  if (k->op == U_AVGPOOL) {
+    const char *p2 = pool_window(host, g, node, k);
+    if (p2)
+      return p2;
+    if (k->dh != 1 || k->dw != 1)
+      return "dilated AveragePool is not supported";
+    /* XNNPACK's qu8 average pooling reads padding as the input zero point and always
+     * divides by the window's size: ONNX's count_include_pad = 1 */
+    int pads = k->pad[0] || k->pad[1] || k->pad[2] || k->pad[3];
+    if (pads && qn_attr_int(host, g, node, "count_include_pad", 0) == 0)
+      return "padded AveragePool with count_include_pad=0 (XNNPACK's qu8 average pooling counts the padding)";
+  }
   return NULL;
 }
 
@@ -152,7 +167,8 @@ static QhStatus *xnn_refused(const QhHostApi *host, enum xnn_status s, int op, c
       [U_SIGMOID] = "it takes only the output scale 1/256 with zero point 0",
       [U_TANH] = "it takes only the output scale 1/128 with zero point 128",
       [U_ADD] = "a scale ratio outside what it supports", [U_MAXPOOL] = "a parameter it does not support",
-      [U_GAP] = "a scale ratio outside what it supports", [U_LEAKY] = "a scale ratio outside what it supports"};
+      [U_GAP] = "a scale ratio outside what it supports", [U_AVGPOOL] = "a scale ratio outside what it supports",
+      [U_LEAKY] = "a scale ratio outside what it supports"};
   char msg[200];
   if (s == xnn_status_success)
     return NULL;
@@ -166,8 +182,8 @@ static QhStatus *xnn_refused(const QhHostApi *host, enum xnn_status s, int op, c
 }
 
 static const char *op_what(int op) {
-  static const char *const what[] = {"qu8 add", "u8 max pooling", "qu8 global average pooling", "qu8 sigmoid",
-                                     "qu8 tanh", "qu8 leaky relu"};
+  static const char *const what[] = {"qu8 add",     "u8 max pooling", "qu8 global average pooling",
+                                     "qu8 average pooling", "qu8 sigmoid", "qu8 tanh", "qu8 leaky relu"};
   return what[op];
 }
 
@@ -191,6 +207,12 @@ static QhStatus *make_op(const QhHostApi *host, U8Op *k, int64_t channels, xnn_o
     s = xnn_create_max_pooling2d_nhwc_u8((uint32_t)k->pad[0], (uint32_t)k->pad[3], (uint32_t)k->pad[2],
                                          (uint32_t)k->pad[1], (uint32_t)k->kh, (uint32_t)k->kw, (uint32_t)k->sh,
                                          (uint32_t)k->sw, (uint32_t)k->dh, (uint32_t)k->dw, c, c, c, lo, hi, 0, out);
+    break;
+  case U_AVGPOOL:
+    s = xnn_create_average_pooling2d_nhwc_qu8((uint32_t)k->pad[0], (uint32_t)k->pad[3], (uint32_t)k->pad[2],
+                                              (uint32_t)k->pad[1], (uint32_t)k->kh, (uint32_t)k->kw, (uint32_t)k->sh,
+                                              (uint32_t)k->sw, c, c, c, (uint8_t)a->zero_point[0], a->scale[0],
+                                              (uint8_t)zo, y->scale[0], lo, hi, 0, out);
     break;
   case U_SIGMOID:
     s = xnn_create_sigmoid_nc_qu8(1, 1, 1, (uint8_t)a->zero_point[0], a->scale[0], (uint8_t)zo, y->scale[0], lo,
@@ -355,6 +377,9 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
     s = xnn_setup_add_nd_qu8(k->xop, 1, flat, 1, flat, x->data, inputs[1].data, y->data, pool);
   } else if (k->op == U_MAXPOOL) {
     s = xnn_setup_max_pooling2d_nhwc_u8(k->xop, (size_t)k->n, (size_t)k->h, (size_t)k->w, x->data, y->data, pool);
+  } else if (k->op == U_AVGPOOL) {
+    s = xnn_setup_average_pooling2d_nhwc_qu8(k->xop, (size_t)k->n, (size_t)k->h, (size_t)k->w, x->data, y->data,
+                                             pool);
   } else if (k->op == U_SIGMOID) {
     s = xnn_setup_sigmoid_nc_qu8(k->xop, k->in_bytes, x->data, y->data, pool);
   } else if (k->op == U_TANH) {
@@ -382,6 +407,7 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
 U8_KERNEL(qn_add_kernel, "xnn_add_nd_qu8", QH_LAYOUT_NHWC);
 U8_KERNEL(qn_maxpool_kernel, "xnn_max_pooling2d_nhwc_u8", QH_LAYOUT_NHWC);
 U8_KERNEL(qn_gap_kernel, "xnn_global_average_pooling_nwc_qu8", QH_LAYOUT_NHWC);
+U8_KERNEL(qn_avgpool_kernel, "xnn_average_pooling2d_nhwc_qu8", QH_LAYOUT_NHWC);
 U8_KERNEL(qn_sigmoid_kernel, "xnn_sigmoid_nc_qu8", QH_LAYOUT_ANY);
 U8_KERNEL(qn_tanh_kernel, "xnn_tanh_nc_qu8", QH_LAYOUT_ANY);
 U8_KERNEL(qn_leaky_relu_kernel, "xnn_leaky_relu_nc_qu8", QH_LAYOUT_ANY);

@@ -17,7 +17,7 @@ compared with the host's reference path.
 - a plugin without a lowering group (the BackendConfig tutorial's my_backend) gets no
   lowering line;
 - the qnnpack plugin claims the Gemm (+Relu), MatMul, Add (+Relu), MaxPool,
-  GlobalAveragePool and Sigmoid graphs on XNNPACK's operators within one step of the host, and declines the built-in Conv
+  AveragePool, GlobalAveragePool and Sigmoid graphs on XNNPACK's operators within one step of the host, and declines the built-in Conv
   graphs (per-channel weights: XNNPACK's qu8 operators take one weight scale) with that
   reason;
 - the fbgemm plugin claims the Conv and linear graphs within one step on every kernel
@@ -268,6 +268,7 @@ QNNPACK = {
     "add_relu": ("add", "Add+Relu", "add_relu", "xnn_add_nd_qu8"),
     "add": ("add", "Add", "add", "xnn_add_nd_qu8"),
     "maxpool": ("op", "MaxPool", "maxpool", "xnn_max_pooling2d_nhwc_u8"),
+    "avgpool": ("op", "AveragePool", "avgpool", "xnn_average_pooling2d_nhwc_qu8"),
     "global_avgpool": ("op", "GlobalAveragePool", "global_avgpool", "xnn_global_average_pooling_nwc_qu8"),
     "sigmoid": ("op", "Sigmoid", "sigmoid", "xnn_sigmoid_nc_qu8"),
 }

@@ -12,9 +12,10 @@ on the host; 1 and 2 threads give identical bytes. Hand-built Conv (plain, strid
 dilated, 5x5, depthwise, depthwise with a multiplier, grouped 1x1, with and without Relu)
 and Linear units are bit-identical to PyTorch 1.13's qnnpack engine running the same
 integers (skipped where torch or its qnnpack engine is missing). Add (+Relu), MaxPool,
-GlobalAveragePool, Sigmoid, Tanh and LeakyRelu units are within one step of the host's run
-(MaxPool identical); a MaxPool whose output is on another grid and a Sigmoid off its fixed
-output qparams are declined. Concat along the channels runs on XNNPACK's strided copies,
+AveragePool, GlobalAveragePool, Sigmoid, Tanh and LeakyRelu units are within one step of
+the host's run (MaxPool identical); a MaxPool whose output is on another grid, a padded
+AveragePool that does not count its padding and a Sigmoid off its fixed output qparams
+are declined. Concat along the channels runs on XNNPACK's strided copies,
 identical to the host's run, and is declined when an input is on another grid. The
 bundled digits CNN runs on XNNPACK but for its Flatten, close to the host's run and as
 accurate.
@@ -333,6 +334,14 @@ def u8op_unit(path, op, seed, relu=False, shared=True):
         nodes.append(helper.make_node("MaxPool", ["xd"], ["a"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]))
         y = vals[0]
         yshape = [2, 12, 5, 5]
+    elif op.startswith("AveragePool"):
+        # "AveragePool": 3x3 stride 2 unpadded; "AveragePoolPadInc" / "AveragePoolPadExc": pads 1
+        # with count_include_pad 1 / 0
+        pad = 0 if op == "AveragePool" else 1
+        nodes.append(helper.make_node("AveragePool", ["xd"], ["a"], kernel_shape=[3, 3], strides=[2, 2],
+                                      pads=[pad] * 4, count_include_pad=int(op == "AveragePoolPadInc")))
+        y = vals[0]
+        yshape = [2, 12, 4 + pad, 4 + pad]
     elif op == "GlobalAveragePool":
         nodes.append(helper.make_node("GlobalAveragePool", ["xd"], ["a"]))
         y = vals[0].mean(axis=(2, 3), keepdims=True)
@@ -373,6 +382,8 @@ U8OPS = {  # name -> (op, relu, kernel, want bit-identical)
     "add_relu": ("Add", True, "xnn_add_nd_qu8", False),
     "maxpool": ("MaxPool", False, "xnn_max_pooling2d_nhwc_u8", True),
     "global_avgpool": ("GlobalAveragePool", False, "xnn_global_average_pooling_nwc_qu8", False),
+    "avgpool": ("AveragePool", False, "xnn_average_pooling2d_nhwc_qu8", False),
+    "avgpool_pads_counted": ("AveragePoolPadInc", False, "xnn_average_pooling2d_nhwc_qu8", False),
     "sigmoid": ("Sigmoid", False, "xnn_sigmoid_nc_qu8", False),
     "tanh": ("Tanh", False, "xnn_tanh_nc_qu8", False),
     "leaky_relu": ("LeakyRelu", False, "xnn_leaky_relu_nc_qu8", False),
@@ -380,9 +391,11 @@ U8OPS = {  # name -> (op, relu, kernel, want bit-identical)
 
 
 def case_u8ops(r, tmp):
-    """Add (+Relu), MaxPool, GlobalAveragePool, Sigmoid, Tanh and LeakyRelu units on XNNPACK
-    within one step of the host's run (MaxPool only picks bytes: identical); MaxPool onto
-    another grid and Sigmoid with other than its fixed output qparams declined."""
+    """Add (+Relu), MaxPool, AveragePool (unpadded; padded with count_include_pad=1),
+    GlobalAveragePool, Sigmoid, Tanh and LeakyRelu units on XNNPACK within one step of the
+    host's run (MaxPool only picks bytes: identical); MaxPool onto another grid, a padded
+    AveragePool with count_include_pad=0 and Sigmoid with other than its fixed output
+    qparams declined."""
     bad = []
     for i, (name, (op, relu, kernel, exact)) in enumerate(U8OPS.items()):
         model, x, so = u8op_unit(os.path.join(tmp, f"{name}.qdq.onnx"), op, 60 + i, relu)
@@ -402,6 +415,10 @@ def case_u8ops(r, tmp):
     us = units(r, model)
     print("maxpool onto another grid:", [(u.get("kernel"), u.get("reason")) for u in us])
     assert us and us[0].get("kernel") == "host:reference" and "does not requantize" in (us[0].get("reason") or ""), us
+    model, x, _ = u8op_unit(os.path.join(tmp, "avgpool_exc.qdq.onnx"), "AveragePoolPadExc", 72)
+    us = units(r, model)
+    print("padded AveragePool, count_include_pad=0:", [(u.get("kernel"), u.get("reason")) for u in us])
+    assert us and us[0].get("kernel") == "host:reference" and "counts the padding" in (us[0].get("reason") or ""), us
     model, x, _ = u8op_unit(os.path.join(tmp, "sigmoid_free.qdq.onnx"), "Sigmoid", 71, shared=False)
     us = units(r, model)
     print("sigmoid with its own output qparams:", [(u.get("kernel"), u.get("reason")) for u in us])
