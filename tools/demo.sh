@@ -3,8 +3,8 @@
 # example model (a digits CNN) with the default backend, x86: inspect it, run the
 # float model on the test set (predictions and accuracy), quantize it for x86, run
 # the int8 model on x86's oneDNN kernels (int8 accuracy), and time int8 against fp32
-# in one `qhost bench`. Then fbgemm's QDQ model on its own kernels and qnnpack's on the
-# host's reference path, for comparison.
+# in one `qhost bench`. Then the fbgemm and qnnpack QDQ models on their own backends'
+# kernels (FBGEMM-style code, XNNPACK), for comparison.
 #   sh tools/demo.sh [CMAKE_ARGS...]
 set -eu
 cd "$(dirname "$0")/.."
@@ -37,17 +37,12 @@ echo
 echo "== qhost bench --backend x86 (int8 vs the fp32 model, timed in the same run)"
 ./build/qhost bench build/digits_x86.qdq.onnx --backend x86 --input examples/digits_test.npy \
   --runs 20
-echo
-echo "== qhost quantize --backend fbgemm, then run it on fbgemm's own int8 kernels"
-./build/qhost quantize --backend fbgemm --calib examples/digits_calib.npy --quiet \
-  -o build/digits_fbgemm.qdq.onnx "$model"
-# shellcheck disable=SC2086
-./build/qhost run build/digits_fbgemm.qdq.onnx --backend fbgemm $data \
-  -o build/digits_fbgemm_logits.npy | tail -n 1
-echo
-echo "== qhost quantize --backend qnnpack, then run the QDQ model on the host's reference path"
-./build/qhost quantize --backend qnnpack --calib examples/digits_calib.npy --quiet \
-  -o build/digits_qnnpack.qdq.onnx "$model"
-# shellcheck disable=SC2086
-./build/qhost run build/digits_qnnpack.qdq.onnx $data \
-  -o build/digits_qnnpack_logits.npy | tail -n 1
+for backend in fbgemm qnnpack; do
+  echo
+  echo "== qhost quantize --backend $backend, then run it on $backend's own int8 kernels"
+  ./build/qhost quantize --backend "$backend" --calib examples/digits_calib.npy --quiet \
+    -o "build/digits_$backend.qdq.onnx" "$model"
+  # shellcheck disable=SC2086
+  ./build/qhost run "build/digits_$backend.qdq.onnx" --backend "$backend" $data \
+    -o "build/digits_${backend}_logits.npy" | tail -n 1
+done

@@ -12,7 +12,8 @@ want_tests=0
 [ "${1:-}" = "--tests" ] && want_tests=1
 
 build_pkgs="build-essential cmake pkg-config libglib2.0-dev libjson-glib-dev libprotobuf-c-dev
-  protobuf-c-compiler libonnx-dev libopenblas-serial-dev libzip-dev libdnnl-dev"
+  protobuf-c-compiler libonnx-dev libopenblas-serial-dev libzip-dev libdnnl-dev
+  libxnnpack-dev libpthreadpool-dev"
 test_pkgs="python3 python3-numpy python3-torch python3-torchvision python3-onnx python3-sklearn"
 
 as_root() {

@@ -14,7 +14,12 @@ compared with the host's reference path.
   ties (its output zero point one off; floor for round half to even): every claimed
   graph must FAIL, naming an element whose value before rounding is far from a tie;
 - decline=PATTERN leaves that pattern untested: a SKIP with the plugin's reason;
-- the qnnpack plugin, which has no lowering group, gets no lowering line;
+- a plugin without a lowering group (the BackendConfig tutorial's my_backend) gets no
+  lowering line;
+- the qnnpack plugin claims the Gemm (+Relu), MatMul, Add (+Relu), MaxPool,
+  AveragePool, GlobalAveragePool and Sigmoid graphs on XNNPACK's operators within one step of the host, and declines the built-in Conv
+  graphs (per-channel weights: XNNPACK's qu8 operators take one weight scale) with that
+  reason;
 - the fbgemm plugin claims the Conv and linear graphs within one step on every kernel
   path the CPU has, QHOST_CPU_DISABLE forcing AVX2 (whose exact variant takes these
   full-range uint8 inputs) and the portable C one;
@@ -97,6 +102,7 @@ class Runner:
         self.qhost = opts.qhost
         self.plugin = os.path.join(opts.lower_plugins, "libqhost-scalar_int8.so")
         self.build_plugins = opts.build_plugins
+        self.no_lowering = opts.no_lowering_plugin
         self.env = {k: v for k, v in os.environ.items()
                     if k not in ("QHOST_PLUGIN_PATH", "QHOST_TEST_FAULT")}
         if opts.asan:
@@ -212,13 +218,14 @@ def case_json(r):
     assert sorted(fails) == sorted(f"lowering on {g}" for g in CLAIMED), fails
 
 
-def no_lowering_case(name):
-    def run(r):
-        res, out = r.check(name, "--plugin-dir", r.build_plugins, expect_rc=0)
-        assert not lowering_lines(res), out
-        assert "lowering" not in out, out
-        assert out.splitlines()[-1].startswith("conforms: yes ("), out
-    return run
+def case_no_lowering(r):
+    """A plugin without a lowering group gets no lowering line."""
+    if not r.no_lowering or not os.path.exists(r.no_lowering):
+        raise Skip("no plugin without a lowering group was given (--no-lowering-plugin)")
+    res, out = r.check(r.no_lowering, expect_rc=0)
+    assert not lowering_lines(res), out
+    assert "lowering" not in out, out
+    assert out.splitlines()[-1].startswith("conforms: yes ("), out
 
 
 # built-in graph -> (unit, ops, pattern, kernel) that fbgemm claims
@@ -251,6 +258,38 @@ def case_fbgemm(r):
             assert out.splitlines()[-1].startswith("conforms: yes ("), out
     finally:
         r.env = env
+
+
+# built-in graph -> (unit, ops, pattern, kernel) that qnnpack claims
+QNNPACK = {
+    "gemm_relu": ("fc", "Gemm+Relu", "linear_relu", "xnn_fully_connected_nc_qu8"),
+    "gemm": ("fc", "Gemm", "linear", "xnn_fully_connected_nc_qu8"),
+    "matmul": ("matmul", "MatMul", "matmul", "xnn_fully_connected_nc_qu8"),
+    "add_relu": ("add", "Add+Relu", "add_relu", "xnn_add_nd_qu8"),
+    "add": ("add", "Add", "add", "xnn_add_nd_qu8"),
+    "maxpool": ("op", "MaxPool", "maxpool", "xnn_max_pooling2d_nhwc_u8"),
+    "avgpool": ("op", "AveragePool", "avgpool", "xnn_average_pooling2d_nhwc_qu8"),
+    "global_avgpool": ("op", "GlobalAveragePool", "global_avgpool", "xnn_global_average_pooling_nwc_qu8"),
+    "sigmoid": ("op", "Sigmoid", "sigmoid", "xnn_sigmoid_nc_qu8"),
+}
+
+
+def case_qnnpack(r):
+    """qnnpack's XNNPACK kernels within one step of the host; per-channel convs declined."""
+    res, out = r.check("qnnpack", "--plugin-dir", r.build_plugins, expect_rc=0)
+    assert not [k for k in res if k[0] == "FAIL"], out
+    for graph, (unit, ops, pattern, kernel) in QNNPACK.items():
+        detail = res.get(("PASS", f"lowering on {graph}"))
+        assert detail is not None, f"no PASS for {graph}\n{out}"
+        m = PASS_DETAIL.match(detail)
+        assert m and m.group(1) == f"unit '{unit}' ({ops}, pattern {pattern}, kernel {kernel})", detail
+        assert float(m.group(2)) <= 1.0, detail
+    for graph in ("conv_relu", "conv", "conv_qdq_clip"):
+        assert ("PASS", f"lowering on {graph}") not in res, out
+    for pattern in ("conv_relu", "conv"):
+        why = res.get(("SKIP", f"lowering pattern {pattern}"), "")
+        assert "per-channel weights are not supported" in why, out
+    assert out.splitlines()[-1].startswith("conforms: yes ("), out
 
 
 def case_x86(r):
@@ -319,7 +358,8 @@ CASES = {
     "decline": case_decline,
     "json": case_json,
     "fbgemm": case_fbgemm,
-    "qnnpack": no_lowering_case("qnnpack"),
+    "qnnpack": case_qnnpack,
+    "no_lowering": case_no_lowering,
     "example_vitis": case_example_vitis,
     "x86": case_x86,
 }
@@ -330,6 +370,8 @@ def main():
     ap.add_argument("--qhost")
     ap.add_argument("--lower-plugins", help="the directory holding libqhost-scalar_int8.so")
     ap.add_argument("--build-plugins", help="the directory holding the built plugins")
+    ap.add_argument("--no-lowering-plugin", help="a plugin without a lowering group (the BackendConfig "
+                    "tutorial's my_backend)")
     ap.add_argument("--asan", action="store_true")
     ap.add_argument("--case", action="append", help="run only this case (repeatable)")
     ap.add_argument("--list", action="store_true", help="print the case names and exit")

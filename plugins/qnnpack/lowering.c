@@ -1,0 +1,317 @@
+/* The qnnpack plugin's lowering patterns and the unit analysis accept and create share:
+ * Conv (2-D; grouped and depthwise too) and Gemm / MatMul with a constant weight, each with
+ * an optional fused Relu, on uint8 per-tensor activations and int8 per-tensor weights with a
+ * float or int32 bias: the shapes XNNPACK's qu8 convolution and fully-connected operators
+ * take. Per-channel weights (qu8 operators have one weight scale) and scale ratios
+ * XNNPACK's create refuses are declined with the reason, so they run on the host instead of
+ * failing at kernel create: accept creates the operator itself and deletes it. The
+ * patterns of Add (+Relu), MaxPool, AveragePool, GlobalAveragePool, Sigmoid, Tanh and
+ * LeakyRelu are here too; their analysis and kernels are in xnn-u8ops.c, Concat's in
+ * xnn-concat.c. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "qnnpack.h"
+
+int qn_qparams_sane(const QhQParams *q) {
+  if (!q || q->struct_size < sizeof(QhQParams) || q->count < 1 || !q->scale || !q->zero_point)
+    return 0;
+  for (size_t i = 0; i < q->count; i++)
+    if (!(q->scale[i] > 0.0f) || !isfinite(q->scale[i]))
+      return 0;
+  return 1;
+}
+
+const char *qn_act_problem(const QhQParams *q, int output) {
+  if (!q)
+    return output ? "float output is not supported" : "float input activation is not supported";
+  if (!qn_qparams_sane(q))
+    return "activation without valid quantization parameters";
+  if (q->dtype != QH_DTYPE_UINT8)
+    return output ? "output activation other than uint8 is not supported"
+                  : "input activation other than uint8 is not supported";
+  if (q->count != 1)
+    return "per-channel activation is not supported";
+  if (q->quant_min < 0 || q->quant_max > 255 || q->zero_point[0] < q->quant_min ||
+      q->zero_point[0] > q->quant_max)
+    return "activation range or zero point outside [0, 255]";
+  return NULL;
+}
+
+int qn_op_is(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *op) {
+  const char *t = host->node_op_type(g, node);
+  return t && strcmp(t, op) == 0;
+}
+
+int64_t qn_attr_int(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *name,
+                        int64_t def) {
+  int64_t v = def;
+  QhStatus *st = host->node_attr_int(g, node, name, &v);
+  host->status_free(st);
+  return st ? def : v;
+}
+
+static float attr_float(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *name,
+                        float def) {
+  float v = def;
+  QhStatus *st = host->node_attr_float(g, node, name, &v);
+  host->status_free(st);
+  return st ? def : v;
+}
+
+/* n ints of attribute name into out (def when absent); 0 when present with another count. */
+int qn_attr_ints(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *name,
+                     size_t n, int64_t def, int64_t *out) {
+  const int64_t *v = NULL;
+  size_t count = 0;
+  QhStatus *st = host->node_attr_ints(g, node, name, &v, &count);
+  for (size_t i = 0; i < n; i++)
+    out[i] = def;
+  if (st) {
+    host->status_free(st);
+    return 1;
+  }
+  if (count != n || !v)
+    return 0;
+  memcpy(out, v, n * sizeof *out);
+  return 1;
+}
+
+int32_t qn_known_shape(const QhHostApi *host, const QhGraphView *g, uint32_t v, int64_t *dims) {
+  int32_t rank = -1;
+  QhStatus *st = host->value_shape(g, v, dims, QH_MAX_RANK, &rank);
+  if (st) {
+    host->status_free(st);
+    return -1;
+  }
+  if (rank < 0 || rank > QH_MAX_RANK)
+    return -1;
+  for (int32_t i = 0; i < rank; i++)
+    if (dims[i] < 0)
+      return -1;
+  return rank;
+}
+
+/* XNNPACK's qu8 operators take uint8 weights with one scale and one zero point: qnnpack's
+ * int8 weights shifted by 128, as QNNPACK stores them, with the zero point shifted too. */
+static const char *weight_problem(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u) {
+  const QhQParams *q = u->input_qparams[1];
+  if (!(host->value_flags(g, u->inputs[1]) & QH_VALUE_CONSTANT))
+    return "non-constant weights are not supported";
+  if (host->value_dtype(g, u->inputs[1]) != QH_DTYPE_INT8)
+    return "weights other than int8 are not supported";
+  if (!q)
+    return "float weights are not supported";
+  if (!qn_qparams_sane(q) || q->dtype != QH_DTYPE_INT8)
+    return "weight without valid int8 quantization parameters";
+  if (q->count != 1)
+    return "per-channel weights are not supported (XNNPACK's qu8 operators take one weight scale)";
+  if (q->zero_point[0] < -128 || q->zero_point[0] > 127)
+    return "weight zero point outside int8";
+  return NULL;
+}
+
+static const char *bias_problem(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u,
+                                QnInfo *in, size_t slot, int64_t n) {
+  if (u->input_roles[slot] != QH_ROLE_BIAS)
+    return "third input is not a bias";
+  uint32_t v = u->inputs[slot];
+  if (!(host->value_flags(g, v) & QH_VALUE_CONSTANT))
+    return "non-constant bias is not supported";
+  int64_t dims[QH_MAX_RANK], numel = 1;
+  int32_t rank = qn_known_shape(host, g, v, dims);
+  for (int32_t i = 0; i < rank; i++)
+    numel *= dims[i];
+  if (rank < 0 || numel != n)
+    return "bias must have one element per output channel";
+  const QhQParams *q = u->input_qparams[slot];
+  if (!q) {
+    if (host->value_dtype(g, v) != QH_DTYPE_FLOAT)
+      return "unquantized bias must be float";
+  } else {
+    if (host->value_dtype(g, v) != QH_DTYPE_INT32 || !qn_qparams_sane(q) || q->dtype != QH_DTYPE_INT32)
+      return "quantized bias must be int32";
+    if (q->count != 1 && (int64_t)q->count != n)
+      return "int32 bias scales must be per tensor or per output channel";
+    for (size_t i = 0; i < q->count; i++)
+      if (q->zero_point[i] != 0)
+        return "int32 bias with a non-zero zero point is not supported";
+  }
+  in->b_value = v;
+  in->bq = q;
+  return NULL;
+}
+
+static const char *analyze_linear(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u,
+                                  QnInfo *in) {
+  uint32_t node = u->nodes[0];
+  int matmul = qn_op_is(host, g, node, "MatMul");
+  if (!matmul && !qn_op_is(host, g, node, "Gemm"))
+    return "linear pattern on an op other than Gemm or MatMul";
+  if (u->n_inputs < 2 || u->n_inputs > 3 || u->input_roles[1] != QH_ROLE_WEIGHT)
+    return "expected an activation, a weight and an optional bias";
+  if (matmul && u->n_inputs != 2)
+    return "MatMul with extra inputs";
+  in->w_kn = matmul;
+  if (!matmul) {
+    if (qn_attr_int(host, g, node, "transA", 0) != 0)
+      return "Gemm with transA=1 is not supported";
+    in->w_kn = qn_attr_int(host, g, node, "transB", 0) == 0;
+    if (attr_float(host, g, node, "alpha", 1.0f) != 1.0f || attr_float(host, g, node, "beta", 1.0f) != 1.0f)
+      return "Gemm with alpha or beta other than 1 is not supported";
+  }
+  int64_t d[QH_MAX_RANK];
+  if (qn_known_shape(host, g, u->inputs[1], d) != 2 || d[0] < 1 || d[1] < 1)
+    return "weight must be a 2-D constant";
+  in->n = in->w_kn ? d[1] : d[0];
+  in->k = in->w_kn ? d[0] : d[1];
+  int64_t xd[QH_MAX_RANK];
+  int32_t xr = qn_known_shape(host, g, u->inputs[0], xd);
+  if (xr >= 0 && (xr < 2 || (!matmul && xr != 2) || xd[xr - 1] != in->k))
+    return "input must be 2-D (MatMul: at least 2-D) and end in the weight's K";
+  const char *p = weight_problem(host, g, u);
+  if (p)
+    return p;
+  in->w_value = u->inputs[1];
+  in->wq = u->input_qparams[1];
+  return u->n_inputs == 3 ? bias_problem(host, g, u, in, 2, in->n) : NULL;
+}
+
+static const char *analyze_conv(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u,
+                                QnInfo *in) {
+  uint32_t node = u->nodes[0];
+  if (!qn_op_is(host, g, node, "Conv"))
+    return "conv pattern on an op other than Conv";
+  if (u->n_inputs < 2 || u->n_inputs > 3 || u->input_roles[1] != QH_ROLE_WEIGHT)
+    return "expected an activation, a weight and an optional bias";
+  int64_t d[QH_MAX_RANK];
+  if (qn_known_shape(host, g, u->inputs[1], d) != 4)
+    return "only 2-D convolution is supported";
+  in->group = qn_attr_int(host, g, node, "group", 1);
+  if (in->group < 1 || d[0] % in->group != 0)
+    return "group must divide the output channels";
+  const char *auto_pad = NULL;
+  QhStatus *st = host->node_attr_string(g, node, "auto_pad", &auto_pad);
+  if (st)
+    host->status_free(st);
+  else if (auto_pad && strcmp(auto_pad, "NOTSET") != 0 && strcmp(auto_pad, "VALID") != 0)
+    return "auto_pad SAME is not supported";
+  int64_t ks[2];
+  if (!qn_attr_ints(host, g, node, "strides", 2, 1, in->stride) || !qn_attr_ints(host, g, node, "pads", 4, 0, in->pad) ||
+      !qn_attr_ints(host, g, node, "dilations", 2, 1, in->dil) ||
+      !qn_attr_ints(host, g, node, "kernel_shape", 2, -1, ks))
+    return "malformed strides, pads, dilations or kernel_shape";
+  in->co = d[0], in->ci = d[1], in->kh = d[2], in->kw = d[3];
+  if ((ks[0] >= 0 && ks[0] != in->kh) || (ks[1] >= 0 && ks[1] != in->kw))
+    return "kernel_shape differs from the weight";
+  if (in->stride[0] < 1 || in->stride[1] < 1 || in->dil[0] < 1 || in->dil[1] < 1 || in->pad[0] < 0 ||
+      in->pad[1] < 0 || in->pad[2] < 0 || in->pad[3] < 0 || d[0] < 1 || d[1] < 1 || d[2] < 1 || d[3] < 1)
+    return "invalid convolution geometry";
+  int64_t xd[QH_MAX_RANK];
+  int32_t xr = qn_known_shape(host, g, u->inputs[0], xd);
+  if (xr >= 0 && (xr != 4 || xd[1] != in->ci * in->group))
+    return "input channels differ from the weight's";
+  const char *p = weight_problem(host, g, u);
+  if (p)
+    return p;
+  in->w_value = u->inputs[1];
+  in->wq = u->input_qparams[1];
+  return u->n_inputs == 3 ? bias_problem(host, g, u, in, 2, in->co) : NULL;
+}
+
+QhStatus *qn_analyze(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u, int kind,
+                     QnInfo *in) {
+  if (!u || u->struct_size < sizeof(QhNodeUnit) || u->n_nodes < 1 || u->n_nodes > 2 || !u->nodes ||
+      u->n_inputs < 1 || !u->inputs || !u->input_roles || !u->input_qparams || u->n_outputs != 1 ||
+      !u->outputs || !u->output_qparams)
+    return host->status_new(QH_ERR_INVALID_ARGUMENT, "malformed node unit");
+  memset(in, 0, sizeof *in);
+  in->kind = kind;
+  in->b_value = QH_INVALID_ID;
+  const char *p = NULL;
+  if (u->n_nodes == 2) {
+    if (qn_op_is(host, g, u->nodes[1], "Relu"))
+      in->relu = 1;
+    else
+      p = "only Relu may follow the op";
+  }
+  if (!p && u->input_roles[0] != QH_ROLE_ACTIVATION)
+    p = "first input is not an activation";
+  if (!p && !(p = qn_act_problem(u->input_qparams[0], 0)) && !(p = qn_act_problem(u->output_qparams[0], 1))) {
+    in->xq = u->input_qparams[0];
+    in->yq = u->output_qparams[0];
+    p = kind == QN_CONV ? analyze_conv(host, g, u, in) : analyze_linear(host, g, u, in);
+  }
+  /* 255 * 255 per centred product: beyond this reduction length int32 accumulation could wrap */
+  int64_t k = kind == QN_CONV ? in->ci * in->kh * in->kw : in->k;
+  if (!p && k > INT32_MAX / (255 * 255))
+    p = "reduction too long for int32 accumulation";
+  return p ? host->status_new(QH_ERR_UNSUPPORTED, p) : NULL;
+}
+
+static QhStatus *accept_kind(void *instance, const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u,
+                             int kind) {
+  const QnInstance *inst = instance;
+  if (!inst)
+    return host->status_new(QH_ERR_INVALID_ARGUMENT, "accept: no instance");
+  QnInfo in;
+  QhStatus *st = qn_analyze(host, g, u, kind, &in);
+  if (st)
+    return st;
+  xnn_operator_t op = NULL;
+  st = qn_create_operator(inst, host, g, &in, &op);
+  if (op)
+    xnn_delete_operator(op);
+  return st;
+}
+
+static QhStatus *accept_conv(void *i, const QhHostApi *h, const QhGraphView *g, const QhNodeUnit *u) {
+  return accept_kind(i, h, g, u, QN_CONV);
+}
+
+static QhStatus *accept_linear(void *i, const QhHostApi *h, const QhGraphView *g, const QhNodeUnit *u) {
+  return accept_kind(i, h, g, u, QN_LINEAR);
+}
+
+static const char *const conv_relu_ops[] = {"Conv", "Relu"}, *const conv_ops[] = {"Conv"},
+                  *const gemm_relu_ops[] = {"Gemm", "Relu"}, *const gemm_ops[] = {"Gemm"},
+                  *const matmul_relu_ops[] = {"MatMul", "Relu"}, *const matmul_ops[] = {"MatMul"};
+
+/* Relu may sit behind a Q -> DQ pair on the unit's output grid; clamping at the zero
+ * point before the one rounding gives the same integers (round() is monotonic). */
+#define PATTERN(name, list, kern, acc, fl)                                                        \
+  static const QhLoweringPattern p_##name = {QH_STRUCT_HEADER(QhLoweringPattern), .id = #name,  \
+                                             .ops = list, .n_ops = sizeof list / sizeof list[0], \
+                                             .flags = fl, .kernel = &kern, .accept = acc}
+#define THROUGH QH_PATTERN_THROUGH_SHARED_QDQ
+PATTERN(conv_relu, conv_relu_ops, qn_conv_kernel, accept_conv, THROUGH);
+PATTERN(conv, conv_ops, qn_conv_kernel, accept_conv, 0);
+PATTERN(linear_relu, gemm_relu_ops, qn_linear_kernel, accept_linear, THROUGH);
+PATTERN(linear, gemm_ops, qn_linear_kernel, accept_linear, 0);
+PATTERN(matmul_relu, matmul_relu_ops, qn_linear_kernel, accept_linear, THROUGH);
+PATTERN(matmul, matmul_ops, qn_linear_kernel, accept_linear, 0);
+
+static const char *const add_relu_ops[] = {"Add", "Relu"}, *const add_ops[] = {"Add"},
+                  *const maxpool_ops[] = {"MaxPool"}, *const gap_ops[] = {"GlobalAveragePool"};
+PATTERN(add_relu, add_relu_ops, qn_add_kernel, qn_accept_u8op, 0);
+PATTERN(add, add_ops, qn_add_kernel, qn_accept_u8op, 0);
+PATTERN(maxpool, maxpool_ops, qn_maxpool_kernel, qn_accept_u8op, 0);
+PATTERN(global_avgpool, gap_ops, qn_gap_kernel, qn_accept_u8op, 0);
+static const char *const avgpool_ops[] = {"AveragePool"};
+PATTERN(avgpool, avgpool_ops, qn_avgpool_kernel, qn_accept_u8op, 0);
+static const char *const sigmoid_ops[] = {"Sigmoid"}, *const tanh_ops[] = {"Tanh"},
+                  *const leaky_relu_ops[] = {"LeakyRelu"};
+PATTERN(sigmoid, sigmoid_ops, qn_sigmoid_kernel, qn_accept_u8op, 0);
+PATTERN(tanh, tanh_ops, qn_tanh_kernel, qn_accept_u8op, 0);
+PATTERN(leaky_relu, leaky_relu_ops, qn_leaky_relu_kernel, qn_accept_u8op, 0);
+static const char *const concat_ops[] = {"Concat"};
+PATTERN(concat, concat_ops, qn_concat_kernel, qn_accept_concat, 0);
+
+/* Most fused first: the first pattern that matches and accepts wins. */
+static const QhLoweringPattern *const patterns[] = {
+    &p_conv_relu, &p_conv,    &p_linear_relu, &p_linear,  &p_matmul_relu, &p_matmul,       &p_add_relu, &p_add,
+    &p_maxpool,   &p_avgpool, &p_global_avgpool, &p_sigmoid, &p_tanh,     &p_leaky_relu,   &p_concat};
+const QhLoweringOps qn_lowering = {QH_STRUCT_HEADER(QhLoweringOps), patterns,
+                                   sizeof patterns / sizeof patterns[0]};

@@ -1,0 +1,60 @@
+/* Shared declarations of the qnnpack plugin's lowering: the instance (its pthreadpool and
+ * whether XNNPACK initialized on this CPU), the unit analysis that accept and create share,
+ * and the XNNPACK-backed kernel ops. */
+#ifndef QH_QNNPACK_H
+#define QH_QNNPACK_H
+
+#include <pthreadpool.h>
+#include <qhost/qhost-plugin.h>
+#include <xnnpack.h>
+
+typedef struct {
+  uint32_t n_threads;
+  pthreadpool_t pool;      /* NULL with one thread: XNNPACK then runs on the caller */
+  enum xnn_status xnn_init; /* xnn_initialize's answer, once per process */
+} QnInstance;
+
+enum { QN_CONV, QN_LINEAR };
+
+/* Everything accept and create learn about a unit. */
+typedef struct {
+  int kind, relu;
+  int w_kn;         /* linear: weight stored [K, N] (MatMul, Gemm transB=0) */
+  int64_t n, k;     /* linear: output channels, reduction */
+  int64_t co, ci, kh, kw, group, stride[2], pad[4], dil[2]; /* conv: ci per group */
+  uint32_t w_value, b_value;
+  const QhQParams *xq, *wq, *bq, *yq;
+} QnInfo;
+
+/* Helpers the unit analyses share (lowering.c). */
+int qn_qparams_sane(const QhQParams *q);
+const char *qn_act_problem(const QhQParams *q, int output);
+int qn_op_is(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *op);
+int64_t qn_attr_int(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *name, int64_t def);
+int qn_attr_ints(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *name, size_t n,
+                 int64_t def, int64_t *out);
+int32_t qn_known_shape(const QhHostApi *host, const QhGraphView *g, uint32_t v, int64_t *dims);
+/* A uint8 tensor view with sane dims, and its element count (xnn-kernels.c). */
+int qn_u8_view_ok(const QhTensorView *t);
+size_t qn_numel(const QhTensorView *t);
+
+QhStatus *qn_analyze(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u, int kind,
+                     QnInfo *in);
+
+/* Creates the unit's XNNPACK operator (packing its weights) into *out; accept calls it too,
+ * since only XNNPACK's create knows every scale ratio it refuses. */
+QhStatus *qn_create_operator(const QnInstance *inst, const QhHostApi *host, const QhGraphView *g,
+                             const QnInfo *in, xnn_operator_t *out);
+
+extern const QhKernelOps qn_conv_kernel, qn_linear_kernel;
+/* Add (+Relu), MaxPool, GlobalAveragePool, AveragePool, Sigmoid, Tanh, LeakyRelu on
+ * XNNPACK's qu8/u8 operators (xnn-u8ops.c). */
+extern const QhKernelOps qn_add_kernel, qn_maxpool_kernel, qn_gap_kernel, qn_avgpool_kernel, qn_sigmoid_kernel,
+    qn_tanh_kernel, qn_leaky_relu_kernel;
+QhStatus *qn_accept_u8op(void *instance, const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u);
+/* Concat along the channels of inputs sharing the output's grid: strided copies (xnn-concat.c). */
+extern const QhKernelOps qn_concat_kernel;
+QhStatus *qn_accept_concat(void *instance, const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u);
+extern const QhLoweringOps qn_lowering;
+
+#endif

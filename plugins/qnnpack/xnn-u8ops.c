@@ -1,0 +1,413 @@
+/* The qnnpack plugin's units between its convolutions, on XNNPACK: Add (+Relu) on
+ * xnn_create_add_nd_qu8, MaxPool on xnn_create_max_pooling2d_nhwc_u8, GlobalAveragePool
+ * on xnn_create_global_average_pooling_nwc_qu8 and AveragePool on
+ * xnn_create_average_pooling2d_nhwc_qu8, channels-last, so that a ResNet's residual
+ * blocks stay in NHWC uint8; Sigmoid, Tanh and LeakyRelu on XNNPACK's qu8 lookup-table
+ * operators (element-wise, any layout). The tables are built in float by XNNPACK
+ * (f(dequantized input) * (1 / output scale), rounded to nearest even), so they differ from
+ * the host's float math only near ties; Sigmoid and Tanh take only PyTorch's fixed output
+ * qparams (1/256 with zero point 0, 1/128 with 128), anything else is refused at create. Add requantizes both inputs onto the output's grid in XNNPACK's
+ * fixed point, the global pool its mean: within one step of the host's float QDQ math, not
+ * bit-identical. MaxPool only picks bytes, so it is exact, and is claimed only where the
+ * input and output share qparams (XNNPACK's u8 max pooling does not requantize). XNNPACK
+ * refuses some scale ratios at create; accept creates the operator (with one channel: the
+ * checks do not depend on it) and declines what it refuses. The pools' operators need the
+ * channel count, which intermediate shapes often leave unknown until reshape: they are
+ * created at kernel create when the graph knows it, else at the first reshape (no weights
+ * to pack), and recreated only if the channel count changes. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qnnpack.h"
+
+enum { U_ADD, U_MAXPOOL, U_GAP, U_AVGPOOL, U_SIGMOID, U_TANH, U_LEAKY };
+#define IS_UNARY(op) ((op) >= U_SIGMOID)
+
+typedef struct {
+  const QnInstance *inst;
+  int op, relu;
+  float alpha; /* LeakyRelu's slope */
+  int64_t kh, kw, sh, sw, dh, dw, pad[4];
+  const QhQParams *aq, *bq, *yq;
+  xnn_operator_t xop;
+  int64_t channels; /* the pools' operator was made for this many; -1: none yet */
+  int reshaped, rank;
+  int64_t dims[QH_MAX_RANK];
+  int64_t n, h, w; /* pools: the NHWC input's */
+  size_t in_bytes, out_bytes;
+} U8Op;
+
+static const char *pool_window(const QhHostApi *host, const QhGraphView *g, uint32_t node, U8Op *k) {
+  const char *auto_pad = NULL;
+  QhStatus *st = host->node_attr_string(g, node, "auto_pad", &auto_pad);
+  if (st)
+    host->status_free(st);
+  else if (auto_pad && strcmp(auto_pad, "NOTSET") != 0 && strcmp(auto_pad, "VALID") != 0)
+    return "auto_pad SAME is not supported";
+  int64_t ks[2], s[2], d[2];
+  if (!qn_attr_ints(host, g, node, "kernel_shape", 2, -1, ks) || !qn_attr_ints(host, g, node, "strides", 2, 1, s) ||
+      !qn_attr_ints(host, g, node, "pads", 4, 0, k->pad) || !qn_attr_ints(host, g, node, "dilations", 2, 1, d))
+    return "only 2-D pooling is supported (kernel_shape, strides, pads, dilations of 2)";
+  if (qn_attr_int(host, g, node, "ceil_mode", 0) != 0)
+    return "ceil_mode=1 is not supported";
+  if (qn_attr_int(host, g, node, "storage_order", 0) != 0)
+    return "storage_order=1 is not supported";
+  k->kh = ks[0], k->kw = ks[1], k->sh = s[0], k->sw = s[1], k->dh = d[0], k->dw = d[1];
+  if (k->kh < 1 || k->kw < 1 || k->sh < 1 || k->sw < 1 || k->dh < 1 || k->dw < 1 || k->kh * k->kw < 2)
+    return "invalid pooling window (XNNPACK needs at least two taps)";
+  /* pads smaller than the dilated window: no window lies entirely in the padding */
+  for (int i = 0; i < 4; i++)
+    if (k->pad[i] < 0 || k->pad[i] >= (i % 2 ? (k->kw - 1) * k->dw + 1 : (k->kh - 1) * k->dh + 1))
+      return "pads must be smaller than the pooling window";
+  return NULL;
+}
+
+static int same_qparams(const QhQParams *a, const QhQParams *b) {
+  return a->scale[0] == b->scale[0] && a->zero_point[0] == b->zero_point[0];
+}
+
+/* XNNPACK's qu8 global average pooling folds the pixel count into its requantization at
+ * setup, without a check: the sum's bias (-pixels * zx) must fit int32 and the scale
+ * sx / (so * pixels) stay within the [2^-32, 256) its fixed-point parameters take. */
+static int gap_pixels_ok(const U8Op *k, int64_t pixels) {
+  float scale = k->aq->scale[0] / (k->yq->scale[0] * (float)pixels);
+  return pixels >= 1 && pixels <= INT32_MAX / 256 && scale >= 0x1.0p-32f && scale < 256.0f;
+}
+
+static const char *analyze(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u, U8Op *k) {
+  if (!u || u->struct_size < sizeof(QhNodeUnit) || u->n_nodes < 1 || u->n_nodes > 2 || !u->nodes ||
+      u->n_inputs < 1 || !u->inputs || !u->input_roles || !u->input_qparams || u->n_outputs != 1 ||
+      !u->outputs || !u->output_qparams)
+    return "malformed node unit";
+  uint32_t node = u->nodes[0];
+  if (qn_op_is(host, g, node, "Add"))
+    k->op = U_ADD;
+  else if (qn_op_is(host, g, node, "MaxPool"))
+    k->op = U_MAXPOOL;
+  else if (qn_op_is(host, g, node, "GlobalAveragePool"))
+    k->op = U_GAP;
+  else if (qn_op_is(host, g, node, "AveragePool"))
+    k->op = U_AVGPOOL;
+  else if (qn_op_is(host, g, node, "Sigmoid"))
+    k->op = U_SIGMOID;
+  else if (qn_op_is(host, g, node, "Tanh"))
+    k->op = U_TANH;
+  else if (qn_op_is(host, g, node, "LeakyRelu"))
+    k->op = U_LEAKY;
+  else
+    return "op other than Add, MaxPool, GlobalAveragePool, AveragePool, Sigmoid, Tanh or LeakyRelu";
+  if (u->n_nodes == 2) {
+    if (k->op != U_ADD || !qn_op_is(host, g, u->nodes[1], "Relu"))
+      return "only Add fuses a following Relu";
+    k->relu = 1;
+  }
+  size_t want = k->op == U_ADD ? 2 : 1;
+  if (u->n_inputs != want)
+    return k->op == U_ADD ? "Add needs exactly two inputs" : "expected exactly one input";
+  const char *p;
+  for (size_t i = 0; i < want; i++) {
+    if (u->input_roles[i] != QH_ROLE_ACTIVATION || (host->value_flags(g, u->inputs[i]) & QH_VALUE_CONSTANT))
+      return "constant inputs are not supported";
+    if ((p = qn_act_problem(u->input_qparams[i], 0)))
+      return p;
+  }
+  if ((p = qn_act_problem(u->output_qparams[0], 1)))
+    return p;
+  if (host->node_output(g, node, 1) != QH_INVALID_ID)
+    return "a second output (MaxPool's Indices) is not supported";
+  k->aq = u->input_qparams[0], k->bq = want == 2 ? u->input_qparams[1] : NULL, k->yq = u->output_qparams[0];
+  int64_t d[QH_MAX_RANK], d2[QH_MAX_RANK];
+  int32_t rank = qn_known_shape(host, g, u->inputs[0], d);
+  k->channels = -1;
+  if (k->op == U_LEAKY) {
+    float alpha = 0.01f; /* ONNX's default */
+    QhStatus *st = host->node_attr_float(g, node, "alpha", &alpha);
+    k->alpha = st ? 0.01f : alpha;
+    host->status_free(st);
+  }
+  if (IS_UNARY(k->op))
+    return NULL;
+  if (k->op == U_ADD) {
+    int32_t r2 = qn_known_shape(host, g, u->inputs[1], d2);
+    if (rank >= 0 && r2 >= 0 && (rank != r2 || memcmp(d, d2, (size_t)rank * sizeof *d) != 0))
+      return "broadcasting Add is not supported";
+    return NULL;
+  }
+  if (rank >= 0 && rank != 4)
+    return "only 2-D pooling is supported";
+  if (rank == 4)
+    k->channels = d[1];
+  if (k->op == U_GAP && rank == 4 && !gap_pixels_ok(k, d[2] * d[3]))
+    return "GlobalAveragePool over so many pixels, or with such scales, that XNNPACK's requantization "
+           "would leave its range";
+  if (k->op == U_MAXPOOL) {
+    if (!same_qparams(k->aq, k->yq))
+      return "MaxPool with different input and output qparams (XNNPACK's u8 max pooling does not requantize)";
+    return pool_window(host, g, node, k);
+  }
+  if (k->op == U_AVGPOOL) {
+    const char *p2 = pool_window(host, g, node, k);
+    if (p2)
+      return p2;
+    if (k->dh != 1 || k->dw != 1)
+      return "dilated AveragePool is not supported";
+    /* XNNPACK's qu8 average pooling reads padding as the input zero point and always
+     * divides by the window's size: ONNX's count_include_pad = 1 */
+    int pads = k->pad[0] || k->pad[1] || k->pad[2] || k->pad[3];
+    if (pads && qn_attr_int(host, g, node, "count_include_pad", 0) == 0)
+      return "padded AveragePool with count_include_pad=0 (XNNPACK's qu8 average pooling counts the padding)";
+  }
+  return NULL;
+}
+
+static QhStatus *xnn_refused(const QhHostApi *host, enum xnn_status s, int op, const char *what) {
+  static const char *const unsupported[] = {
+      [U_SIGMOID] = "it takes only the output scale 1/256 with zero point 0",
+      [U_TANH] = "it takes only the output scale 1/128 with zero point 128",
+      [U_ADD] = "a scale ratio outside what it supports", [U_MAXPOOL] = "a parameter it does not support",
+      [U_GAP] = "a scale ratio outside what it supports", [U_AVGPOOL] = "a scale ratio outside what it supports",
+      [U_LEAKY] = "a scale ratio outside what it supports"};
+  char msg[200];
+  if (s == xnn_status_success)
+    return NULL;
+  if (s == xnn_status_out_of_memory)
+    return host->status_new(QH_ERR_OUT_OF_MEMORY, "XNNPACK: out of memory creating the operator");
+  if (s == xnn_status_uninitialized || s == xnn_status_unsupported_hardware)
+    return host->status_new(QH_ERR_UNSUPPORTED, "XNNPACK did not initialize on this CPU");
+  snprintf(msg, sizeof msg, "XNNPACK's %s refuses the unit's scales or range (%s)", what,
+           s == xnn_status_unsupported_parameter ? unsupported[op] : "invalid parameter");
+  return host->status_new(QH_ERR_UNSUPPORTED, msg);
+}
+
+static const char *op_what(int op) {
+  static const char *const what[] = {"qu8 add",     "u8 max pooling", "qu8 global average pooling",
+                                     "qu8 average pooling", "qu8 sigmoid", "qu8 tanh", "qu8 leaky relu"};
+  return what[op];
+}
+
+/* The operator for `channels` (the pools; ignored by Add). */
+static QhStatus *make_op(const QhHostApi *host, U8Op *k, int64_t channels, xnn_operator_t *out) {
+  *out = NULL;
+  if (k->inst->xnn_init != xnn_status_success)
+    return xnn_refused(host, k->inst->xnn_init, k->op, op_what(k->op));
+  const QhQParams *a = k->aq, *y = k->yq;
+  int32_t zo = y->zero_point[0];
+  /* the host's QuantizeLinear saturates at the dtype's bounds; a fused Relu raises the floor */
+  uint8_t lo = (uint8_t)(k->relu ? zo : 0), hi = 255;
+  size_t c = (size_t)channels;
+  enum xnn_status s;
+  switch (k->op) {
+  case U_ADD:
+    s = xnn_create_add_nd_qu8((uint8_t)a->zero_point[0], a->scale[0], (uint8_t)k->bq->zero_point[0],
+                              k->bq->scale[0], (uint8_t)zo, y->scale[0], lo, hi, 0, out);
+    break;
+  case U_MAXPOOL:
+    s = xnn_create_max_pooling2d_nhwc_u8((uint32_t)k->pad[0], (uint32_t)k->pad[3], (uint32_t)k->pad[2],
+                                         (uint32_t)k->pad[1], (uint32_t)k->kh, (uint32_t)k->kw, (uint32_t)k->sh,
+                                         (uint32_t)k->sw, (uint32_t)k->dh, (uint32_t)k->dw, c, c, c, lo, hi, 0, out);
+    break;
+  case U_AVGPOOL:
+    s = xnn_create_average_pooling2d_nhwc_qu8((uint32_t)k->pad[0], (uint32_t)k->pad[3], (uint32_t)k->pad[2],
+                                              (uint32_t)k->pad[1], (uint32_t)k->kh, (uint32_t)k->kw, (uint32_t)k->sh,
+                                              (uint32_t)k->sw, c, c, c, (uint8_t)a->zero_point[0], a->scale[0],
+                                              (uint8_t)zo, y->scale[0], lo, hi, 0, out);
+    break;
+  case U_SIGMOID:
+    s = xnn_create_sigmoid_nc_qu8(1, 1, 1, (uint8_t)a->zero_point[0], a->scale[0], (uint8_t)zo, y->scale[0], lo,
+                                  hi, 0, out);
+    break;
+  case U_TANH:
+    s = xnn_create_tanh_nc_qu8(1, 1, 1, (uint8_t)a->zero_point[0], a->scale[0], (uint8_t)zo, y->scale[0], lo, hi,
+                               0, out);
+    break;
+  case U_LEAKY:
+    s = xnn_create_leaky_relu_nc_qu8(1, 1, 1, k->alpha, (uint8_t)a->zero_point[0], a->scale[0], (uint8_t)zo,
+                                     y->scale[0], lo, hi, 0, out);
+    break;
+  default:
+    s = xnn_create_global_average_pooling_nwc_qu8(c, c, c, (uint8_t)a->zero_point[0], a->scale[0], (uint8_t)zo,
+                                                  y->scale[0], lo, hi, 0, out);
+    break;
+  }
+  if (s != xnn_status_success)
+    *out = NULL;
+  return xnn_refused(host, s, k->op, op_what(k->op));
+}
+
+QhStatus *qn_accept_u8op(void *instance, const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u) {
+  if (!instance)
+    return host->status_new(QH_ERR_INVALID_ARGUMENT, "accept: no instance");
+  U8Op k = {.inst = instance};
+  const char *p = analyze(host, g, u, &k);
+  if (p)
+    return host->status_new(QH_ERR_UNSUPPORTED, p);
+  xnn_operator_t op = NULL;
+  QhStatus *st = make_op(host, &k, 1, &op);
+  if (op)
+    xnn_delete_operator(op);
+  return st;
+}
+
+static void destroy(void *kernel) {
+  U8Op *k = kernel;
+  if (!k)
+    return;
+  if (k->xop)
+    xnn_delete_operator(k->xop);
+  free(k);
+}
+
+static QhStatus *create(void *instance, const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u,
+                        void **out) {
+  if (!out || !instance)
+    return host->status_new(QH_ERR_INVALID_ARGUMENT, "create: bad arguments");
+  U8Op *k = calloc(1, sizeof *k);
+  if (!k)
+    return host->status_new(QH_ERR_OUT_OF_MEMORY, "out of memory");
+  k->inst = instance;
+  const char *p = analyze(host, g, u, k);
+  QhStatus *st = p ? host->status_new(QH_ERR_UNSUPPORTED, p) : NULL;
+  /* element-wise operators run on one flat channel; the pools' need the real count */
+  int flat = k->op == U_ADD || IS_UNARY(k->op);
+  if (!st && (flat || k->channels > 0))
+    st = make_op(host, k, flat ? 1 : k->channels, &k->xop);
+  if (st) {
+    destroy(k);
+    return st;
+  }
+  *out = k;
+  return NULL;
+}
+
+static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView *inputs, size_t n_inputs,
+                         QhTensorView *outputs, size_t n_outputs, size_t *out_workspace) {
+  U8Op *k = kernel;
+  if (!host)
+    return NULL;
+  size_t want = k && k->op == U_ADD ? 2 : 1;
+  if (!k || !inputs || n_inputs != want || !outputs || n_outputs != 1 || !out_workspace)
+    return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: bad arguments");
+  const QhTensorView *x = &inputs[0];
+  QhTensorView *y = &outputs[0];
+  if (!qn_u8_view_ok(x) || y->struct_size < sizeof(QhTensorView))
+    return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: input must be a uint8 tensor");
+  k->reshaped = 0;
+  y->dtype = QH_DTYPE_UINT8;
+  y->rank = x->rank;
+  y->layout = x->layout;
+  memcpy(y->dims, x->dims, sizeof y->dims);
+  if (IS_UNARY(k->op)) {
+    /* element-wise: any layout, the output in the input's */
+  } else if (k->op == U_ADD) {
+    const QhTensorView *b = &inputs[1];
+    if (!qn_u8_view_ok(b) || b->rank != x->rank || b->layout != x->layout ||
+        memcmp(b->dims, x->dims, (size_t)x->rank * sizeof *x->dims) != 0)
+      return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: Add inputs differ in shape or layout");
+  } else {
+    if (x->rank != 4 || x->layout != QH_LAYOUT_NHWC)
+      return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: pooling input must be 4-D NHWC");
+    k->n = x->dims[0], k->h = x->dims[1], k->w = x->dims[2];
+    int64_t c = x->dims[3];
+    if (k->op == U_GAP) {
+      if (!gap_pixels_ok(k, k->h * k->w))
+        return host->status_new(QH_ERR_UNSUPPORTED, "reshape: GlobalAveragePool over too many pixels for "
+                                                    "XNNPACK's requantization");
+      y->dims[1] = y->dims[2] = 1;
+    } else {
+      int64_t eh = k->h + k->pad[0] + k->pad[2] - ((k->kh - 1) * k->dh + 1);
+      int64_t ew = k->w + k->pad[1] + k->pad[3] - ((k->kw - 1) * k->dw + 1);
+      if (eh < 0 || ew < 0)
+        return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: pooling input smaller than the window");
+      y->dims[1] = eh / k->sh + 1, y->dims[2] = ew / k->sw + 1;
+    }
+    if (c < 1)
+      return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: pooling input without channels");
+    if (c != k->channels || !k->xop) {
+      if (k->xop)
+        xnn_delete_operator(k->xop);
+      k->xop = NULL;
+      QhStatus *st = make_op(host, k, c, &k->xop);
+      if (st)
+        return st;
+      k->channels = c;
+    }
+  }
+  k->rank = x->rank;
+  memcpy(k->dims, x->dims, sizeof k->dims);
+  k->in_bytes = qn_numel(x);
+  k->out_bytes = qn_numel(y);
+  k->reshaped = 1;
+  *out_workspace = 0;
+  return NULL;
+}
+
+static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ctx, const QhTensorView *inputs,
+                     size_t n_inputs, QhTensorView *outputs, size_t n_outputs, void *workspace,
+                     size_t workspace_bytes) {
+  U8Op *k = kernel;
+  (void)ctx, (void)workspace, (void)workspace_bytes;
+  if (!host)
+    return NULL;
+  if (!k || !inputs || n_inputs < 1 || !outputs || n_outputs != 1)
+    return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: bad arguments");
+  if (!k->reshaped || !k->xop)
+    return host->status_new(QH_ERR_INVALID_STATE, "run before reshape");
+  const QhTensorView *x = &inputs[0];
+  QhTensorView *y = &outputs[0];
+  size_t want = k->op == U_ADD ? 2 : 1;
+  for (size_t i = 0; i < want && i < n_inputs; i++) {
+    const QhTensorView *t = &inputs[i];
+    if (!qn_u8_view_ok(t) || t->rank != k->rank || memcmp(t->dims, k->dims, (size_t)t->rank * sizeof *t->dims) ||
+        t->nbytes != k->in_bytes || (k->in_bytes && !t->data))
+      return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: input differs from reshape's");
+  }
+  if (n_inputs != want)
+    return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: bad arguments");
+  if (!qn_u8_view_ok(y) || y->nbytes != k->out_bytes || (k->out_bytes && !y->data))
+    return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: output buffer differs from reshape's");
+  if (k->out_bytes == 0)
+    return NULL;
+  pthreadpool_t pool = k->inst->pool;
+  enum xnn_status s;
+  if (k->op == U_ADD) {
+    /* same shapes: one flat dimension (XNNPACK takes at most XNN_MAX_TENSOR_DIMS) */
+    size_t flat[1] = {k->in_bytes};
+    s = xnn_setup_add_nd_qu8(k->xop, 1, flat, 1, flat, x->data, inputs[1].data, y->data, pool);
+  } else if (k->op == U_MAXPOOL) {
+    s = xnn_setup_max_pooling2d_nhwc_u8(k->xop, (size_t)k->n, (size_t)k->h, (size_t)k->w, x->data, y->data, pool);
+  } else if (k->op == U_AVGPOOL) {
+    s = xnn_setup_average_pooling2d_nhwc_qu8(k->xop, (size_t)k->n, (size_t)k->h, (size_t)k->w, x->data, y->data,
+                                             pool);
+  } else if (k->op == U_SIGMOID) {
+    s = xnn_setup_sigmoid_nc_qu8(k->xop, k->in_bytes, x->data, y->data, pool);
+  } else if (k->op == U_TANH) {
+    s = xnn_setup_tanh_nc_qu8(k->xop, k->in_bytes, x->data, y->data, pool);
+  } else if (k->op == U_LEAKY) {
+    s = xnn_setup_leaky_relu_nc_qu8(k->xop, k->in_bytes, x->data, y->data, pool);
+  } else {
+    s = xnn_setup_global_average_pooling_nwc_qu8(k->xop, (size_t)k->n, (size_t)(k->h * k->w), x->data, y->data,
+                                                 pool);
+  }
+  if (s == xnn_status_success)
+    s = xnn_run_operator(k->xop, pool);
+  if (s != xnn_status_success) {
+    char msg[96];
+    snprintf(msg, sizeof msg, "XNNPACK: setup or run failed (status %d)", (int)s);
+    return host->status_new(QH_ERR_INTERNAL, msg);
+  }
+  return NULL;
+}
+
+#define U8_KERNEL(name, kid, layout)                                                                         \
+  const QhKernelOps name = {QH_STRUCT_HEADER(QhKernelOps), .id = kid, .input_layout = layout,              \
+                            .output_layout = layout, .create = create, .reshape = reshape, .run = run,       \
+                            .destroy = destroy}
+U8_KERNEL(qn_add_kernel, "xnn_add_nd_qu8", QH_LAYOUT_NHWC);
+U8_KERNEL(qn_maxpool_kernel, "xnn_max_pooling2d_nhwc_u8", QH_LAYOUT_NHWC);
+U8_KERNEL(qn_gap_kernel, "xnn_global_average_pooling_nwc_qu8", QH_LAYOUT_NHWC);
+U8_KERNEL(qn_avgpool_kernel, "xnn_average_pooling2d_nhwc_qu8", QH_LAYOUT_NHWC);
+U8_KERNEL(qn_sigmoid_kernel, "xnn_sigmoid_nc_qu8", QH_LAYOUT_ANY);
+U8_KERNEL(qn_tanh_kernel, "xnn_tanh_nc_qu8", QH_LAYOUT_ANY);
+U8_KERNEL(qn_leaky_relu_kernel, "xnn_leaky_relu_nc_qu8", QH_LAYOUT_ANY);
