@@ -1,5 +1,7 @@
-/* The x86 plugin's uint8 kernels for the units between its oneDNN convs: Add and Mul (+Relu), Relu,
- * Clip (ReLU6), MaxPool, AveragePool, GlobalAveragePool and Flatten, channels-last, so that a ResNet runs
+/* The x86 plugin's uint8 kernels for the units between its oneDNN convs: Add and Mul (+Relu; same
+ * shapes, or per channel as in squeeze-excitation), Relu, Clip (ReLU6), Sigmoid, Tanh, HardSigmoid,
+ * HardSwish, MaxPool, AveragePool (ceil_mode, any pads), GlobalAveragePool and Flatten,
+ * channels-last, so that a ResNet or a MobileNetV3 runs
  * conv -> add -> pool -> conv without leaving NHWC int8. They are plain C loops rather
  * than oneDNN primitives because they are memory-bound and because oneDNN 2.6 binary and
  * pooling cannot reproduce the host's QDQ numerics: each kernel computes exactly what the
@@ -14,15 +16,20 @@
  * MaxPool's inner loop is SSE2 intrinsics (baseline x86-64). Both do the scalar loop's exact
  * operations. Intermediate shapes are often unknown when units are
  * accepted, so a broadcasting Add or non-4-D GlobalAveragePool whose shapes are unknown
- * then fails at reshape instead of being declined. */
+ * then fails at reshape instead of being declined. The per-channel Add / Mul and the
+ * activation tables are plugins/common/u8-kernels.c's, shared with other plugins. */
 #include <emmintrin.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "onednn.h"
+#include "../common/u8-kernels.h"
 
-enum { U_ADD, U_RELU, U_MAXPOOL, U_AVGPOOL, U_GAP, U_FLATTEN, U_CLIP, U_MUL, U_N_OPS };
+enum { U_ADD, U_RELU, U_MAXPOOL, U_AVGPOOL, U_GAP, U_FLATTEN, U_CLIP, U_MUL,
+       U_SIGMOID, U_TANH, U_HSIGMOID, U_HSWISH, U_N_OPS }; /* U_SIGMOID.. in QhU8Act order */
+#define IS_ACT(op) ((op) >= U_SIGMOID && (op) <= U_HSWISH)
+#define IS_POINTWISE(op) ((op) == U_RELU || (op) == U_CLIP || IS_ACT(op))
 #define IS_BINARY(op) ((op) == U_ADD || (op) == U_MUL)
 
 #define VEC 16
@@ -41,6 +48,10 @@ struct U8Op {
   int identity;    /* lut is the identity: MaxPool / Flatten with shared qparams */
   int clamp;       /* lut[q] == min(max(q, lut[0]), lut[255]): Relu / Clip with shared qparams */
   int64_t axis;    /* Flatten */
+  int ceil_mode;   /* pools: ONNX's ceil_mode=1 output size */
+  float alpha, beta; /* HardSigmoid */
+  int bcast;       /* Add / Mul: 0 equal shapes, 1 b is per channel, 2 a is per channel */
+  int isa;         /* QH_U8_ISA_* for the per-channel clones */
   size_t n_in;     /* the unit's inputs (Clip: x, then its constant min and max) */
   float clip_lo, clip_hi;
   int64_t kh, kw, sh, sw, pad[4];
@@ -50,9 +61,9 @@ struct U8Op {
   uint8_t lut[256];
   /* set by reshape */
   int reshaped, rank;
-  int64_t dims[QH_MAX_RANK];
-  int64_t n, h, w, c, oh, ow;
-  size_t in_bytes, out_bytes;
+  int64_t dims[QH_MAX_RANK], bdims[QH_MAX_RANK]; /* bdims: the second input's (Add / Mul) */
+  int64_t n, h, w, c, oh, ow, bn;                /* bn: the per-channel operand's batch */
+  size_t in_bytes, out_bytes, bin_bytes; /* bin_bytes: the second input's (Add / Mul) */
 };
 
 static BinarySpanFn *binary_for_cpu(const QhHostApi *host, int op);
@@ -60,7 +71,7 @@ static BinarySpanFn *binary_for_cpu(const QhHostApi *host, int op);
 
 static const char *op_name(int op) {
   static const char *const names[] = {"Add", "Relu", "MaxPool", "AveragePool", "GlobalAveragePool",
-                                      "Flatten", "Clip", "Mul"};
+                                      "Flatten", "Clip", "Mul", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish"};
   return names[op];
 }
 
@@ -76,17 +87,17 @@ static const char *window_problem(const QhHostApi *host, const QhGraphView *g, u
       !x86_attr_ints(host, g, node, "strides", 2, 1, s) || !x86_attr_ints(host, g, node, "pads", 4, 0, k->pad) ||
       !x86_attr_ints(host, g, node, "dilations", 2, 1, d))
     return "only 2-D pooling is supported (kernel_shape, strides, pads, dilations of 2)";
-  if (x86_attr_int(host, g, node, "ceil_mode", 0) != 0)
-    return "ceil_mode=1 is not supported";
+  k->ceil_mode = x86_attr_int(host, g, node, "ceil_mode", 0) != 0;
   if (d[0] != 1 || d[1] != 1)
     return "dilated pooling is not supported";
   k->kh = ks[0], k->kw = ks[1], k->sh = s[0], k->sw = s[1];
   if (k->kh < 1 || k->kw < 1 || k->sh < 1 || k->sw < 1)
     return "invalid pooling window";
-  /* pads smaller than the window: no window lies entirely in the padding */
+  /* Any padding: a window with no input tap gives what the host's reference gives
+   * (MaxPool: the lowest value; AveragePool: zero), see pool_task. */
   for (int i = 0; i < 4; i++)
-    if (k->pad[i] < 0 || k->pad[i] >= (i % 2 ? k->kw : k->kh))
-      return "pads must be smaller than the pooling window";
+    if (k->pad[i] < 0)
+      return "negative pads";
   return NULL;
 }
 
@@ -123,6 +134,12 @@ static const char *clip_bounds(const QhHostApi *host, const QhGraphView *g, cons
   return NULL;
 }
 
+/* ONNX (NCHW) dims: is b the per-channel operand of a, [N or 1, C, 1, 1] against
+ * [N, C, H, W]? (The squeeze-excitation Mul.) */
+int x86_channel_operand(const int64_t *b, const int64_t *a) {
+  return (b[0] == a[0] || b[0] == 1) && b[1] == a[1] && b[2] == 1 && b[3] == 1;
+}
+
 static const char *analyze(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u, U8Op *k) {
   const char *t = host->node_op_type(g, u->nodes[0]);
   k->op = -1;
@@ -130,7 +147,8 @@ static const char *analyze(const QhHostApi *host, const QhGraphView *g, const Qh
     if (strcmp(t, op_name(i)) == 0)
       k->op = i;
   if (k->op < 0)
-    return "op other than Add, Mul, Relu, MaxPool, AveragePool, GlobalAveragePool, Flatten or Clip";
+    return "op other than Add, Mul, Relu, MaxPool, AveragePool, GlobalAveragePool, Flatten, Clip, Sigmoid, "
+           "Tanh, HardSigmoid or HardSwish";
   if (u->n_nodes == 2) {
     const char *t2 = host->node_op_type(g, u->nodes[1]);
     if (!IS_BINARY(k->op) || !t2 || strcmp(t2, "Relu") != 0)
@@ -172,8 +190,23 @@ static const char *analyze(const QhHostApi *host, const QhGraphView *g, const Qh
   case U_ADD:
   case U_MUL: {
     int32_t r2 = shape_of(host, g, u, 1, d2);
-    if (rank >= 0 && r2 >= 0 && (rank != r2 || memcmp(d, d2, (size_t)rank * sizeof *d) != 0))
-      return "broadcasting Add and Mul are not supported";
+    if (rank >= 0 && r2 >= 0 && (rank != r2 || memcmp(d, d2, (size_t)rank * sizeof *d) != 0) &&
+        !(rank == 4 && r2 == 4 && (x86_channel_operand(d2, d) || x86_channel_operand(d, d2))))
+      return "broadcasting Add and Mul other than per channel ([N,C,H,W] with [N or 1,C,1,1]) are not "
+             "supported";
+    break;
+  }
+  case U_HSIGMOID: {
+    QhStatus *st = host->node_attr_float(g, node, "alpha", &k->alpha);
+    host->status_free(st);
+    if (st)
+      k->alpha = 0.2f;
+    st = host->node_attr_float(g, node, "beta", &k->beta);
+    host->status_free(st);
+    if (st)
+      k->beta = 0.5f;
+    if (!isfinite(k->alpha) || !isfinite(k->beta))
+      return "HardSigmoid with a non-finite alpha or beta";
     break;
   }
   case U_MAXPOOL:
@@ -226,6 +259,10 @@ static QhStatus *create(void *instance, const QhHostApi *host, const QhGraphView
   analyze(host, g, u, k);
   k->inst = instance;
   k->binary = binary_for_cpu(host, k->op);
+  uint64_t cpu = host->cpu_features();
+  k->isa = (cpu & QH_CPU_AVX512F) && (cpu & QH_CPU_AVX512BW) && (cpu & QH_CPU_AVX512VL) ? QH_U8_ISA_AVX512
+           : (cpu & QH_CPU_AVX2)                                                       ? QH_U8_ISA_AVX2
+                                                                                        : QH_U8_ISA_SSE2;
   float lo = (float)(0 - k->zo), hi = (float)(255 - k->zo);
   k->identity = 1;
   for (int q = 0; q < 256; q++) {
@@ -236,8 +273,12 @@ static QhStatus *create(void *instance, const QhHostApi *host, const QhGraphView
     if (k->op == U_CLIP) /* the host's Clip: min(max(x, lo), hi) */
       v = v < k->clip_lo ? k->clip_lo : (v > k->clip_hi ? k->clip_hi : v);
     k->lut[q] = x86_quant_u8(v, k->so, lo, hi, k->zo);
-    k->identity &= k->lut[q] == q;
   }
+  /* Sigmoid, Tanh, HardSigmoid, HardSwish: the host's formula over the 256 inputs */
+  if (IS_ACT(k->op))
+    qh_u8_act_lut((QhU8Act)(k->op - U_SIGMOID), k->alpha, k->beta, k->sa, k->za, k->so, k->zo, k->lut);
+  for (int q = 0; q < 256; q++)
+    k->identity &= k->lut[q] == q;
   k->clamp = 1;
   for (int q = 0; q < 256; q++)
     k->clamp &= k->lut[q] == (q < k->lut[0] ? k->lut[0] : q > k->lut[255] ? k->lut[255] : q);
@@ -280,13 +321,39 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
   y->rank = x->rank;
   y->layout = x->layout;
   memcpy(y->dims, x->dims, sizeof y->dims);
+  k->bcast = 0;
   if (IS_BINARY(k->op)) {
     const QhTensorView *b = &inputs[1];
-    if (!x86_u8_view_ok(b) || b->rank != x->rank || b->layout != x->layout ||
-        memcmp(b->dims, x->dims, (size_t)x->rank * sizeof *x->dims) != 0)
-      return qh_status_newf(host, QH_ERR_INVALID_ARGUMENT, "reshape: %s inputs differ in shape or layout",
+    if (!x86_u8_view_ok(b))
+      return qh_status_newf(host, QH_ERR_INVALID_ARGUMENT, "reshape: %s input must be a uint8 tensor",
                             op_name(k->op));
-  } else if (k->op != U_RELU && k->op != U_CLIP && k->op != U_FLATTEN) {
+    memcpy(k->bdims, b->dims, sizeof k->bdims);
+    if (b->rank != x->rank || b->layout != x->layout ||
+        memcmp(b->dims, x->dims, (size_t)x->rank * sizeof *x->dims) != 0) {
+      /* The per-channel form, channels last: [N, H, W, C] with [N or 1, 1, 1, C] either way round */
+      int64_t xd[4], bd[4];
+      int nhwc = x->rank == 4 && b->rank == 4 && x->layout == QH_LAYOUT_NHWC && b->layout == QH_LAYOUT_NHWC;
+      if (nhwc) {
+        int64_t t[4] = {x->dims[0], x->dims[3], x->dims[1], x->dims[2]}, u[4] = {b->dims[0], b->dims[3],
+                                                                                   b->dims[1], b->dims[2]};
+        memcpy(xd, t, sizeof xd), memcpy(bd, u, sizeof bd);
+      }
+      if (nhwc && x86_channel_operand(bd, xd))
+        k->bcast = 1;
+      else if (nhwc && x86_channel_operand(xd, bd))
+        k->bcast = 2;
+      else
+        return qh_status_newf(host, QH_ERR_INVALID_ARGUMENT,
+                              "reshape: %s inputs differ in shape or layout other than per channel "
+                              "([N,H,W,C] with [N or 1,1,1,C], channels last)",
+                              op_name(k->op));
+      const QhTensorView *full = k->bcast == 1 ? x : b, *vec = k->bcast == 1 ? b : x;
+      y->layout = full->layout;
+      memcpy(y->dims, full->dims, sizeof y->dims);
+      k->n = full->dims[0], k->h = full->dims[1], k->w = full->dims[2], k->c = full->dims[3];
+      k->bn = vec->dims[0];
+    }
+  } else if (!IS_POINTWISE(k->op) && k->op != U_FLATTEN) {
     if (x->rank != 4 || x->layout != QH_LAYOUT_NHWC)
       return qh_status_newf(host, QH_ERR_INVALID_ARGUMENT, "reshape: %s input must be 4-D NHWC", op_name(k->op));
     k->n = x->dims[0], k->h = x->dims[1], k->w = x->dims[2], k->c = x->dims[3];
@@ -296,7 +363,18 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
       int64_t eh = k->h + k->pad[0] + k->pad[2] - k->kh, ew = k->w + k->pad[1] + k->pad[3] - k->kw;
       if (eh < 0 || ew < 0)
         return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: pooling input smaller than the window");
-      k->oh = eh / k->sh + 1, k->ow = ew / k->sw + 1;
+      if (k->ceil_mode) {
+        /* ONNX's ceil_mode (the host's conv-window.c): one more window where the stride
+         * does not divide, dropped when it would start in the end padding (ONNX and
+         * PyTorch require the last window to start inside the input or the left padding) */
+        k->oh = (eh + k->sh - 1) / k->sh + 1, k->ow = (ew + k->sw - 1) / k->sw + 1;
+        if ((k->oh - 1) * k->sh >= k->h + k->pad[0])
+          k->oh--;
+        if ((k->ow - 1) * k->sw >= k->w + k->pad[1])
+          k->ow--;
+      } else {
+        k->oh = eh / k->sh + 1, k->ow = ew / k->sw + 1;
+      }
     }
     y->dims[1] = k->oh, y->dims[2] = k->ow;
   } else if (k->op == U_FLATTEN) {
@@ -321,6 +399,7 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
   memcpy(k->dims, x->dims, sizeof k->dims);
   k->in_bytes = x86_numel(x);
   k->out_bytes = x86_numel(y);
+  k->bin_bytes = IS_BINARY(k->op) ? x86_numel(&inputs[1]) : k->in_bytes;
   k->reshaped = 1;
   *out_workspace = 0;
   return NULL;
@@ -384,6 +463,22 @@ static void binary_task(void *user, size_t index, uint32_t worker) {
   j->k->binary(j->k, j->a + i0, j->b + i0, j->y + i0, n);
 }
 
+/* Pixels [p0, p1) of image n of a per-channel Add or Mul (j->n: pixels per task). */
+static void channels_task(void *user, size_t index, uint32_t worker) {
+  (void)worker;
+  const Job *j = user;
+  const U8Op *k = j->k;
+  size_t hw = (size_t)(k->h * k->w), tasks = (hw + j->n - 1) / j->n, n = index / tasks;
+  size_t p0 = index % tasks * j->n, p1 = p0 + j->n < hw ? p0 + j->n : hw, C = (size_t)k->c;
+  const uint8_t *bv = j->b + (k->bn == 1 ? 0 : n * C);
+  QhU8Binary p = {.mul = k->op == U_MUL, .relu = k->relu, .so = k->so, .zo = k->zo};
+  /* the full operand's qparams first */
+  p.sa = k->bcast == 1 ? k->sa : k->sb, p.za = k->bcast == 1 ? k->za : k->zb;
+  p.sb = k->bcast == 1 ? k->sb : k->sa, p.zb = k->bcast == 1 ? k->zb : k->za;
+  size_t off = (n * hw + p0) * C;
+  qh_u8_binary_channels(&p, k->isa, j->a + off, bv, j->y + off, p1 - p0, C);
+}
+
 static void lut_task(void *user, size_t index, uint32_t worker) {
   (void)worker;
   const Job *j = user;
@@ -406,8 +501,9 @@ static void lut_task(void *user, size_t index, uint32_t worker) {
 /* The taps of output position o along one axis: [t0, t1) within the input. */
 static void taps(int64_t o, int64_t stride, int64_t pad, int64_t kernel, int64_t size, int64_t *t0, int64_t *t1) {
   int64_t s = o * stride - pad;
-  *t0 = s < 0 ? -s : 0;
+  *t0 = s < 0 ? (-s < kernel ? -s : kernel) : 0;
   *t1 = s + kernel > size ? size - s : kernel;
+  *t1 = *t1 < *t0 ? *t0 : *t1; /* a window wholly in the padding has no taps */
 }
 
 /* One output row (n, oh) of MaxPool, AveragePool or GlobalAveragePool. */
@@ -419,16 +515,20 @@ static void pool_task(void *user, size_t index, uint32_t worker) {
   const uint8_t *x = j->a + (size_t)n * k->h * k->w * C;
   uint8_t *yrow = j->y + ((size_t)n * k->oh + oh) * k->ow * C;
   const float lo = (float)(0 - k->zo), hi = (float)(255 - k->zo);
-  int64_t h0 = 0, h1 = k->h, sh = 0;
+  int64_t h0 = 0, h1 = k->h, sh = 0, ph = 0;
   if (k->op != U_GAP) {
+    int64_t a, b; /* taps inside the explicitly padded input: count_include_pad's count */
     taps(oh, k->sh, k->pad[0], k->kh, k->h, &h0, &h1);
-    sh = oh * k->sh - k->pad[0];
+    taps(oh, k->sh, 0, k->kh, k->h + k->pad[0] + k->pad[2], &a, &b);
+    sh = oh * k->sh - k->pad[0], ph = b - a;
   }
   for (int64_t ow = 0; ow < k->ow; ow++) {
-    int64_t w0 = 0, w1 = k->w, sw = 0;
+    int64_t w0 = 0, w1 = k->w, sw = 0, pw = 0;
     if (k->op != U_GAP) {
+      int64_t a, b;
       taps(ow, k->sw, k->pad[1], k->kw, k->w, &w0, &w1);
-      sw = ow * k->sw - k->pad[1];
+      taps(ow, k->sw, 0, k->kw, k->w + k->pad[1] + k->pad[3], &a, &b);
+      sw = ow * k->sw - k->pad[1], pw = b - a;
     }
     uint8_t *restrict y = yrow + ow * C;
     if (k->op == U_MAXPOOL) {
@@ -443,14 +543,17 @@ static void pool_task(void *user, size_t index, uint32_t worker) {
           for (; c < C; c++)
             y[c] = xp[c] > y[c] ? xp[c] : y[c];
         }
+      if (h0 == h1 || w0 == w1) /* no input tap: the host's max is -FLT_MAX, quantized to 0 */
+        continue;
       if (!k->identity)
         for (int64_t c = 0; c < C; c++)
           y[c] = k->lut[y[c]];
       continue;
     }
     /* Averages sum the dequantized taps in double in the host's order (kh, then kw) */
-    double count = k->op == U_AVGPOOL && k->include_pad ? (double)(k->kh * k->kw)
-                                                        : (double)((h1 - h0) * (w1 - w0));
+    /* count_include_pad counts the taps inside the padded input (not those a ceil_mode
+     * window hangs past it); no tap at all averages to 0, as the host's reference */
+    double count = k->op == U_AVGPOOL && k->include_pad ? (double)(ph * pw) : (double)((h1 - h0) * (w1 - w0));
     for (int64_t c0 = 0; c0 < C; c0 += 64) {
       int64_t nc = C - c0 < 64 ? C - c0 : 64;
       double acc[64] = {0};
@@ -461,7 +564,7 @@ static void pool_task(void *user, size_t index, uint32_t worker) {
             acc[c] += (double)k->dq[xp[c]];
         }
       for (int64_t c = 0; c < nc; c++)
-        y[c0 + c] = x86_quant_u8((float)(acc[c] / count), k->so, lo, hi, k->zo);
+        y[c0 + c] = x86_quant_u8(count > 0 ? (float)(acc[c] / count) : 0.0f, k->so, lo, hi, k->zo);
     }
   }
 }
@@ -494,8 +597,10 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
   size_t n_data = k->op == U_CLIP ? 1 : n_inputs;
   for (size_t i = 0; i < n_data; i++) {
     const QhTensorView *x = &inputs[i];
-    if (!x86_u8_view_ok(x) || x->rank != k->rank || memcmp(x->dims, k->dims, (size_t)x->rank * sizeof *x->dims) ||
-        x->nbytes != k->in_bytes || (k->in_bytes && !x->data))
+    const int64_t *dims = i ? k->bdims : k->dims;
+    size_t bytes = i ? k->bin_bytes : k->in_bytes;
+    if (!x86_u8_view_ok(x) || x->rank != k->rank || memcmp(x->dims, dims, (size_t)x->rank * sizeof *x->dims) ||
+        x->nbytes != bytes || (bytes && !x->data))
       return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: input differs from reshape's");
   }
   QhTensorView *y = &outputs[0];
@@ -508,6 +613,14 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
   switch (k->op) {
   case U_ADD:
   case U_MUL:
+    if (k->bcast) {
+      if (k->bcast == 2) /* a is the per-channel one: swap (Add and Mul commute exactly) */
+        j.a = inputs[1].data, j.b = inputs[0].data;
+      size_t hw = (size_t)(k->h * k->w), per = CHUNK / (size_t)(k->c > 0 ? k->c : 1);
+      j.n = per ? per : 1; /* pixels per task */
+      x86_parallel_for(k->inst, (size_t)k->n * ((hw + j.n - 1) / j.n), channels_task, &j);
+      return NULL;
+    }
     x86_parallel_for(k->inst, blocks, binary_task, &j);
     return NULL;
   case U_FLATTEN:
@@ -519,6 +632,10 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
     /* fall through */
   case U_RELU:
   case U_CLIP:
+  case U_SIGMOID:
+  case U_TANH:
+  case U_HSIGMOID:
+  case U_HSWISH:
     if (k->identity) {
       if (y->data != inputs[0].data)
         memcpy(y->data, inputs[0].data, j.n);
@@ -544,3 +661,7 @@ U8KERNEL(x86_maxpool_kernel, "x86_maxpool2d_nhwc_qu8");
 U8KERNEL(x86_avgpool_kernel, "x86_avgpool2d_nhwc_qu8");
 U8KERNEL(x86_gap_kernel, "x86_global_avgpool_nhwc_qu8");
 U8KERNEL(x86_flatten_kernel, "x86_flatten_nhwc_qu8");
+U8KERNEL(x86_sigmoid_kernel, "x86_sigmoid_lut_qu8");
+U8KERNEL(x86_tanh_kernel, "x86_tanh_lut_qu8");
+U8KERNEL(x86_hardsigmoid_kernel, "x86_hardsigmoid_lut_qu8");
+U8KERNEL(x86_hardswish_kernel, "x86_hardswish_lut_qu8");
