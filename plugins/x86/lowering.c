@@ -385,7 +385,8 @@ static const char *const conv_add_relu_ops[] = {"Conv", "Add", "Relu"},
                   *const avgpool_ops[] = {"AveragePool"}, *const gap_ops[] = {"GlobalAveragePool"},
                   *const flatten_ops[] = {"Flatten"}, *const sigmoid_ops[] = {"Sigmoid"},
                   *const tanh_ops[] = {"Tanh"}, *const hardsigmoid_ops[] = {"HardSigmoid"},
-                  *const hardswish_ops[] = {"HardSwish"};
+                  *const hardswish_ops[] = {"HardSwish"},
+                  *const bn_relu_ops[] = {"BatchNormalization", "Relu"}, *const bn_ops[] = {"BatchNormalization"};
 
 #define PATTERN_F(name, list, mask, kern, acc, fl)                                               \
   static const QhLoweringPattern name = {QH_STRUCT_HEADER(QhLoweringPattern), .id = #name,      \
@@ -424,12 +425,15 @@ PATTERN(sigmoid, sigmoid_ops, 0, x86_sigmoid_kernel, x86_accept_u8op);
 PATTERN(tanh_lut, tanh_ops, 0, x86_tanh_kernel, x86_accept_u8op);
 PATTERN(hardsigmoid, hardsigmoid_ops, 0, x86_hardsigmoid_kernel, x86_accept_u8op);
 PATTERN(hardswish, hardswish_ops, 0, x86_hardswish_kernel, x86_accept_u8op);
+/* Standalone BatchNormalization (densenet): its scale, B, mean and var are constants */
+PATTERN(batchnorm_relu, bn_relu_ops, 0, x86_batchnorm_kernel, x86_accept_u8op);
+PATTERN(batchnorm, bn_ops, 0, x86_batchnorm_kernel, x86_accept_u8op);
 
 /* Most fused first: the first pattern that matches and accepts wins. */
 static const QhLoweringPattern *const patterns[] = {
     &conv_add_relu, &conv_add, &conv_relu, &conv_clip, &conv,
     &linear_relu, &linear, &matmul_relu, &matmul,
     &add_relu, &add, &mul_relu, &mul, &concat, &relu, &clip, &maxpool, &avgpool, &global_avgpool, &flatten,
-    &sigmoid, &tanh_lut, &hardsigmoid, &hardswish};
+    &sigmoid, &tanh_lut, &hardsigmoid, &hardswish, &batchnorm_relu, &batchnorm};
 const QhLoweringOps x86_lowering = {QH_STRUCT_HEADER(QhLoweringOps), patterns,
                                     sizeof patterns / sizeof patterns[0]};

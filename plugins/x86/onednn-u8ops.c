@@ -1,6 +1,7 @@
 /* The x86 plugin's uint8 kernels for the units between its oneDNN convs: Add and Mul (+Relu; same
  * shapes, or per channel as in squeeze-excitation), Relu, Clip (ReLU6), Sigmoid, Tanh, HardSigmoid,
- * HardSwish, MaxPool, AveragePool (ceil_mode, any pads), GlobalAveragePool and Flatten,
+ * HardSwish, standalone BatchNormalization (+Relu), MaxPool, AveragePool (ceil_mode, any pads),
+ * GlobalAveragePool and Flatten,
  * channels-last, so that a ResNet or a MobileNetV3 runs
  * conv -> add -> pool -> conv without leaving NHWC int8. They are plain C loops rather
  * than oneDNN primitives because they are memory-bound and because oneDNN 2.6 binary and
@@ -27,7 +28,8 @@
 #include "../common/u8-kernels.h"
 
 enum { U_ADD, U_RELU, U_MAXPOOL, U_AVGPOOL, U_GAP, U_FLATTEN, U_CLIP, U_MUL,
-       U_SIGMOID, U_TANH, U_HSIGMOID, U_HSWISH, U_N_OPS }; /* U_SIGMOID.. in QhU8Act order */
+       U_SIGMOID, U_TANH, U_HSIGMOID, U_HSWISH, /* U_SIGMOID.. in QhU8Act order */
+       U_BN, U_N_OPS };
 #define IS_ACT(op) ((op) >= U_SIGMOID && (op) <= U_HSWISH)
 #define IS_POINTWISE(op) ((op) == U_RELU || (op) == U_CLIP || IS_ACT(op))
 #define IS_BINARY(op) ((op) == U_ADD || (op) == U_MUL)
@@ -58,6 +60,8 @@ struct U8Op {
   float sa, sb, so;
   int32_t za, zb, zo;
   float dq[256]; /* the first input's dequantized values */
+  uint8_t *bn_lut; /* BatchNormalization: one table of 256 per channel, [C][256] */
+  int64_t bn_c;
   uint8_t lut[256];
   /* set by reshape */
   int reshaped, rank;
@@ -71,7 +75,8 @@ static BinarySpanFn *binary_for_cpu(const QhHostApi *host, int op);
 
 static const char *op_name(int op) {
   static const char *const names[] = {"Add", "Relu", "MaxPool", "AveragePool", "GlobalAveragePool",
-                                      "Flatten", "Clip", "Mul", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish"};
+                                      "Flatten", "Clip", "Mul", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish",
+                                      "BatchNormalization"};
   return names[op];
 }
 
@@ -140,6 +145,66 @@ int x86_channel_operand(const int64_t *b, const int64_t *a) {
   return (b[0] == a[0] || b[0] == 1) && b[1] == a[1] && b[2] == 1 && b[3] == 1;
 }
 
+/* One float constant vector of n of BatchNormalization's node input slot. */
+static const float *bn_vector(const QhHostApi *host, const QhGraphView *g, uint32_t node, uint32_t slot, int64_t n) {
+  uint32_t v = host->node_input(g, node, slot);
+  const void *d = NULL;
+  size_t bytes = 0;
+  if (v == QH_INVALID_ID || !(host->value_flags(g, v) & QH_VALUE_CONSTANT) ||
+      host->value_dtype(g, v) != QH_DTYPE_FLOAT)
+    return NULL;
+  QhStatus *st = host->value_data(g, v, &d, &bytes);
+  if (st) {
+    host->status_free(st);
+    return NULL;
+  }
+  return d && (n < 0 || bytes == (size_t)n * sizeof(float)) ? d : NULL;
+}
+
+/* BatchNormalization in inference form with constant float parameters; with lut, its
+ * per-channel tables (the host's folding, framework/exec/kernels/norm.c: a = scale /
+ * sqrt(var + eps), b = B - mean * a, y = x * a + b, then Relu and QuantizeLinear). */
+static const char *bn_params(const QhHostApi *host, const QhGraphView *g, uint32_t node, U8Op *k,
+                             uint8_t *lut) {
+  QhStatus *st = NULL;
+  float eps = 1e-5f;
+  if ((st = host->node_attr_float(g, node, "epsilon", &eps)))
+    host->status_free(st), eps = 1e-5f;
+  if (x86_attr_int(host, g, node, "training_mode", 0) != 0)
+    return "BatchNormalization in training mode is not supported";
+  if (x86_attr_int(host, g, node, "spatial", 1) != 1)
+    return "BatchNormalization with spatial=0 is not supported";
+  if (host->node_output(g, node, 1) != QH_INVALID_ID)
+    return "BatchNormalization's statistics outputs are not supported";
+  int64_t dims[QH_MAX_RANK];
+  uint32_t sv = host->node_input(g, node, 1);
+  if (sv == QH_INVALID_ID || x86_known_shape(host, g, sv, dims) != 1)
+    return "BatchNormalization's scale must be a 1-D constant";
+  int64_t c = dims[0];
+  const float *scale = bn_vector(host, g, node, 1, c), *bias = bn_vector(host, g, node, 2, c),
+              *mean = bn_vector(host, g, node, 3, c), *var = bn_vector(host, g, node, 4, c);
+  if (!scale || !bias || !mean || !var)
+    return "BatchNormalization's scale, B, mean and var must be float constants of one value per channel";
+  for (int64_t i = 0; i < c; i++) {
+    if (!(var[i] + eps > 0.0f))
+      return "BatchNormalization with var + epsilon <= 0 (or NaN) in a channel: its output is not finite";
+    if (!isfinite(scale[i]) || !isfinite(bias[i]) || !isfinite(mean[i]) || !isfinite(var[i]))
+      return "BatchNormalization with a non-finite parameter";
+  }
+  k->bn_c = c;
+  if (!lut)
+    return NULL;
+  const float lo = k->relu ? 0.0f : (float)(0 - k->zo), hi = (float)(255 - k->zo);
+  for (int64_t i = 0; i < c; i++) {
+    float invstd = 1.0f / sqrtf(var[i] + eps);
+    float a = scale[i] * invstd;
+    float b = bias[i] - mean[i] * a;
+    for (int q = 0; q < 256; q++) /* Relu then quantize is quantize clamped below at zo */
+      lut[i * 256 + q] = x86_quant_u8(k->dq[q] * a + b, k->so, lo, hi, k->zo);
+  }
+  return NULL;
+}
+
 static const char *analyze(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u, U8Op *k) {
   const char *t = host->node_op_type(g, u->nodes[0]);
   k->op = -1;
@@ -151,8 +216,8 @@ static const char *analyze(const QhHostApi *host, const QhGraphView *g, const Qh
            "Tanh, HardSigmoid or HardSwish";
   if (u->n_nodes == 2) {
     const char *t2 = host->node_op_type(g, u->nodes[1]);
-    if (!IS_BINARY(k->op) || !t2 || strcmp(t2, "Relu") != 0)
-      return "only Add and Mul fuse a following Relu";
+    if (!(IS_BINARY(k->op) || k->op == U_BN) || !t2 || strcmp(t2, "Relu") != 0)
+      return "only Add, Mul and BatchNormalization fuse a following Relu";
     k->relu = 1;
   } else if (u->n_nodes != 1)
     return "unexpected ops in the unit";
@@ -163,6 +228,9 @@ static const char *analyze(const QhHostApi *host, const QhGraphView *g, const Qh
     if (u->n_inputs < 1 || u->n_inputs > 3)
       return "Clip needs one to three inputs";
     if ((p = clip_bounds(host, g, u, k)))
+      return p;
+  } else if (k->op == U_BN) {
+    if ((p = bn_params(host, g, u->nodes[0], k, NULL)))
       return p;
   } else if (u->n_inputs != want) {
     return IS_BINARY(k->op) ? "Add and Mul need exactly two inputs" : "expected exactly one input";
@@ -279,6 +347,15 @@ static QhStatus *create(void *instance, const QhHostApi *host, const QhGraphView
     qh_u8_act_lut((QhU8Act)(k->op - U_SIGMOID), k->alpha, k->beta, k->sa, k->za, k->so, k->zo, k->lut);
   for (int q = 0; q < 256; q++)
     k->identity &= k->lut[q] == q;
+  if (k->op == U_BN) {
+    k->identity = 0;
+    k->bn_lut = malloc((size_t)k->bn_c * 256);
+    if (!k->bn_lut) {
+      free(k);
+      return host->status_new(QH_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    bn_params(host, g, u->nodes[0], k, k->bn_lut);
+  }
   k->clamp = 1;
   for (int q = 0; q < 256; q++)
     k->clamp &= k->lut[q] == (q < k->lut[0] ? k->lut[0] : q > k->lut[255] ? k->lut[255] : q);
@@ -286,7 +363,12 @@ static QhStatus *create(void *instance, const QhHostApi *host, const QhGraphView
   return NULL;
 }
 
-static void destroy(void *kernel) { free(kernel); }
+static void destroy(void *kernel) {
+  U8Op *k = kernel;
+  if (k)
+    free(k->bn_lut);
+  free(k);
+}
 
 int x86_u8_view_ok(const QhTensorView *t) {
   if (t->struct_size < sizeof(QhTensorView) || t->rank < 0 || t->rank > QH_MAX_RANK || t->dtype != QH_DTYPE_UINT8)
@@ -353,6 +435,11 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
       k->n = full->dims[0], k->h = full->dims[1], k->w = full->dims[2], k->c = full->dims[3];
       k->bn = vec->dims[0];
     }
+  } else if (k->op == U_BN) {
+    if (x->rank != 4 || x->layout != QH_LAYOUT_NHWC || x->dims[3] != k->bn_c)
+      return host->status_new(QH_ERR_INVALID_ARGUMENT,
+                              "reshape: BatchNormalization input must be 4-D NHWC with one channel per parameter");
+    k->c = x->dims[3];
   } else if (!IS_POINTWISE(k->op) && k->op != U_FLATTEN) {
     if (x->rank != 4 || x->layout != QH_LAYOUT_NHWC)
       return qh_status_newf(host, QH_ERR_INVALID_ARGUMENT, "reshape: %s input must be 4-D NHWC", op_name(k->op));
@@ -479,6 +566,22 @@ static void channels_task(void *user, size_t index, uint32_t worker) {
   qh_u8_binary_channels(&p, k->isa, j->a + off, bv, j->y + off, p1 - p0, C);
 }
 
+/* Pixels [p0, p0 + j->n) of BatchNormalization: a table per channel. */
+static void bn_task(void *user, size_t index, uint32_t worker) {
+  (void)worker;
+  const Job *j = user;
+  const U8Op *k = j->k;
+  size_t C = (size_t)k->c, pixels = k->in_bytes / C, p0 = index * j->n;
+  size_t p1 = p0 + j->n < pixels ? p0 + j->n : pixels;
+  const uint8_t *restrict lut = k->bn_lut;
+  for (size_t p = p0; p < p1; p++) {
+    const uint8_t *restrict x = j->a + p * C;
+    uint8_t *restrict y = j->y + p * C;
+    for (size_t c = 0; c < C; c++)
+      y[c] = lut[c * 256 + x[c]];
+  }
+}
+
 static void lut_task(void *user, size_t index, uint32_t worker) {
   (void)worker;
   const Job *j = user;
@@ -594,7 +697,7 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
   if (!k->reshaped)
     return host->status_new(QH_ERR_INVALID_STATE, "run before reshape");
   /* Clip's min and max inputs are scalars read at create */
-  size_t n_data = k->op == U_CLIP ? 1 : n_inputs;
+  size_t n_data = k->op == U_CLIP || k->op == U_BN ? 1 : n_inputs;
   for (size_t i = 0; i < n_data; i++) {
     const QhTensorView *x = &inputs[i];
     const int64_t *dims = i ? k->bdims : k->dims;
@@ -643,6 +746,12 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
     }
     x86_parallel_for(k->inst, blocks, lut_task, &j);
     return NULL;
+  case U_BN: {
+    size_t pixels = j.n / (size_t)k->c;
+    j.n = CHUNK / (size_t)k->c ? CHUNK / (size_t)k->c : 1; /* pixels per task */
+    x86_parallel_for(k->inst, (pixels + j.n - 1) / j.n, bn_task, &j);
+    return NULL;
+  }
   default:
     x86_parallel_for(k->inst, (size_t)(k->n * k->oh), pool_task, &j);
     return NULL;
@@ -665,3 +774,4 @@ U8KERNEL(x86_sigmoid_kernel, "x86_sigmoid_lut_qu8");
 U8KERNEL(x86_tanh_kernel, "x86_tanh_lut_qu8");
 U8KERNEL(x86_hardsigmoid_kernel, "x86_hardsigmoid_lut_qu8");
 U8KERNEL(x86_hardswish_kernel, "x86_hardswish_lut_qu8");
+U8KERNEL(x86_batchnorm_kernel, "x86_batchnorm_nhwc_qu8");

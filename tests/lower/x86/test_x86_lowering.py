@@ -464,6 +464,15 @@ def u8op_unit(path, spec, seed):
     if "clip" in spec:  # Clip's min and max as float constant inputs (opset 11+)
         inits += [nh.from_array(np.array(v, np.float32), n) for v, n in zip(spec["clip"], ("cmin", "cmax"))]
         names += ["cmin", "cmax"]
+    if "bn" in spec:  # BatchNormalization's scale, B, mean, var: float constants per channel
+        c = shape[1]
+        scale, bias = rng.uniform(-2, 2, c), rng.uniform(-1, 1, c)
+        mean, var = rng.uniform(-1, 1, c), rng.uniform(0.01, 3, c)
+        if spec["bn"] == "zero_var":
+            var[c // 2], spec["attrs"]["epsilon"] = 0.0, 0.0
+        for n, v in zip(("bn_scale", "bn_b", "bn_mean", "bn_var"), (scale, bias, mean, var)):
+            inits.append(nh.from_array(np.asarray(v, np.float32), n))
+            names.append(n)
     nodes.append(helper.make_node(op, names, ["o"], **spec.get("attrs", {})))
     last = "o"
     if spec.get("relu"):
@@ -553,6 +562,11 @@ U8OPS = {
                                      shape=[1, 8, 10, 7], **{"in": [(0.02, 128)]}, out=(0.021, 127)),
     "maxpool_pads_ge_kernel": dict(op="MaxPool", attrs=dict(kernel_shape=[2, 2], strides=[2, 2], pads=[2, 2, 2, 2]),
                                    shape=[1, 8, 6, 6], **{"in": [(0.04, 128)]}, out=(0.04, 128)),
+    # standalone BatchNormalization (+Relu), densenet's, as one table per channel
+    "batchnorm": dict(op="BatchNormalization", bn="random", attrs=dict(epsilon=1e-3), shape=[2, 24, 5, 6],
+                      **{"in": [(0.04, 128)]}, out=(0.05, 120)),
+    "batchnorm_relu": dict(op="BatchNormalization", bn="random", relu=True, attrs=dict(epsilon=1e-5),
+                           shape=[1, 72, 4, 3], **{"in": [(0.03, 10)]}, out=(0.02, 0)),
     "avgpool_pads_ge_kernel": dict(op="AveragePool", attrs=dict(kernel_shape=[2, 2], strides=[2, 2], pads=[2, 0, 2, 3]),
                                    shape=[1, 8, 6, 6], **{"in": [(0.04, 128)]}, out=(0.03, 60)),
 }
@@ -584,6 +598,8 @@ def case_u8ops(r, tmp):
             assert steps.max() == 0, f"{name} (hidden: {hidden}): {steps.max()} steps from the host's"
     declines = {"other than per channel": dict(op="Mul", shapes=[[1, 8, 4, 4], [1, 8, 4, 1]],
                                                **{"in": [(0.04, 3), (0.02, 3)]}, out=(0.04, 3)),
+                "var + epsilon <= 0": dict(op="BatchNormalization", bn="zero_var", attrs=dict(epsilon=0.0),
+                                           shape=[1, 8, 4, 4], **{"in": [(0.04, 3)]}, out=(0.04, 3)),
                 "dilated": dict(op="MaxPool", attrs=dict(POOL, dilations=[2, 2]), **{"in": [(0.04, 3)]},
                                 out=(0.04, 3)),
                 "SAME": dict(op="AveragePool", attrs=dict(kernel_shape=[3, 3], auto_pad="SAME_UPPER"),
