@@ -1,6 +1,6 @@
 /* The x86 plugin's uint8 kernels for the units between its oneDNN convs: Add and Mul (+Relu; same
  * shapes, or per channel as in squeeze-excitation), Relu, Clip (ReLU6), Sigmoid, Tanh, HardSigmoid,
- * HardSwish, standalone BatchNormalization (+Relu), MaxPool, AveragePool (ceil_mode, any pads),
+ * HardSwish, standalone BatchNormalization (+Relu), Pad (constant, H and W), MaxPool, AveragePool (ceil_mode, any pads),
  * GlobalAveragePool and Flatten,
  * channels-last, so that a ResNet or a MobileNetV3 runs
  * conv -> add -> pool -> conv without leaving NHWC int8. They are plain C loops rather
@@ -29,7 +29,7 @@
 
 enum { U_ADD, U_RELU, U_MAXPOOL, U_AVGPOOL, U_GAP, U_FLATTEN, U_CLIP, U_MUL,
        U_SIGMOID, U_TANH, U_HSIGMOID, U_HSWISH, /* U_SIGMOID.. in QhU8Act order */
-       U_BN, U_N_OPS };
+       U_BN, U_PAD, U_N_OPS };
 #define IS_ACT(op) ((op) >= U_SIGMOID && (op) <= U_HSWISH)
 #define IS_POINTWISE(op) ((op) == U_RELU || (op) == U_CLIP || IS_ACT(op))
 #define IS_BINARY(op) ((op) == U_ADD || (op) == U_MUL)
@@ -62,6 +62,7 @@ struct U8Op {
   float dq[256]; /* the first input's dequantized values */
   uint8_t *bn_lut; /* BatchNormalization: one table of 256 per channel, [C][256] */
   int64_t bn_c;
+  uint8_t pad_code; /* Pad: the quantized constant_value */
   uint8_t lut[256];
   /* set by reshape */
   int reshaped, rank;
@@ -76,7 +77,7 @@ static BinarySpanFn *binary_for_cpu(const QhHostApi *host, int op);
 static const char *op_name(int op) {
   static const char *const names[] = {"Add", "Relu", "MaxPool", "AveragePool", "GlobalAveragePool",
                                       "Flatten", "Clip", "Mul", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish",
-                                      "BatchNormalization"};
+                                      "BatchNormalization", "Pad"};
   return names[op];
 }
 
@@ -205,6 +206,52 @@ static const char *bn_params(const QhHostApi *host, const QhGraphView *g, uint32
   return NULL;
 }
 
+/* Pad (opset 11+) in constant mode over H and W of a 4-D tensor: the pads a constant
+ * int64 input, the value an optional float constant scalar (0 when absent). */
+static const char *pad_params(const QhHostApi *host, const QhGraphView *g, uint32_t node, U8Op *k) {
+  const char *mode = NULL;
+  QhStatus *st = host->node_attr_string(g, node, "mode", &mode);
+  if (st)
+    host->status_free(st);
+  else if (mode && strcmp(mode, "constant") != 0)
+    return "Pad modes other than constant are not supported";
+  uint32_t pv = host->node_input(g, node, 1), cv = host->node_input(g, node, 2);
+  const void *d = NULL;
+  size_t bytes = 0;
+  if (pv == QH_INVALID_ID || !(host->value_flags(g, pv) & QH_VALUE_CONSTANT) ||
+      host->value_dtype(g, pv) != QH_DTYPE_INT64)
+    return "Pad's pads must be an int64 constant";
+  if ((st = host->value_data(g, pv, &d, &bytes))) {
+    host->status_free(st);
+    return "Pad's pads must be an int64 constant";
+  }
+  int64_t pads[8];
+  if (!d || bytes != sizeof pads)
+    return "only 4-D Pad is supported";
+  memcpy(pads, d, sizeof pads);
+  if (pads[0] || pads[1] || pads[4] || pads[5])
+    return "Pad on the batch or channel axis is not supported";
+  if (pads[2] < 0 || pads[3] < 0 || pads[6] < 0 || pads[7] < 0)
+    return "negative pads (cropping) are not supported";
+  k->pad[0] = pads[2], k->pad[1] = pads[3], k->pad[2] = pads[6], k->pad[3] = pads[7];
+  float v = 0.0f;
+  if (cv != QH_INVALID_ID) {
+    if (!(host->value_flags(g, cv) & QH_VALUE_CONSTANT) || host->value_dtype(g, cv) != QH_DTYPE_FLOAT)
+      return "Pad's constant_value must be a float constant";
+    if ((st = host->value_data(g, cv, &d, &bytes))) {
+      host->status_free(st);
+      return "Pad's constant_value must be a float constant";
+    }
+    if (!d || bytes != sizeof v)
+      return "Pad's constant_value must be a scalar";
+    memcpy(&v, d, sizeof v);
+    if (!isfinite(v))
+      return "Pad's constant_value is not finite";
+  }
+  k->clip_lo = v; /* quantized at create, once the output qparams are known */
+  return NULL;
+}
+
 static const char *analyze(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u, U8Op *k) {
   const char *t = host->node_op_type(g, u->nodes[0]);
   k->op = -1;
@@ -231,6 +278,9 @@ static const char *analyze(const QhHostApi *host, const QhGraphView *g, const Qh
       return p;
   } else if (k->op == U_BN) {
     if ((p = bn_params(host, g, u->nodes[0], k, NULL)))
+      return p;
+  } else if (k->op == U_PAD) {
+    if ((p = pad_params(host, g, u->nodes[0], k)))
       return p;
   } else if (u->n_inputs != want) {
     return IS_BINARY(k->op) ? "Add and Mul need exactly two inputs" : "expected exactly one input";
@@ -347,6 +397,8 @@ static QhStatus *create(void *instance, const QhHostApi *host, const QhGraphView
     qh_u8_act_lut((QhU8Act)(k->op - U_SIGMOID), k->alpha, k->beta, k->sa, k->za, k->so, k->zo, k->lut);
   for (int q = 0; q < 256; q++)
     k->identity &= k->lut[q] == q;
+  if (k->op == U_PAD) /* the host pads the float tensor with the value, then quantizes */
+    k->pad_code = x86_quant_u8(k->clip_lo, k->so, lo, hi, k->zo);
   if (k->op == U_BN) {
     k->identity = 0;
     k->bn_lut = malloc((size_t)k->bn_c * 256);
@@ -435,6 +487,12 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
       k->n = full->dims[0], k->h = full->dims[1], k->w = full->dims[2], k->c = full->dims[3];
       k->bn = vec->dims[0];
     }
+  } else if (k->op == U_PAD) {
+    if (x->rank != 4 || x->layout != QH_LAYOUT_NHWC)
+      return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: Pad input must be 4-D NHWC");
+    k->n = x->dims[0], k->h = x->dims[1], k->w = x->dims[2], k->c = x->dims[3];
+    k->oh = k->h + k->pad[0] + k->pad[2], k->ow = k->w + k->pad[1] + k->pad[3];
+    y->dims[1] = k->oh, y->dims[2] = k->ow;
   } else if (k->op == U_BN) {
     if (x->rank != 4 || x->layout != QH_LAYOUT_NHWC || x->dims[3] != k->bn_c)
       return host->status_new(QH_ERR_INVALID_ARGUMENT,
@@ -564,6 +622,29 @@ static void channels_task(void *user, size_t index, uint32_t worker) {
   p.sb = k->bcast == 1 ? k->sb : k->sa, p.zb = k->bcast == 1 ? k->zb : k->za;
   size_t off = (n * hw + p0) * C;
   qh_u8_binary_channels(&p, k->isa, j->a + off, bv, j->y + off, p1 - p0, C);
+}
+
+/* One output row (n, oh) of Pad: the value's code in the border, the input requantized
+ * (a copy when the qparams are shared) inside. */
+static void pad_task(void *user, size_t index, uint32_t worker) {
+  (void)worker;
+  const Job *j = user;
+  const U8Op *k = j->k;
+  size_t C = (size_t)k->c, n = index / (size_t)k->oh;
+  int64_t oh = (int64_t)(index % (size_t)k->oh), ih = oh - k->pad[0];
+  uint8_t *y = j->y + index * (size_t)k->ow * C;
+  if (ih < 0 || ih >= k->h) {
+    memset(y, k->pad_code, (size_t)k->ow * C);
+    return;
+  }
+  const uint8_t *x = j->a + ((size_t)n * k->h + (size_t)ih) * (size_t)k->w * C;
+  size_t left = (size_t)k->pad[1] * C, inner = (size_t)k->w * C, right = (size_t)k->pad[3] * C;
+  memset(y, k->pad_code, left);
+  if (k->identity)
+    memcpy(y + left, x, inner);
+  else
+    qh_u8_lut_apply(k->lut, x, y + left, inner);
+  memset(y + left + inner, k->pad_code, right);
 }
 
 /* Pixels [p0, p0 + j->n) of BatchNormalization: a table per channel. */
@@ -697,7 +778,7 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
   if (!k->reshaped)
     return host->status_new(QH_ERR_INVALID_STATE, "run before reshape");
   /* Clip's min and max inputs are scalars read at create */
-  size_t n_data = k->op == U_CLIP || k->op == U_BN ? 1 : n_inputs;
+  size_t n_data = k->op == U_CLIP || k->op == U_BN || k->op == U_PAD ? 1 : n_inputs;
   for (size_t i = 0; i < n_data; i++) {
     const QhTensorView *x = &inputs[i];
     const int64_t *dims = i ? k->bdims : k->dims;
@@ -746,6 +827,9 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
     }
     x86_parallel_for(k->inst, blocks, lut_task, &j);
     return NULL;
+  case U_PAD:
+    x86_parallel_for(k->inst, (size_t)(k->n * k->oh), pad_task, &j);
+    return NULL;
   case U_BN: {
     size_t pixels = j.n / (size_t)k->c;
     j.n = CHUNK / (size_t)k->c ? CHUNK / (size_t)k->c : 1; /* pixels per task */
@@ -775,3 +859,4 @@ U8KERNEL(x86_tanh_kernel, "x86_tanh_lut_qu8");
 U8KERNEL(x86_hardsigmoid_kernel, "x86_hardsigmoid_lut_qu8");
 U8KERNEL(x86_hardswish_kernel, "x86_hardswish_lut_qu8");
 U8KERNEL(x86_batchnorm_kernel, "x86_batchnorm_nhwc_qu8");
+U8KERNEL(x86_pad_kernel, "x86_pad_nhwc_qu8");

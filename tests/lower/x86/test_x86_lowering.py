@@ -464,6 +464,12 @@ def u8op_unit(path, spec, seed):
     if "clip" in spec:  # Clip's min and max as float constant inputs (opset 11+)
         inits += [nh.from_array(np.array(v, np.float32), n) for v, n in zip(spec["clip"], ("cmin", "cmax"))]
         names += ["cmin", "cmax"]
+    if "pads" in spec:  # Pad's pads (int64) and optional constant_value, as constants
+        inits.append(nh.from_array(np.array(spec["pads"], np.int64), "pads"))
+        names.append("pads")
+        if "pad_value" in spec:
+            inits.append(nh.from_array(np.array(spec["pad_value"], np.float32), "pad_value"))
+            names.append("pad_value")
     if "bn" in spec:  # BatchNormalization's scale, B, mean, var: float constants per channel
         c = shape[1]
         scale, bias = rng.uniform(-2, 2, c), rng.uniform(-1, 1, c)
@@ -567,6 +573,11 @@ U8OPS = {
                       **{"in": [(0.04, 128)]}, out=(0.05, 120)),
     "batchnorm_relu": dict(op="BatchNormalization", bn="random", relu=True, attrs=dict(epsilon=1e-5),
                            shape=[1, 72, 4, 3], **{"in": [(0.03, 10)]}, out=(0.02, 0)),
+    # Pad in front of an AveragePool (PyTorch's export of count_include_pad), shared and own qparams
+    "pad_shared": dict(op="Pad", pads=[0, 0, 1, 1, 0, 0, 1, 1], shape=[2, 16, 5, 6], **{"in": [(0.04, 3)]},
+                       out=(0.04, 3)),
+    "pad_requant_value": dict(op="Pad", pads=[0, 0, 0, 2, 0, 0, 3, 1], pad_value=0.7, shape=[1, 9, 4, 5],
+                              **{"in": [(0.04, 128)]}, out=(0.03, 90)),
     "avgpool_pads_ge_kernel": dict(op="AveragePool", attrs=dict(kernel_shape=[2, 2], strides=[2, 2], pads=[2, 0, 2, 3]),
                                    shape=[1, 8, 6, 6], **{"in": [(0.04, 128)]}, out=(0.03, 60)),
 }
@@ -600,6 +611,8 @@ def case_u8ops(r, tmp):
                                                **{"in": [(0.04, 3), (0.02, 3)]}, out=(0.04, 3)),
                 "var + epsilon <= 0": dict(op="BatchNormalization", bn="zero_var", attrs=dict(epsilon=0.0),
                                            shape=[1, 8, 4, 4], **{"in": [(0.04, 3)]}, out=(0.04, 3)),
+                "batch or channel axis": dict(op="Pad", pads=[0, 1, 0, 0, 0, 0, 0, 0], shape=[1, 8, 4, 4],
+                                              **{"in": [(0.04, 3)]}, out=(0.04, 3)),
                 "dilated": dict(op="MaxPool", attrs=dict(POOL, dilations=[2, 2]), **{"in": [(0.04, 3)]},
                                 out=(0.04, 3)),
                 "SAME": dict(op="AveragePool", attrs=dict(kernel_shape=[3, 3], auto_pad="SAME_UPPER"),
