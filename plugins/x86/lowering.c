@@ -387,7 +387,7 @@ static const char *const conv_add_relu_ops[] = {"Conv", "Add", "Relu"},
                   *const tanh_ops[] = {"Tanh"}, *const hardsigmoid_ops[] = {"HardSigmoid"},
                   *const hardswish_ops[] = {"HardSwish"},
                   *const bn_relu_ops[] = {"BatchNormalization", "Relu"}, *const bn_ops[] = {"BatchNormalization"},
-                  *const pad_ops[] = {"Pad"};
+                  *const pad_ops[] = {"Pad"}, *const reducemean_ops[] = {"ReduceMean"};
 
 #define PATTERN_F(name, list, mask, kern, acc, fl)                                               \
   static const QhLoweringPattern name = {QH_STRUCT_HEADER(QhLoweringPattern), .id = #name,      \
@@ -431,12 +431,13 @@ PATTERN(batchnorm_relu, bn_relu_ops, 0, x86_batchnorm_kernel, x86_accept_u8op);
 PATTERN(batchnorm, bn_ops, 0, x86_batchnorm_kernel, x86_accept_u8op);
 /* Pad before AveragePool (count_include_pad as PyTorch exports it: inception_v3, densenet121) */
 PATTERN(pad, pad_ops, 0, x86_pad_kernel, x86_accept_u8op);
+PATTERN(reducemean, reducemean_ops, 0, x86_reducemean_kernel, x86_accept_u8op); /* over H, W (mnasnet) */
 
 /* Most fused first: the first pattern that matches and accepts wins. */
 static const QhLoweringPattern *const patterns[] = {
     &conv_add_relu, &conv_add, &conv_relu, &conv_clip, &conv,
     &linear_relu, &linear, &matmul_relu, &matmul,
     &add_relu, &add, &mul_relu, &mul, &concat, &relu, &clip, &maxpool, &avgpool, &global_avgpool, &flatten,
-    &sigmoid, &tanh_lut, &hardsigmoid, &hardswish, &batchnorm_relu, &batchnorm, &pad};
+    &sigmoid, &tanh_lut, &hardsigmoid, &hardswish, &batchnorm_relu, &batchnorm, &pad, &reducemean};
 const QhLoweringOps x86_lowering = {QH_STRUCT_HEADER(QhLoweringOps), patterns,
                                     sizeof patterns / sizeof patterns[0]};

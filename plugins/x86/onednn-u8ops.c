@@ -1,6 +1,6 @@
 /* The x86 plugin's uint8 kernels for the units between its oneDNN convs: Add and Mul (+Relu; same
  * shapes, or per channel as in squeeze-excitation), Relu, Clip (ReLU6), Sigmoid, Tanh, HardSigmoid,
- * HardSwish, standalone BatchNormalization (+Relu), Pad (constant, H and W), MaxPool, AveragePool (ceil_mode, any pads),
+ * HardSwish, standalone BatchNormalization (+Relu), Pad (constant, H and W), ReduceMean over H and W, MaxPool, AveragePool (ceil_mode, any pads),
  * GlobalAveragePool and Flatten,
  * channels-last, so that a ResNet or a MobileNetV3 runs
  * conv -> add -> pool -> conv without leaving NHWC int8. They are plain C loops rather
@@ -51,6 +51,7 @@ struct U8Op {
   int clamp;       /* lut[q] == min(max(q, lut[0]), lut[255]): Relu / Clip with shared qparams */
   int64_t axis;    /* Flatten */
   int ceil_mode;   /* pools: ONNX's ceil_mode=1 output size */
+  int squeeze;     /* ReduceMean with keepdims=0: the output is [N, C] */
   float alpha, beta; /* HardSigmoid */
   int bcast;       /* Add / Mul: 0 equal shapes, 1 b is per channel, 2 a is per channel */
   int isa;         /* QH_U8_ISA_* for the per-channel clones */
@@ -258,6 +259,23 @@ static const char *analyze(const QhHostApi *host, const QhGraphView *g, const Qh
   for (int i = 0; t && i < U_N_OPS; i++)
     if (strcmp(t, op_name(i)) == 0)
       k->op = i;
+  /* ReduceMean over H and W is GlobalAveragePool: the host sums each plane in double in
+   * memory order (framework/exec/kernels/reduce.c), as GlobalAveragePool's loop does */
+  k->squeeze = 0;
+  if (k->op < 0 && t && strcmp(t, "ReduceMean") == 0) {
+    int64_t axes[2];
+    if (u->n_inputs != 1)
+      return "ReduceMean with axes as an input (opset 18) is not supported";
+    if (!x86_attr_ints(host, g, u->nodes[0], "axes", 2, 0, axes))
+      return "ReduceMean over axes other than H and W is not supported";
+    int h = 0, w = 0;
+    for (int i = 0; i < 2; i++)
+      h |= axes[i] == 2 || axes[i] == -2, w |= axes[i] == 3 || axes[i] == -1;
+    if (!h || !w)
+      return "ReduceMean over axes other than H and W is not supported";
+    k->op = U_GAP;
+    k->squeeze = x86_attr_int(host, g, u->nodes[0], "keepdims", 1) == 0;
+  }
   if (k->op < 0)
     return "op other than Add, Mul, Relu, MaxPool, AveragePool, GlobalAveragePool, Flatten, Clip, Sigmoid, "
            "Tanh, HardSigmoid or HardSwish";
@@ -504,6 +522,8 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
     k->n = x->dims[0], k->h = x->dims[1], k->w = x->dims[2], k->c = x->dims[3];
     if (k->op == U_GAP) {
       k->oh = k->ow = 1;
+      if (k->squeeze) /* [N, 1, 1, C] and [N, C] have the same bytes */
+        y->rank = 2, y->dims[1] = k->c;
     } else {
       int64_t eh = k->h + k->pad[0] + k->pad[2] - k->kh, ew = k->w + k->pad[1] + k->pad[3] - k->kw;
       if (eh < 0 || ew < 0)
@@ -521,7 +541,8 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
         k->oh = eh / k->sh + 1, k->ow = ew / k->sw + 1;
       }
     }
-    y->dims[1] = k->oh, y->dims[2] = k->ow;
+    if (!k->squeeze)
+      y->dims[1] = k->oh, y->dims[2] = k->ow;
   } else if (k->op == U_FLATTEN) {
     /* Flatten's bytes are the input's in NCHW order, whatever the axis */
     int64_t nchw[QH_MAX_RANK];
@@ -860,3 +881,4 @@ U8KERNEL(x86_hardsigmoid_kernel, "x86_hardsigmoid_lut_qu8");
 U8KERNEL(x86_hardswish_kernel, "x86_hardswish_lut_qu8");
 U8KERNEL(x86_batchnorm_kernel, "x86_batchnorm_nhwc_qu8");
 U8KERNEL(x86_pad_kernel, "x86_pad_nhwc_qu8");
+U8KERNEL(x86_reducemean_kernel, "x86_reducemean_hw_nhwc_qu8");

@@ -578,6 +578,11 @@ U8OPS = {
                        out=(0.04, 3)),
     "pad_requant_value": dict(op="Pad", pads=[0, 0, 0, 2, 0, 0, 3, 1], pad_value=0.7, shape=[1, 9, 4, 5],
                               **{"in": [(0.04, 128)]}, out=(0.03, 90)),
+    # ReduceMean over H and W (mnasnet's x.mean([2, 3])), with and without keepdims
+    "reducemean_hw": dict(op="ReduceMean", attrs=dict(axes=[2, 3]), shape=[2, 80, 7, 7], **{"in": [(0.033, 0)]},
+                          out=(0.011, 3)),
+    "reducemean_hw_squeeze": dict(op="ReduceMean", attrs=dict(axes=[-1, -2], keepdims=0), shape=[1, 40, 5, 6],
+                                  **{"in": [(0.04, 128)]}, out=(0.01, 128)),
     "avgpool_pads_ge_kernel": dict(op="AveragePool", attrs=dict(kernel_shape=[2, 2], strides=[2, 2], pads=[2, 0, 2, 3]),
                                    shape=[1, 8, 6, 6], **{"in": [(0.04, 128)]}, out=(0.03, 60)),
 }
@@ -613,6 +618,8 @@ def case_u8ops(r, tmp):
                                            shape=[1, 8, 4, 4], **{"in": [(0.04, 3)]}, out=(0.04, 3)),
                 "batch or channel axis": dict(op="Pad", pads=[0, 1, 0, 0, 0, 0, 0, 0], shape=[1, 8, 4, 4],
                                               **{"in": [(0.04, 3)]}, out=(0.04, 3)),
+                "other than H and W": dict(op="ReduceMean", attrs=dict(axes=[1]), shape=[1, 8, 4, 4],
+                                           **{"in": [(0.04, 3)]}, out=(0.04, 3)),
                 "dilated": dict(op="MaxPool", attrs=dict(POOL, dilations=[2, 2]), **{"in": [(0.04, 3)]},
                                 out=(0.04, 3)),
                 "SAME": dict(op="AveragePool", attrs=dict(kernel_shape=[3, 3], auto_pad="SAME_UPPER"),
