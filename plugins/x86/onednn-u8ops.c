@@ -1,6 +1,7 @@
 /* The x86 plugin's uint8 kernels for the units between its oneDNN convs: Add and Mul (+Relu; same
  * shapes, or per channel as in squeeze-excitation), Relu, Clip (ReLU6), Sigmoid, Tanh, HardSigmoid,
- * HardSwish, standalone BatchNormalization (+Relu), Pad (constant, H and W), ReduceMean over H and W, MaxPool, AveragePool (ceil_mode, any pads),
+ * HardSwish, standalone BatchNormalization (+Relu), Pad (constant, H and W), ReduceMean over H and W, ShuffleNet's channel
+ * shuffle and channel Slice, MaxPool, AveragePool (ceil_mode, any pads),
  * GlobalAveragePool and Flatten,
  * channels-last, so that a ResNet or a MobileNetV3 runs
  * conv -> add -> pool -> conv without leaving NHWC int8. They are plain C loops rather
@@ -29,7 +30,7 @@
 
 enum { U_ADD, U_RELU, U_MAXPOOL, U_AVGPOOL, U_GAP, U_FLATTEN, U_CLIP, U_MUL,
        U_SIGMOID, U_TANH, U_HSIGMOID, U_HSWISH, /* U_SIGMOID.. in QhU8Act order */
-       U_BN, U_PAD, U_N_OPS };
+       U_BN, U_PAD, U_SHUFFLE, U_SLICE, U_N_OPS };
 #define IS_ACT(op) ((op) >= U_SIGMOID && (op) <= U_HSWISH)
 #define IS_POINTWISE(op) ((op) == U_RELU || (op) == U_CLIP || IS_ACT(op))
 #define IS_BINARY(op) ((op) == U_ADD || (op) == U_MUL)
@@ -64,6 +65,8 @@ struct U8Op {
   uint8_t *bn_lut; /* BatchNormalization: one table of 256 per channel, [C][256] */
   int64_t bn_c;
   uint8_t pad_code; /* Pad: the quantized constant_value */
+  int64_t shape0[5], shape2[4]; /* channel shuffle: the two Reshapes' shape constants */
+  int64_t s_start, s_end, s_c0, s_c1; /* Slice over channels: as given, then resolved */
   uint8_t lut[256];
   /* set by reshape */
   int reshaped, rank;
@@ -78,7 +81,7 @@ static BinarySpanFn *binary_for_cpu(const QhHostApi *host, int op);
 static const char *op_name(int op) {
   static const char *const names[] = {"Add", "Relu", "MaxPool", "AveragePool", "GlobalAveragePool",
                                       "Flatten", "Clip", "Mul", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish",
-                                      "BatchNormalization", "Pad"};
+                                      "BatchNormalization", "Pad", "Reshape", "Slice"};
   return names[op];
 }
 
@@ -207,6 +210,83 @@ static const char *bn_params(const QhHostApi *host, const QhGraphView *g, uint32
   return NULL;
 }
 
+/* n int64 values of a constant input of node. */
+static int const_int64s(const QhHostApi *host, const QhGraphView *g, uint32_t node, uint32_t slot, size_t n,
+                        int64_t *out) {
+  uint32_t v = host->node_input(g, node, slot);
+  const void *d = NULL;
+  size_t bytes = 0;
+  if (v == QH_INVALID_ID || !(host->value_flags(g, v) & QH_VALUE_CONSTANT) || host->value_dtype(g, v) != QH_DTYPE_INT64)
+    return 0;
+  QhStatus *st = host->value_data(g, v, &d, &bytes);
+  if (st) {
+    host->status_free(st);
+    return 0;
+  }
+  if (!d || bytes != n * sizeof *out)
+    return 0;
+  memcpy(out, d, bytes);
+  return 1;
+}
+
+/* ShuffleNet's channel shuffle, Reshape [N, g, C/g, H, W] -> Transpose [0, 2, 1, 3, 4] ->
+ * Reshape [N, C, H, W] (the Q/DQ pairs between them on the output's grid): a channel
+ * permutation, checked against the input's dims at reshape. */
+static const char *shuffle_params(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u, U8Op *k) {
+  const char *t1 = u->n_nodes == 3 ? host->node_op_type(g, u->nodes[1]) : NULL,
+             *t2 = u->n_nodes == 3 ? host->node_op_type(g, u->nodes[2]) : NULL;
+  if (!t1 || !t2 || strcmp(t1, "Transpose") != 0 || strcmp(t2, "Reshape") != 0)
+    return "only the channel shuffle (Reshape -> Transpose -> Reshape) is supported";
+  int64_t perm[5];
+  static const int64_t want[5] = {0, 2, 1, 3, 4};
+  if (!x86_attr_ints(host, g, u->nodes[1], "perm", 5, -1, perm) || memcmp(perm, want, sizeof perm) != 0)
+    return "channel shuffle: the Transpose must be [0, 2, 1, 3, 4] of a 5-D tensor";
+  if (x86_attr_int(host, g, u->nodes[0], "allowzero", 0) != 0 || x86_attr_int(host, g, u->nodes[2], "allowzero", 0) != 0)
+    return "channel shuffle: Reshape with allowzero=1 is not supported";
+  if (!const_int64s(host, g, u->nodes[0], 1, 5, k->shape0) || !const_int64s(host, g, u->nodes[2], 1, 4, k->shape2))
+    return "channel shuffle: the Reshapes' shapes must be int64 constants of 5 and 4 values";
+  return NULL;
+}
+
+/* Slice (opset 10+) of one axis, the channels, step 1, with constant starts and ends: the
+ * halves of ShuffleNet's torch.chunk. */
+static const char *slice_params(const QhHostApi *host, const QhGraphView *g, uint32_t node, U8Op *k) {
+  int64_t axis = 1, step = 1;
+  if (!const_int64s(host, g, node, 1, 1, &k->s_start) || !const_int64s(host, g, node, 2, 1, &k->s_end))
+    return "Slice: starts and ends must be int64 constants of one value";
+  if (host->node_input(g, node, 3) != QH_INVALID_ID && !const_int64s(host, g, node, 3, 1, &axis))
+    return "Slice: axes must be an int64 constant of one value";
+  if (host->node_input(g, node, 4) != QH_INVALID_ID && !const_int64s(host, g, node, 4, 1, &step))
+    return "Slice: steps must be an int64 constant of one value";
+  if ((axis != 1 && axis != -3) || step != 1)
+    return "only Slice along the channels of a 4-D tensor with step 1 is supported";
+  return NULL;
+}
+
+/* ONNX Reshape's target (0: copy the input's dim, allowzero=0; one -1: inferred) against
+ * the input dims in; 0 when it does not resolve. */
+static int resolve_shape(const int64_t *in, int in_rank, const int64_t *shape, int rank, int64_t *out) {
+  int64_t total = 1, known = 1;
+  int infer = -1;
+  for (int i = 0; i < in_rank; i++)
+    total *= in[i];
+  for (int i = 0; i < rank; i++) {
+    out[i] = shape[i] == 0 ? (i < in_rank ? in[i] : -2) : shape[i];
+    if (out[i] == -1 && infer < 0)
+      infer = i;
+    else if (out[i] < 0)
+      return 0;
+    else
+      known *= out[i];
+  }
+  if (infer >= 0) {
+    if (known == 0 || total % known)
+      return 0;
+    out[infer] = total / known;
+  }
+  return infer >= 0 || known == total;
+}
+
 /* Pad (opset 11+) in constant mode over H and W of a 4-D tensor: the pads a constant
  * int64 input, the value an optional float constant scalar (0 when absent). */
 static const char *pad_params(const QhHostApi *host, const QhGraphView *g, uint32_t node, U8Op *k) {
@@ -279,7 +359,11 @@ static const char *analyze(const QhHostApi *host, const QhGraphView *g, const Qh
   if (k->op < 0)
     return "op other than Add, Mul, Relu, MaxPool, AveragePool, GlobalAveragePool, Flatten, Clip, Sigmoid, "
            "Tanh, HardSigmoid or HardSwish";
-  if (u->n_nodes == 2) {
+  if (k->op == U_SHUFFLE) {
+    const char *why = shuffle_params(host, g, u, k);
+    if (why)
+      return why;
+  } else if (u->n_nodes == 2) {
     const char *t2 = host->node_op_type(g, u->nodes[1]);
     if (!(IS_BINARY(k->op) || k->op == U_BN) || !t2 || strcmp(t2, "Relu") != 0)
       return "only Add, Mul and BatchNormalization fuse a following Relu";
@@ -293,6 +377,11 @@ static const char *analyze(const QhHostApi *host, const QhGraphView *g, const Qh
     if (u->n_inputs < 1 || u->n_inputs > 3)
       return "Clip needs one to three inputs";
     if ((p = clip_bounds(host, g, u, k)))
+      return p;
+  } else if (k->op == U_SHUFFLE) {
+    /* the shape constants were read above */
+  } else if (k->op == U_SLICE) {
+    if ((p = slice_params(host, g, u->nodes[0], k)))
       return p;
   } else if (k->op == U_BN) {
     if ((p = bn_params(host, g, u->nodes[0], k, NULL)))
@@ -505,6 +594,30 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
       k->n = full->dims[0], k->h = full->dims[1], k->w = full->dims[2], k->c = full->dims[3];
       k->bn = vec->dims[0];
     }
+  } else if (k->op == U_SHUFFLE) {
+    if (x->rank != 4 || x->layout != QH_LAYOUT_NHWC)
+      return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: channel shuffle input must be 4-D NHWC");
+    int64_t nchw[4] = {x->dims[0], x->dims[3], x->dims[1], x->dims[2]}, r0[5], r2[4];
+    if (!resolve_shape(nchw, 4, k->shape0, 5, r0) || r0[0] != nchw[0] || r0[3] != nchw[2] || r0[4] != nchw[3] ||
+        r0[1] < 1 || r0[1] * r0[2] != nchw[1])
+      return host->status_new(QH_ERR_INVALID_ARGUMENT,
+                              "reshape: channel shuffle: the first Reshape is not [N, groups, C/groups, H, W]");
+    int64_t t[5] = {r0[0], r0[2], r0[1], r0[3], r0[4]};
+    if (!resolve_shape(t, 5, k->shape2, 4, r2) || memcmp(r2, nchw, sizeof r2) != 0)
+      return host->status_new(QH_ERR_INVALID_ARGUMENT,
+                              "reshape: channel shuffle: the second Reshape does not restore [N, C, H, W]");
+    k->n = x->dims[0], k->h = x->dims[1], k->w = x->dims[2], k->c = x->dims[3];
+    k->kh = r0[1]; /* groups */
+  } else if (k->op == U_SLICE) {
+    if (x->rank != 4 || x->layout != QH_LAYOUT_NHWC)
+      return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: Slice input must be 4-D NHWC");
+    /* ONNX's clamping: negative from the end, then into [0, C] */
+    int64_t C = x->dims[3], a = k->s_start < 0 ? k->s_start + C : k->s_start, b = k->s_end < 0 ? k->s_end + C : k->s_end;
+    a = a < 0 ? 0 : a > C ? C : a;
+    b = b < 0 ? 0 : b > C ? C : b;
+    k->s_c0 = a, k->s_c1 = b > a ? b : a;
+    k->n = x->dims[0], k->h = x->dims[1], k->w = x->dims[2], k->c = C;
+    y->dims[3] = k->s_c1 - k->s_c0;
   } else if (k->op == U_PAD) {
     if (x->rank != 4 || x->layout != QH_LAYOUT_NHWC)
       return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: Pad input must be 4-D NHWC");
@@ -643,6 +756,40 @@ static void channels_task(void *user, size_t index, uint32_t worker) {
   p.sb = k->bcast == 1 ? k->sb : k->sa, p.zb = k->bcast == 1 ? k->zb : k->za;
   size_t off = (n * hw + p0) * C;
   qh_u8_binary_channels(&p, k->isa, j->a + off, bv, j->y + off, p1 - p0, C);
+}
+
+/* 1024 pixels of a channel Slice: channels [c0, c1) of each, requantized (a copy when
+ * the qparams are shared). */
+static void slice_task(void *user, size_t index, uint32_t worker) {
+  (void)worker;
+  const Job *j = user;
+  const U8Op *k = j->k;
+  size_t C = (size_t)k->c, c0 = (size_t)k->s_c0, nc = (size_t)(k->s_c1 - k->s_c0), p0 = index * 1024;
+  size_t p1 = p0 + 1024 < j->n ? p0 + 1024 : j->n;
+  for (size_t p = p0; p < p1; p++) {
+    if (k->identity)
+      memcpy(j->y + p * nc, j->a + p * C + c0, nc);
+    else
+      qh_u8_lut_apply(k->lut, j->a + p * C + c0, j->y + p * nc, nc);
+  }
+}
+
+/* Pixels [p0, p0 + j->n) of the channel shuffle: output channel i * g + j is input
+ * channel j * (C / g) + i, requantized (a copy when the qparams are shared). */
+static void shuffle_task(void *user, size_t index, uint32_t worker) {
+  (void)worker;
+  const Job *j = user;
+  const U8Op *k = j->k;
+  size_t C = (size_t)k->c, G = (size_t)k->kh, per = C / G, pixels = k->in_bytes / C, p0 = index * j->n;
+  size_t p1 = p0 + j->n < pixels ? p0 + j->n : pixels;
+  const uint8_t *restrict lut = k->lut;
+  for (size_t p = p0; p < p1; p++) {
+    const uint8_t *restrict x = j->a + p * C;
+    uint8_t *restrict y = j->y + p * C;
+    for (size_t i = 0; i < per; i++)
+      for (size_t gi = 0; gi < G; gi++)
+        y[i * G + gi] = lut[x[gi * per + i]];
+  }
 }
 
 /* One output row (n, oh) of Pad: the value's code in the border, the input requantized
@@ -799,7 +946,9 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
   if (!k->reshaped)
     return host->status_new(QH_ERR_INVALID_STATE, "run before reshape");
   /* Clip's min and max inputs are scalars read at create */
-  size_t n_data = k->op == U_CLIP || k->op == U_BN || k->op == U_PAD ? 1 : n_inputs;
+  size_t n_data = k->op == U_CLIP || k->op == U_BN || k->op == U_PAD || k->op == U_SHUFFLE || k->op == U_SLICE
+                      ? 1
+                      : n_inputs;
   for (size_t i = 0; i < n_data; i++) {
     const QhTensorView *x = &inputs[i];
     const int64_t *dims = i ? k->bdims : k->dims;
@@ -851,6 +1000,16 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
   case U_PAD:
     x86_parallel_for(k->inst, (size_t)(k->n * k->oh), pad_task, &j);
     return NULL;
+  case U_SLICE:
+    j.n = (size_t)(k->n * k->h * k->w); /* pixels */
+    x86_parallel_for(k->inst, (j.n + 1023) / 1024, slice_task, &j);
+    return NULL;
+  case U_SHUFFLE: {
+    size_t pixels = j.n / (size_t)k->c;
+    j.n = CHUNK / (size_t)k->c ? CHUNK / (size_t)k->c : 1; /* pixels per task */
+    x86_parallel_for(k->inst, (pixels + j.n - 1) / j.n, shuffle_task, &j);
+    return NULL;
+  }
   case U_BN: {
     size_t pixels = j.n / (size_t)k->c;
     j.n = CHUNK / (size_t)k->c ? CHUNK / (size_t)k->c : 1; /* pixels per task */
@@ -882,3 +1041,5 @@ U8KERNEL(x86_hardswish_kernel, "x86_hardswish_lut_qu8");
 U8KERNEL(x86_batchnorm_kernel, "x86_batchnorm_nhwc_qu8");
 U8KERNEL(x86_pad_kernel, "x86_pad_nhwc_qu8");
 U8KERNEL(x86_reducemean_kernel, "x86_reducemean_hw_nhwc_qu8");
+U8KERNEL(x86_shuffle_kernel, "x86_channel_shuffle_nhwc_qu8");
+U8KERNEL(x86_slice_kernel, "x86_slice_channels_nhwc_qu8");

@@ -84,7 +84,7 @@ size_t x86_numel(const QhTensorView *t);
 extern const QhKernelOps x86_add_kernel, x86_mul_kernel, x86_relu_kernel, x86_clip_kernel,
     x86_maxpool_kernel, x86_avgpool_kernel, x86_gap_kernel, x86_flatten_kernel, x86_sigmoid_kernel,
     x86_tanh_kernel, x86_hardsigmoid_kernel, x86_hardswish_kernel, x86_batchnorm_kernel, x86_pad_kernel,
-    x86_reducemean_kernel;
+    x86_reducemean_kernel, x86_shuffle_kernel, x86_slice_kernel;
 
 /* u8-concat.c: uint8 Concat along any axis, bit-exact with the host's QDQ run. */
 QhStatus *x86_accept_concat(void *instance, const QhHostApi *host, const QhGraphView *g,

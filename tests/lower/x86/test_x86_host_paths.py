@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """What the host does for the x86 plugin around its kernels, on small models made here
-by torch.onnx.export (PyTorch 1.13, fixed seeds) and onnx.helper: a squeeze-excitation
+by torch.onnx.export (PyTorch 1.13, fixed seeds) and onnx.helper: two ShuffleNetV2 blocks run
+all on the plugin (channel shuffle and chunk Slices included); a squeeze-excitation
 block runs all on the plugin (the per-channel Mul and the HardSigmoid table), while a
 spatial-attention Mul the plugin claims but its kernel cannot broadcast runs on the host
 with the kernel's reason (the run succeeds and matches the host's QDQ run); a bias the exporter shares
@@ -391,8 +392,40 @@ def case_report_labels(r, tmp):
         assert units["/Add"]["kernel"] == "x86_add_nhwc_qu8", units["/Add"]
 
 
+def case_shufflenet_block(r, tmp):
+    """Two of torchvision's ShuffleNetV2 blocks (the stride-2 one and a stride-1 one, whose
+    torch.chunk exports as two channel Slices), small: every unit on x86, the channel
+    shuffle (Reshape -> Transpose -> Reshape) as one unit, no layout transpose but the
+    graph input's and output's, and the host's QDQ run's outputs."""
+    import torch
+    from torchvision.models.shufflenetv2 import InvertedResidual
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(InvertedResidual(8, 16, 2), InvertedResidual(16, 16, 1))
+    net.train()
+    with torch.no_grad():  # BatchNorm statistics of the random weights
+        for _ in range(4):
+            net(torch.randn(4, 8, 12, 12))
+    fmodel = torch_export(net, (1, 8, 12, 12), os.path.join(tmp, "shuffle.onnx"))
+    rng = np.random.default_rng(3)
+    calib, x = os.path.join(tmp, "calib.npy"), os.path.join(tmp, "x.npy")
+    np.save(calib, rng.standard_normal((4, 1, 8, 12, 12)).astype(np.float32))
+    np.save(x, rng.standard_normal((1, 8, 12, 12)).astype(np.float32))
+    model = os.path.join(tmp, "shuffle.x86.qdq.onnx")
+    ok(r, "quantize", fmodel, *BACKEND, "--calib", calib, "-o", model, "--quiet")
+    compare_host(r, model, x, tmp)
+    cov, units = bench_units(r, model, x)
+    kernels = sorted(u["kernel"] for u in cov["units"])
+    print(f"{len(kernels)} units: {kernels}")
+    assert all(k.startswith(("onednn_", "x86_")) for k in kernels), cov["units"]
+    assert kernels.count("x86_channel_shuffle_nhwc_qu8") == 2, kernels
+    assert kernels.count("x86_slice_channels_nhwc_qu8") == 2, kernels
+    # the graph's NCHW input into the first conv and the last unit's NHWC output back: none between
+    assert cov["layout_transposes"] == 2 and cov["qdq_between_kernels"] == 0, cov
+
+
 CASES = {
     "se_mul_refused": case_se_mul_refused,
+    "shufflenet_block": case_shufflenet_block,
     "ort_float_weights": case_ort_float_weights,
     "shared_bias": case_shared_bias,
     "report_labels": case_report_labels,

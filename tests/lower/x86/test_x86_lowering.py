@@ -464,6 +464,10 @@ def u8op_unit(path, spec, seed):
     if "clip" in spec:  # Clip's min and max as float constant inputs (opset 11+)
         inits += [nh.from_array(np.array(v, np.float32), n) for v, n in zip(spec["clip"], ("cmin", "cmax"))]
         names += ["cmin", "cmax"]
+    if "slice" in spec:  # Slice's starts, ends, axes (int64 constants)
+        for n, v in zip(("s_starts", "s_ends", "s_axes"), spec["slice"]):
+            inits.append(nh.from_array(np.array(v, np.int64), n))
+            names.append(n)
     if "pads" in spec:  # Pad's pads (int64) and optional constant_value, as constants
         inits.append(nh.from_array(np.array(spec["pads"], np.int64), "pads"))
         names.append("pads")
@@ -583,6 +587,11 @@ U8OPS = {
                           out=(0.011, 3)),
     "reducemean_hw_squeeze": dict(op="ReduceMean", attrs=dict(axes=[-1, -2], keepdims=0), shape=[1, 40, 5, 6],
                                   **{"in": [(0.04, 128)]}, out=(0.01, 128)),
+    # Slice along the channels (ShuffleNet's torch.chunk), negative and clamped bounds, own qparams
+    "slice_channels_half": dict(op="Slice", slice=([8], [16], [1]), shape=[2, 16, 5, 6], **{"in": [(0.04, 3)]},
+                                out=(0.04, 3)),
+    "slice_channels_clamped_requant": dict(op="Slice", slice=([-7], [1000], [-3]), shape=[1, 20, 3, 5],
+                                           **{"in": [(0.04, 128)]}, out=(0.03, 90)),
     "avgpool_pads_ge_kernel": dict(op="AveragePool", attrs=dict(kernel_shape=[2, 2], strides=[2, 2], pads=[2, 0, 2, 3]),
                                    shape=[1, 8, 6, 6], **{"in": [(0.04, 128)]}, out=(0.03, 60)),
 }
@@ -619,6 +628,8 @@ def case_u8ops(r, tmp):
                 "batch or channel axis": dict(op="Pad", pads=[0, 1, 0, 0, 0, 0, 0, 0], shape=[1, 8, 4, 4],
                                               **{"in": [(0.04, 3)]}, out=(0.04, 3)),
                 "other than H and W": dict(op="ReduceMean", attrs=dict(axes=[1]), shape=[1, 8, 4, 4],
+                                           **{"in": [(0.04, 3)]}, out=(0.04, 3)),
+                "along the channels": dict(op="Slice", slice=([1], [3], [2]), shape=[1, 8, 4, 4],
                                            **{"in": [(0.04, 3)]}, out=(0.04, 3)),
                 "dilated": dict(op="MaxPool", attrs=dict(POOL, dilations=[2, 2]), **{"in": [(0.04, 3)]},
                                 out=(0.04, 3)),
