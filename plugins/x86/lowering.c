@@ -383,7 +383,12 @@ static const char *const conv_add_relu_ops[] = {"Conv", "Add", "Relu"},
                   *const relu_ops[] = {"Relu"}, *const clip_ops[] = {"Clip"},
                   *const maxpool_ops[] = {"MaxPool"},
                   *const avgpool_ops[] = {"AveragePool"}, *const gap_ops[] = {"GlobalAveragePool"},
-                  *const flatten_ops[] = {"Flatten"};
+                  *const flatten_ops[] = {"Flatten"}, *const sigmoid_ops[] = {"Sigmoid"},
+                  *const tanh_ops[] = {"Tanh"}, *const hardsigmoid_ops[] = {"HardSigmoid"},
+                  *const hardswish_ops[] = {"HardSwish"},
+                  *const bn_relu_ops[] = {"BatchNormalization", "Relu"}, *const bn_ops[] = {"BatchNormalization"},
+                  *const pad_ops[] = {"Pad"}, *const reducemean_ops[] = {"ReduceMean"},
+                  *const shuffle_ops[] = {"Reshape", "Transpose", "Reshape"}, *const slice_ops[] = {"Slice"};
 
 #define PATTERN_F(name, list, mask, kern, acc, fl)                                               \
   static const QhLoweringPattern name = {QH_STRUCT_HEADER(QhLoweringPattern), .id = #name,      \
@@ -418,11 +423,27 @@ PATTERN(maxpool, maxpool_ops, 0, x86_maxpool_kernel, x86_accept_u8op);
 PATTERN(avgpool, avgpool_ops, 0, x86_avgpool_kernel, x86_accept_u8op);
 PATTERN(global_avgpool, gap_ops, 0, x86_gap_kernel, x86_accept_u8op);
 PATTERN(flatten, flatten_ops, 0, x86_flatten_kernel, x86_accept_u8op);
+PATTERN(sigmoid, sigmoid_ops, 0, x86_sigmoid_kernel, x86_accept_u8op);
+PATTERN(tanh_lut, tanh_ops, 0, x86_tanh_kernel, x86_accept_u8op);
+PATTERN(hardsigmoid, hardsigmoid_ops, 0, x86_hardsigmoid_kernel, x86_accept_u8op);
+PATTERN(hardswish, hardswish_ops, 0, x86_hardswish_kernel, x86_accept_u8op);
+/* Standalone BatchNormalization (densenet): its scale, B, mean and var are constants */
+PATTERN(batchnorm_relu, bn_relu_ops, 0, x86_batchnorm_kernel, x86_accept_u8op);
+PATTERN(batchnorm, bn_ops, 0, x86_batchnorm_kernel, x86_accept_u8op);
+/* Pad before AveragePool (count_include_pad as PyTorch exports it: inception_v3, densenet121) */
+PATTERN(pad, pad_ops, 0, x86_pad_kernel, x86_accept_u8op);
+PATTERN(reducemean, reducemean_ops, 0, x86_reducemean_kernel, x86_accept_u8op); /* over H, W (mnasnet) */
+/* ShuffleNet's channel shuffle: Reshape and Transpose share their input's qparams, so the
+ * Q/DQ pairs between the three ops are on the output's grid; the second Reshape's shape
+ * is an extra input of op 2 */
+PATTERN_F(channel_shuffle, shuffle_ops, 1u << 2, x86_shuffle_kernel, x86_accept_u8op, THROUGH);
+PATTERN(slice_channels, slice_ops, 0, x86_slice_kernel, x86_accept_u8op); /* ShuffleNet's chunk */
 
 /* Most fused first: the first pattern that matches and accepts wins. */
 static const QhLoweringPattern *const patterns[] = {
     &conv_add_relu, &conv_add, &conv_relu, &conv_clip, &conv,
     &linear_relu, &linear, &matmul_relu, &matmul,
-    &add_relu, &add, &mul_relu, &mul, &concat, &relu, &clip, &maxpool, &avgpool, &global_avgpool, &flatten};
+    &add_relu, &add, &mul_relu, &mul, &concat, &relu, &clip, &maxpool, &avgpool, &global_avgpool, &flatten,
+    &sigmoid, &tanh_lut, &hardsigmoid, &hardswish, &batchnorm_relu, &batchnorm, &pad, &reducemean, &channel_shuffle, &slice_channels};
 const QhLoweringOps x86_lowering = {QH_STRUCT_HEADER(QhLoweringOps), patterns,
                                     sizeof patterns / sizeof patterns[0]};

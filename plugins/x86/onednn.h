@@ -77,10 +77,14 @@ QhStatus *x86_accept_u8op(void *instance, const QhHostApi *host, const QhGraphVi
                           const QhNodeUnit *u);
 /* A well-formed uint8 tensor view with non-negative dims, and its element count
  * (onednn-u8ops.c; the oneDNN kernels and Concat check their views with them too). */
+/* ONNX dims: is b the per-channel operand ([N or 1, C, 1, 1]) of a ([N, C, H, W])? */
+int x86_channel_operand(const int64_t *b, const int64_t *a);
 int x86_u8_view_ok(const QhTensorView *t);
 size_t x86_numel(const QhTensorView *t);
 extern const QhKernelOps x86_add_kernel, x86_mul_kernel, x86_relu_kernel, x86_clip_kernel,
-    x86_maxpool_kernel, x86_avgpool_kernel, x86_gap_kernel, x86_flatten_kernel;
+    x86_maxpool_kernel, x86_avgpool_kernel, x86_gap_kernel, x86_flatten_kernel, x86_sigmoid_kernel,
+    x86_tanh_kernel, x86_hardsigmoid_kernel, x86_hardswish_kernel, x86_batchnorm_kernel, x86_pad_kernel,
+    x86_reducemean_kernel, x86_shuffle_kernel, x86_slice_kernel;
 
 /* u8-concat.c: uint8 Concat along any axis, bit-exact with the host's QDQ run. */
 QhStatus *x86_accept_concat(void *instance, const QhHostApi *host, const QhGraphView *g,

@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """What the host does for the x86 plugin around its kernels, on small models made here
-by torch.onnx.export (PyTorch 1.13, fixed seeds) and onnx.helper: a squeeze-excitation
-Mul the plugin claims but its kernel cannot broadcast runs on the host with the kernel's
-reason (the run succeeds and matches the host's QDQ run); a bias the exporter shares
+by torch.onnx.export (PyTorch 1.13, fixed seeds) and onnx.helper: two ShuffleNetV2 blocks run
+all on the plugin (channel shuffle and chunk Slices included); a squeeze-excitation
+block runs all on the plugin (the per-channel Mul and the HardSigmoid table), while a
+spatial-attention Mul the plugin claims but its kernel cannot broadcast runs on the host
+with the kernel's reason (the run succeeds and matches the host's QDQ run); a bias the exporter shares
 through Identity nodes is quantized like a distinct bias (same QDQ form as the twin
 with distinct biases, no Identity left, x86 takes the convs); ONNX Runtime's QDQ layout
 with float weights behind QuantizeLinear -> DequantizeLinear runs its convs on the
@@ -74,20 +76,25 @@ def se_block(tmp):
             self.fc1 = torch.nn.Conv2d(8, 4, 1)
             self.fc2 = torch.nn.Conv2d(4, 8, 1)
             self.c2 = torch.nn.Conv2d(8, 8, 3, padding=1)
+            self.sp = torch.nn.Conv2d(8, 1, 1)
 
         def forward(self, x):
             x = torch.relu(self.c1(x))
             w = torch.nn.functional.adaptive_avg_pool2d(x, 1)
             w = torch.nn.functional.hardsigmoid(self.fc2(torch.relu(self.fc1(w))))
-            return self.c2(x * w)
+            x = self.c2(x * w)
+            # spatial attention: [1,8,H,W] x [1,1,H,W], a broadcast the kernel refuses
+            return x * torch.sigmoid(self.sp(x))
 
     return torch_export(SE(), (1, 3, 16, 16), os.path.join(tmp, "se.onnx"))
 
 
 def case_se_mul_refused(r, tmp):
-    """The squeeze-excitation Mul ([1,C,H,W] x [1,C,1,1]) is accepted by x86's mul
-    pattern but its kernel's reshape wants equal shapes: the unit runs on the host
-    with that reason; inspect shows the same decision; everything else on x86."""
+    """The squeeze-excitation Mul ([1,C,H,W] x [1,C,1,1]) and its HardSigmoid run on
+    x86's kernels; the spatial-attention Mul ([1,C,H,W] x [1,1,H,W]) is accepted by x86's
+    mul pattern but its kernel's reshape takes only the per-channel broadcast: that unit
+    runs on the host with the kernel's reason; inspect shows the same decisions;
+    everything else (the Sigmoid too) on x86."""
     rng = np.random.default_rng(0)
     fmodel = se_block(tmp)
     calib, x = os.path.join(tmp, "calib.npy"), os.path.join(tmp, "x.npy")
@@ -97,17 +104,23 @@ def case_se_mul_refused(r, tmp):
     ok(r, "quantize", fmodel, *BACKEND, "--calib", calib, "-o", model, "--quiet")
     compare_host(r, model, x, tmp)
     cov, units = bench_units(r, model, x)
-    mul = units["/Mul"]
-    print(f"/Mul: {mul['kernel']} ({mul.get('reason')})")
+    for name in sorted(units):
+        print(f"{name}: {units[name]['kernel']} ({units[name].get('reason')})")
+    assert units["/Mul"]["kernel"] == "x86_mul_nhwc_qu8", units["/Mul"]
+    assert units["/HardSigmoid"]["kernel"] == "x86_hardsigmoid_lut_qu8", units["/HardSigmoid"]
+    assert units["/Sigmoid"]["kernel"] == "x86_sigmoid_lut_qu8", units["/Sigmoid"]
+    mul = units["/Mul_1"]
     assert mul["kernel"] == "host:reference", mul
     assert "kernel 'x86_mul_nhwc_qu8' cannot run this unit" in mul["reason"], mul
-    assert "differ in shape" in mul["reason"], mul
+    assert "differ in shape" in mul["reason"] and "other than per channel" in mul["reason"], mul
     convs = [u for u in cov["units"] if u["ops"].startswith("Conv")]
-    assert len(convs) == 4 and all(u["kernel"].startswith("onednn_") for u in convs), convs
+    assert len(convs) == 5 and all(u["kernel"].startswith("onednn_") for u in convs), convs
+    assert all(u["kernel"] != "host:reference" for n, u in units.items() if n != "/Mul_1"), units
     assert cov["plugin_mac_share"] > 0.999, cov
     inspected = {u["name"]: u for u in json.loads(ok(r, "inspect", model, "--json", *BACKEND))["coverage"]["units"]}
-    assert inspected["/Mul"]["kernel"] == "host:reference", inspected["/Mul"]
-    assert inspected["/Mul"]["reason"] == mul["reason"], (inspected["/Mul"], mul)
+    assert inspected["/Mul_1"]["kernel"] == "host:reference", inspected["/Mul_1"]
+    assert inspected["/Mul_1"]["reason"] == mul["reason"], (inspected["/Mul_1"], mul)
+    assert inspected["/Mul"]["kernel"] == "x86_mul_nhwc_qu8", inspected["/Mul"]
 
 
 def ort_float_weight_model(path, rng, float_weights):
@@ -379,8 +392,40 @@ def case_report_labels(r, tmp):
         assert units["/Add"]["kernel"] == "x86_add_nhwc_qu8", units["/Add"]
 
 
+def case_shufflenet_block(r, tmp):
+    """Two of torchvision's ShuffleNetV2 blocks (the stride-2 one and a stride-1 one, whose
+    torch.chunk exports as two channel Slices), small: every unit on x86, the channel
+    shuffle (Reshape -> Transpose -> Reshape) as one unit, no layout transpose but the
+    graph input's and output's, and the host's QDQ run's outputs."""
+    import torch
+    from torchvision.models.shufflenetv2 import InvertedResidual
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(InvertedResidual(8, 16, 2), InvertedResidual(16, 16, 1))
+    net.train()
+    with torch.no_grad():  # BatchNorm statistics of the random weights
+        for _ in range(4):
+            net(torch.randn(4, 8, 12, 12))
+    fmodel = torch_export(net, (1, 8, 12, 12), os.path.join(tmp, "shuffle.onnx"))
+    rng = np.random.default_rng(3)
+    calib, x = os.path.join(tmp, "calib.npy"), os.path.join(tmp, "x.npy")
+    np.save(calib, rng.standard_normal((4, 1, 8, 12, 12)).astype(np.float32))
+    np.save(x, rng.standard_normal((1, 8, 12, 12)).astype(np.float32))
+    model = os.path.join(tmp, "shuffle.x86.qdq.onnx")
+    ok(r, "quantize", fmodel, *BACKEND, "--calib", calib, "-o", model, "--quiet")
+    compare_host(r, model, x, tmp)
+    cov, units = bench_units(r, model, x)
+    kernels = sorted(u["kernel"] for u in cov["units"])
+    print(f"{len(kernels)} units: {kernels}")
+    assert all(k.startswith(("onednn_", "x86_")) for k in kernels), cov["units"]
+    assert kernels.count("x86_channel_shuffle_nhwc_qu8") == 2, kernels
+    assert kernels.count("x86_slice_channels_nhwc_qu8") == 2, kernels
+    # the graph's NCHW input into the first conv and the last unit's NHWC output back: none between
+    assert cov["layout_transposes"] == 2 and cov["qdq_between_kernels"] == 0, cov
+
+
 CASES = {
     "se_mul_refused": case_se_mul_refused,
+    "shufflenet_block": case_shufflenet_block,
     "ort_float_weights": case_ort_float_weights,
     "shared_bias": case_shared_bias,
     "report_labels": case_report_labels,

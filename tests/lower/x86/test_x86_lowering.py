@@ -464,6 +464,25 @@ def u8op_unit(path, spec, seed):
     if "clip" in spec:  # Clip's min and max as float constant inputs (opset 11+)
         inits += [nh.from_array(np.array(v, np.float32), n) for v, n in zip(spec["clip"], ("cmin", "cmax"))]
         names += ["cmin", "cmax"]
+    if "slice" in spec:  # Slice's starts, ends, axes (int64 constants)
+        for n, v in zip(("s_starts", "s_ends", "s_axes"), spec["slice"]):
+            inits.append(nh.from_array(np.array(v, np.int64), n))
+            names.append(n)
+    if "pads" in spec:  # Pad's pads (int64) and optional constant_value, as constants
+        inits.append(nh.from_array(np.array(spec["pads"], np.int64), "pads"))
+        names.append("pads")
+        if "pad_value" in spec:
+            inits.append(nh.from_array(np.array(spec["pad_value"], np.float32), "pad_value"))
+            names.append("pad_value")
+    if "bn" in spec:  # BatchNormalization's scale, B, mean, var: float constants per channel
+        c = shape[1]
+        scale, bias = rng.uniform(-2, 2, c), rng.uniform(-1, 1, c)
+        mean, var = rng.uniform(-1, 1, c), rng.uniform(0.01, 3, c)
+        if spec["bn"] == "zero_var":
+            var[c // 2], spec["attrs"]["epsilon"] = 0.0, 0.0
+        for n, v in zip(("bn_scale", "bn_b", "bn_mean", "bn_var"), (scale, bias, mean, var)):
+            inits.append(nh.from_array(np.asarray(v, np.float32), n))
+            names.append(n)
     nodes.append(helper.make_node(op, names, ["o"], **spec.get("attrs", {})))
     last = "o"
     if spec.get("relu"):
@@ -475,7 +494,7 @@ def u8op_unit(path, spec, seed):
               helper.make_node("DequantizeLinear", ["yq", "so", "zo"], ["y"])]
     graph = helper.make_graph(nodes, "unit", ginputs, [helper.make_tensor_value_info("y", TP.FLOAT, None)],
                               initializer=inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", spec.get("opset", 13))])
     model.ir_version = 8
     qhtest.save_model(model, path)
     npz = path + ".in.npz"
@@ -519,6 +538,62 @@ U8OPS = {
     "flatten_transposes": dict(op="Flatten", shape=[2, 6, 3, 5], **{"in": [(0.03, 9)]}, out=(0.02, 50)),
     "flatten_axis2": dict(op="Flatten", attrs=dict(axis=2), shape=[2, 6, 3, 5], **{"in": [(0.03, 9)]},
                           out=(0.03, 9)),
+    # squeeze-excitation: [N,C,H,W] with a per-channel [N or 1,C,1,1], either operand order, past
+    # the vector widths and the kernel's 512-channel block
+    "mul_se_channel": dict(op="Mul", shapes=[[2, 16, 9, 9], [2, 16, 1, 1]], **{"in": [(0.03, 20), (0.004, 0)]},
+                           out=(0.02, 10)),
+    "mul_se_vector_first": dict(op="Mul", shapes=[[1, 24, 1, 1], [1, 24, 5, 7]],
+                                **{"in": [(0.004, 3), (0.05, 128)]}, out=(0.03, 120)),
+    "mul_se_batch_shared": dict(op="Mul", shapes=[[3, 19, 4, 5], [1, 19, 1, 1]], **{"in": [(0.05, 128), (0.01, 50)]},
+                                out=(0.04, 128)),
+    "mul_se_wide": dict(op="Mul", shapes=[[1, 600, 3, 3], [1, 600, 1, 1]], **{"in": [(0.03, 0), (0.005, 0)]},
+                        out=(0.01, 0)),
+    "add_channel_relu": dict(op="Add", relu=True, shapes=[[2, 40, 6, 6], [1, 40, 1, 1]],
+                             **{"in": [(0.04, 128), (0.03, 100)]}, out=(0.05, 0)),
+    # activations as exact tables: PyTorch's fixed qparams and calibrated ones
+    "sigmoid_fixed": dict(op="Sigmoid", **{"in": [(0.05, 128)]}, out=(1 / 256, 0)),
+    "sigmoid_calibrated": dict(op="Sigmoid", shape=[1, 7, 5, 3], **{"in": [(0.031, 90)]}, out=(0.0031, 5)),
+    "tanh_fixed": dict(op="Tanh", **{"in": [(0.02, 128)]}, out=(2 / 256, 128)),
+    "hardsigmoid_torch": dict(op="HardSigmoid", attrs=dict(alpha=1 / 6, beta=0.5), **{"in": [(0.06, 128)]},
+                              out=(1 / 256, 0)),
+    "hardsigmoid_default_rank2": dict(op="HardSigmoid", shape=[3, 41], **{"in": [(0.04, 100)]}, out=(0.003, 3)),
+    "hardswish": dict(op="HardSwish", opset=14, **{"in": [(0.05, 100)]}, out=(0.03, 20)),
+    # ceil_mode (googlenet's and squeezenet's pools) and any padding: a ceil_mode window that
+    # would start in the end padding is dropped as ONNX defines; a window wholly in the padding
+    # (pads >= kernel) gives the host's values (MaxPool 0, AveragePool zero's code)
+    "maxpool_ceil": dict(op="MaxPool", attrs=dict(kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),
+                         shape=[1, 16, 14, 14], **{"in": [(0.04, 3)]}, out=(0.04, 3)),
+    "maxpool_ceil_pad_requant": dict(op="MaxPool", attrs=dict(kernel_shape=[3, 2], strides=[2, 3], pads=[1, 0, 1, 1],
+                                                              ceil_mode=1),
+                                     shape=[2, 5, 8, 9], **{"in": [(0.04, 128)]}, out=(0.03, 90)),
+    "avgpool_ceil_include_pad": dict(op="AveragePool", attrs=dict(POOL, ceil_mode=1, count_include_pad=1),
+                                     shape=[1, 8, 8, 8], **{"in": [(0.02, 5)]}, out=(0.02, 5)),
+    "avgpool_ceil_exclude_pad": dict(op="AveragePool", attrs=dict(kernel_shape=[3, 3], strides=[3, 3], ceil_mode=1),
+                                     shape=[1, 8, 10, 7], **{"in": [(0.02, 128)]}, out=(0.021, 127)),
+    "maxpool_pads_ge_kernel": dict(op="MaxPool", attrs=dict(kernel_shape=[2, 2], strides=[2, 2], pads=[2, 2, 2, 2]),
+                                   shape=[1, 8, 6, 6], **{"in": [(0.04, 128)]}, out=(0.04, 128)),
+    # standalone BatchNormalization (+Relu), densenet's, as one table per channel
+    "batchnorm": dict(op="BatchNormalization", bn="random", attrs=dict(epsilon=1e-3), shape=[2, 24, 5, 6],
+                      **{"in": [(0.04, 128)]}, out=(0.05, 120)),
+    "batchnorm_relu": dict(op="BatchNormalization", bn="random", relu=True, attrs=dict(epsilon=1e-5),
+                           shape=[1, 72, 4, 3], **{"in": [(0.03, 10)]}, out=(0.02, 0)),
+    # Pad in front of an AveragePool (PyTorch's export of count_include_pad), shared and own qparams
+    "pad_shared": dict(op="Pad", pads=[0, 0, 1, 1, 0, 0, 1, 1], shape=[2, 16, 5, 6], **{"in": [(0.04, 3)]},
+                       out=(0.04, 3)),
+    "pad_requant_value": dict(op="Pad", pads=[0, 0, 0, 2, 0, 0, 3, 1], pad_value=0.7, shape=[1, 9, 4, 5],
+                              **{"in": [(0.04, 128)]}, out=(0.03, 90)),
+    # ReduceMean over H and W (mnasnet's x.mean([2, 3])), with and without keepdims
+    "reducemean_hw": dict(op="ReduceMean", attrs=dict(axes=[2, 3]), shape=[2, 80, 7, 7], **{"in": [(0.033, 0)]},
+                          out=(0.011, 3)),
+    "reducemean_hw_squeeze": dict(op="ReduceMean", attrs=dict(axes=[-1, -2], keepdims=0), shape=[1, 40, 5, 6],
+                                  **{"in": [(0.04, 128)]}, out=(0.01, 128)),
+    # Slice along the channels (ShuffleNet's torch.chunk), negative and clamped bounds, own qparams
+    "slice_channels_half": dict(op="Slice", slice=([8], [16], [1]), shape=[2, 16, 5, 6], **{"in": [(0.04, 3)]},
+                                out=(0.04, 3)),
+    "slice_channels_clamped_requant": dict(op="Slice", slice=([-7], [1000], [-3]), shape=[1, 20, 3, 5],
+                                           **{"in": [(0.04, 128)]}, out=(0.03, 90)),
+    "avgpool_pads_ge_kernel": dict(op="AveragePool", attrs=dict(kernel_shape=[2, 2], strides=[2, 2], pads=[2, 0, 2, 3]),
+                                   shape=[1, 8, 6, 6], **{"in": [(0.04, 128)]}, out=(0.03, 60)),
 }
 
 
@@ -546,7 +621,16 @@ def case_u8ops(r, tmp):
                   f"{steps.size}, kernels {kernels}")
             assert a.shape == b.shape, (a.shape, b.shape)
             assert steps.max() == 0, f"{name} (hidden: {hidden}): {steps.max()} steps from the host's"
-    declines = {"ceil_mode": dict(op="MaxPool", attrs=dict(POOL, ceil_mode=1), **{"in": [(0.04, 3)]}, out=(0.04, 3)),
+    declines = {"other than per channel": dict(op="Mul", shapes=[[1, 8, 4, 4], [1, 8, 4, 1]],
+                                               **{"in": [(0.04, 3), (0.02, 3)]}, out=(0.04, 3)),
+                "var + epsilon <= 0": dict(op="BatchNormalization", bn="zero_var", attrs=dict(epsilon=0.0),
+                                           shape=[1, 8, 4, 4], **{"in": [(0.04, 3)]}, out=(0.04, 3)),
+                "batch or channel axis": dict(op="Pad", pads=[0, 1, 0, 0, 0, 0, 0, 0], shape=[1, 8, 4, 4],
+                                              **{"in": [(0.04, 3)]}, out=(0.04, 3)),
+                "other than H and W": dict(op="ReduceMean", attrs=dict(axes=[1]), shape=[1, 8, 4, 4],
+                                           **{"in": [(0.04, 3)]}, out=(0.04, 3)),
+                "along the channels": dict(op="Slice", slice=([1], [3], [2]), shape=[1, 8, 4, 4],
+                                           **{"in": [(0.04, 3)]}, out=(0.04, 3)),
                 "dilated": dict(op="MaxPool", attrs=dict(POOL, dilations=[2, 2]), **{"in": [(0.04, 3)]},
                                 out=(0.04, 3)),
                 "SAME": dict(op="AveragePool", attrs=dict(kernel_shape=[3, 3], auto_pad="SAME_UPPER"),

@@ -1,0 +1,120 @@
+/* The shared uint8 helper kernels (plugins/common/u8-kernels.c) against their scalar
+ * twins, without the host: the per-channel broadcasting Add / Mul clone of each
+ * instruction set (given as --isa, exit 77 where the CPU lacks it) over random shapes,
+ * qparams and data, byte for byte; and the activation tables against a direct
+ * evaluation of the same formula in double-checked float (monotonic where the op is). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../u8-kernels.h"
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static uint32_t rnd(void) {
+  rng_state ^= rng_state << 13, rng_state ^= rng_state >> 7, rng_state ^= rng_state << 17;
+  return (uint32_t)(rng_state >> 16);
+}
+static float rnd_scale(void) { return 0.001f + (float)(rnd() % 100000) * 1e-6f; }
+
+static int binary_cases(int isa) {
+  size_t fails = 0, checked = 0;
+  for (int t = 0; t < 400; t++) {
+    QhU8Binary p = {.mul = t & 1, .relu = (t >> 1) & 1, .sa = rnd_scale(), .sb = rnd_scale(),
+                    .so = rnd_scale(), .za = (int32_t)(rnd() % 256), .zb = (int32_t)(rnd() % 256),
+                    .zo = (int32_t)(rnd() % 256)};
+    if (p.mul)
+      p.so *= 0.05f; /* products are small: an output scale that spreads them over many steps */
+    /* channel counts across the vector widths and past the stack block (512) */
+    static const size_t cs[] = {1, 3, 8, 15, 16, 17, 31, 64, 72, 120, 513, 960, 1100};
+    size_t C = cs[rnd() % (sizeof cs / sizeof cs[0])], P = 1 + rnd() % 37;
+    uint8_t *a = malloc(P * C), *b = malloc(C), *y0 = malloc(P * C), *y1 = malloc(P * C);
+    if (!a || !b || !y0 || !y1)
+      return 1;
+    for (size_t i = 0; i < P * C; i++)
+      a[i] = (uint8_t)rnd();
+    for (size_t i = 0; i < C; i++)
+      b[i] = (uint8_t)rnd();
+    qh_u8_binary_channels_ref(&p, a, b, y0, P, C);
+    qh_u8_binary_channels(&p, isa, a, b, y1, P, C);
+    for (size_t i = 0; i < P * C; i++) {
+      if (y0[i] != y1[i] && fails++ < 5)
+        fprintf(stderr, "binary %s%s P=%zu C=%zu at %zu: twin %u, isa %d gives %u\n", p.mul ? "Mul" : "Add",
+                p.relu ? "+Relu" : "", P, C, i, y0[i], isa, y1[i]);
+    }
+    checked += P * C;
+    /* the twin itself against the formula written out once more */
+    size_t i = rnd() % (P * C), c = i % C;
+    float fa = ((float)a[i] - (float)p.za) * p.sa, fb = ((float)b[c] - (float)p.zb) * p.sb;
+    float v = p.mul ? fa * fb : fa + fb;
+    if (p.relu && v < 0.0f)
+      v = 0.0f;
+    float r = v / p.so;
+    r = r < (float)-p.zo ? (float)-p.zo : r > (float)(255 - p.zo) ? (float)(255 - p.zo) : r;
+    long q = lrintf(r) + p.zo;
+    if (q != y0[i] && fails++ < 5)
+      fprintf(stderr, "twin differs from the formula: %ld against %u\n", q, y0[i]);
+    free(a), free(b), free(y0), free(y1);
+  }
+  printf("binary_channels isa %d: %zu bytes compared, %zu differ\n", isa, checked, fails);
+  return fails != 0;
+}
+
+static int lut_cases(void) {
+  int fails = 0;
+  const float alpha[QH_U8_N_ACTS] = {0, 0, 1.0f / 6.0f, 0}, beta[QH_U8_N_ACTS] = {0, 0, 0.5f, 0};
+  for (int act = 0; act < QH_U8_N_ACTS; act++) {
+    uint8_t lut[256];
+    float so = act == QH_U8_TANH ? 2.0f / 256.0f : act == QH_U8_HARDSWISH ? 0.03f : 1.0f / 256.0f;
+    int32_t zo = act == QH_U8_TANH ? 128 : act == QH_U8_HARDSWISH ? 20 : 0;
+    qh_u8_act_lut((QhU8Act)act, alpha[act], beta[act], 0.05f, 128, so, zo, lut);
+    int distinct = 1;
+    for (int q = 1; q < 256; q++) {
+      distinct += lut[q] != lut[q - 1];
+      /* Sigmoid, Tanh and HardSigmoid are monotonic; HardSwish is from its minimum at -1.5 */
+      if (lut[q] < lut[q - 1] && (act != QH_U8_HARDSWISH || (float)(q - 128) * 0.05f > -1.5f)) {
+        fprintf(stderr, "act %d: table decreases at %d\n", act, q);
+        fails++;
+      }
+    }
+    if (distinct < 20) {
+      fprintf(stderr, "act %d: only %d distinct values: degenerate table\n", act, distinct);
+      fails++;
+    }
+    uint8_t x[300], y[300];
+    for (int i = 0; i < 300; i++)
+      x[i] = (uint8_t)rnd();
+    qh_u8_lut_apply(lut, x, y, 300);
+    for (int i = 0; i < 300; i++)
+      fails += y[i] != lut[x[i]];
+  }
+  if (qh_u8_act_from_name("HardSwish") != QH_U8_HARDSWISH || qh_u8_act_from_name("Relu") != -1)
+    fails++;
+  printf("activation tables: %d failures\n", fails);
+  return fails != 0;
+}
+
+int main(int argc, char **argv) {
+  const char *isa = argc == 3 && strcmp(argv[1], "--isa") == 0 ? argv[2] : "sse2";
+  int id;
+  __builtin_cpu_init();
+  if (strcmp(isa, "avx512") == 0) {
+    id = QH_U8_ISA_AVX512;
+    if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
+        !__builtin_cpu_supports("avx512vl")) {
+      printf("skip: this CPU lacks AVX-512 F/BW/VL\n");
+      return 77;
+    }
+  } else if (strcmp(isa, "avx2") == 0) {
+    id = QH_U8_ISA_AVX2;
+    if (!__builtin_cpu_supports("avx2")) {
+      printf("skip: this CPU lacks AVX2\n");
+      return 77;
+    }
+  } else {
+    id = QH_U8_ISA_SSE2;
+  }
+  int bad = binary_cases(id);
+  bad |= lut_cases();
+  return bad;
+}
