@@ -11,86 +11,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "../common/unit-query.h"
 #include "fbgemm.h"
-
-static int qparams_sane(const QhQParams *q) {
-  if (!q || q->struct_size < sizeof(QhQParams) || q->count < 1 || !q->scale || !q->zero_point)
-    return 0;
-  for (size_t i = 0; i < q->count; i++)
-    if (!(q->scale[i] > 0.0f) || !isfinite(q->scale[i]))
-      return 0;
-  return 1;
-}
-
-static const char *act_problem(const QhQParams *q, int output) {
-  if (!q)
-    return output ? "float output is not supported" : "float input activation is not supported";
-  if (!qparams_sane(q))
-    return "activation without valid quantization parameters";
-  if (q->dtype != QH_DTYPE_UINT8)
-    return output ? "output activation other than uint8 is not supported"
-                  : "input activation other than uint8 is not supported";
-  if (q->count != 1)
-    return "per-channel activation is not supported";
-  if (q->quant_min < 0 || q->quant_max > 255 || q->zero_point[0] < q->quant_min ||
-      q->zero_point[0] > q->quant_max)
-    return "activation range or zero point outside [0, 255]";
-  return NULL;
-}
-
-static int op_is(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *op) {
-  const char *t = host->node_op_type(g, node);
-  return t && strcmp(t, op) == 0;
-}
-
-static int64_t attr_int(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *name,
-                        int64_t def) {
-  int64_t v = def;
-  QhStatus *st = host->node_attr_int(g, node, name, &v);
-  host->status_free(st);
-  return st ? def : v;
-}
-
-static float attr_float(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *name,
-                        float def) {
-  float v = def;
-  QhStatus *st = host->node_attr_float(g, node, name, &v);
-  host->status_free(st);
-  return st ? def : v;
-}
-
-/* n ints of attribute name into out (def when absent); 0 when present with another count. */
-static int attr_ints(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *name,
-                     size_t n, int64_t def, int64_t *out) {
-  const int64_t *v = NULL;
-  size_t count = 0;
-  QhStatus *st = host->node_attr_ints(g, node, name, &v, &count);
-  for (size_t i = 0; i < n; i++)
-    out[i] = def;
-  if (st) {
-    host->status_free(st);
-    return 1;
-  }
-  if (count != n || !v)
-    return 0;
-  memcpy(out, v, n * sizeof *out);
-  return 1;
-}
-
-static int32_t known_shape(const QhHostApi *host, const QhGraphView *g, uint32_t v, int64_t *dims) {
-  int32_t rank = -1;
-  QhStatus *st = host->value_shape(g, v, dims, QH_MAX_RANK, &rank);
-  if (st) {
-    host->status_free(st);
-    return -1;
-  }
-  if (rank < 0 || rank > QH_MAX_RANK)
-    return -1;
-  for (int32_t i = 0; i < rank; i++)
-    if (dims[i] < 0)
-      return -1;
-  return rank;
-}
 
 /* FBGEMM's weights here are symmetric (PyTorch's per-channel symmetric observer): the
  * row offsets, which multiply the weight zero point, are then zero and not computed. */
@@ -103,7 +25,7 @@ static const char *weight_problem(const QhHostApi *host, const QhGraphView *g, c
     return "weights other than int8 are not supported";
   if (!q)
     return "float weights are not supported";
-  if (!qparams_sane(q) || q->dtype != QH_DTYPE_INT8)
+  if (!uq_qparams_sane(q) || q->dtype != QH_DTYPE_INT8)
     return "weight without valid int8 quantization parameters";
   for (size_t i = 0; i < q->count; i++)
     if (q->zero_point[i] != 0)
@@ -121,7 +43,7 @@ static const char *bias_problem(const QhHostApi *host, const QhGraphView *g, con
   if (!(host->value_flags(g, v) & QH_VALUE_CONSTANT))
     return "non-constant bias is not supported";
   int64_t dims[QH_MAX_RANK], numel = 1;
-  int32_t rank = known_shape(host, g, v, dims);
+  int32_t rank = uq_known_shape(host, g, v, dims);
   for (int32_t i = 0; i < rank; i++)
     numel *= dims[i];
   if (rank < 0 || numel != n)
@@ -131,7 +53,7 @@ static const char *bias_problem(const QhHostApi *host, const QhGraphView *g, con
     if (host->value_dtype(g, v) != QH_DTYPE_FLOAT)
       return "unquantized bias must be float";
   } else {
-    if (host->value_dtype(g, v) != QH_DTYPE_INT32 || !qparams_sane(q) || q->dtype != QH_DTYPE_INT32)
+    if (host->value_dtype(g, v) != QH_DTYPE_INT32 || !uq_qparams_sane(q) || q->dtype != QH_DTYPE_INT32)
       return "quantized bias must be int32";
     if (q->count != 1 && (int64_t)q->count != n)
       return "int32 bias scales must be per tensor or per output channel";
@@ -147,8 +69,8 @@ static const char *bias_problem(const QhHostApi *host, const QhGraphView *g, con
 static const char *analyze_linear(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u,
                                   FbInfo *in) {
   uint32_t node = u->nodes[0];
-  int matmul = op_is(host, g, node, "MatMul");
-  if (!matmul && !op_is(host, g, node, "Gemm"))
+  int matmul = uq_op_is(host, g, node, "MatMul");
+  if (!matmul && !uq_op_is(host, g, node, "Gemm"))
     return "linear pattern on an op other than Gemm or MatMul";
   if (u->n_inputs < 2 || u->n_inputs > 3 || u->input_roles[1] != QH_ROLE_WEIGHT)
     return "expected an activation, a weight and an optional bias";
@@ -156,19 +78,19 @@ static const char *analyze_linear(const QhHostApi *host, const QhGraphView *g, c
     return "MatMul with extra inputs";
   in->w_kn = matmul;
   if (!matmul) {
-    if (attr_int(host, g, node, "transA", 0) != 0)
+    if (uq_attr_int(host, g, node, "transA", 0) != 0)
       return "Gemm with transA=1 is not supported";
-    in->w_kn = attr_int(host, g, node, "transB", 0) == 0;
-    if (attr_float(host, g, node, "alpha", 1.0f) != 1.0f || attr_float(host, g, node, "beta", 1.0f) != 1.0f)
+    in->w_kn = uq_attr_int(host, g, node, "transB", 0) == 0;
+    if (uq_attr_float(host, g, node, "alpha", 1.0f) != 1.0f || uq_attr_float(host, g, node, "beta", 1.0f) != 1.0f)
       return "Gemm with alpha or beta other than 1 is not supported";
   }
   int64_t d[QH_MAX_RANK];
-  if (known_shape(host, g, u->inputs[1], d) != 2 || d[0] < 1 || d[1] < 1)
+  if (uq_known_shape(host, g, u->inputs[1], d) != 2 || d[0] < 1 || d[1] < 1)
     return "weight must be a 2-D constant";
   in->n = in->w_kn ? d[1] : d[0];
   in->k = in->w_kn ? d[0] : d[1];
   int64_t xd[QH_MAX_RANK];
-  int32_t xr = known_shape(host, g, u->inputs[0], xd);
+  int32_t xr = uq_known_shape(host, g, u->inputs[0], xd);
   if (xr >= 0 && (xr < 2 || (!matmul && xr != 2) || xd[xr - 1] != in->k))
     return "input must be 2-D (MatMul: at least 2-D) and end in the weight's K";
   const char *p = weight_problem(host, g, u, in->w_kn ? 1 : 0, in->n);
@@ -182,14 +104,14 @@ static const char *analyze_linear(const QhHostApi *host, const QhGraphView *g, c
 static const char *analyze_conv(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u,
                                 FbInfo *in) {
   uint32_t node = u->nodes[0];
-  if (!op_is(host, g, node, "Conv"))
+  if (!uq_op_is(host, g, node, "Conv"))
     return "conv pattern on an op other than Conv";
   if (u->n_inputs < 2 || u->n_inputs > 3 || u->input_roles[1] != QH_ROLE_WEIGHT)
     return "expected an activation, a weight and an optional bias";
   int64_t d[QH_MAX_RANK];
-  if (known_shape(host, g, u->inputs[1], d) != 4)
+  if (uq_known_shape(host, g, u->inputs[1], d) != 4)
     return "only 2-D convolution is supported";
-  int64_t group = attr_int(host, g, node, "group", 1);
+  int64_t group = uq_attr_int(host, g, node, "group", 1);
   if (group != 1) {
     /* depthwise: the weight is [C, 1, kh, kw] with group = C (channel multiplier 1) */
     if (group != d[0] || d[1] != 1)
@@ -206,9 +128,9 @@ static const char *analyze_conv(const QhHostApi *host, const QhGraphView *g, con
   else if (auto_pad && strcmp(auto_pad, "NOTSET") != 0 && strcmp(auto_pad, "VALID") != 0)
     return "auto_pad SAME is not supported";
   int64_t ks[2];
-  if (!attr_ints(host, g, node, "strides", 2, 1, in->stride) || !attr_ints(host, g, node, "pads", 4, 0, in->pad) ||
-      !attr_ints(host, g, node, "dilations", 2, 1, in->dil) ||
-      !attr_ints(host, g, node, "kernel_shape", 2, -1, ks))
+  if (!uq_attr_ints(host, g, node, "strides", 2, 1, in->stride) || !uq_attr_ints(host, g, node, "pads", 4, 0, in->pad) ||
+      !uq_attr_ints(host, g, node, "dilations", 2, 1, in->dil) ||
+      !uq_attr_ints(host, g, node, "kernel_shape", 2, -1, ks))
     return "malformed strides, pads, dilations or kernel_shape";
   in->co = d[0], in->ci = in->dw ? group : d[1], in->kh = d[2], in->kw = d[3];
   if ((ks[0] >= 0 && ks[0] != in->kh) || (ks[1] >= 0 && ks[1] != in->kw))
@@ -217,7 +139,7 @@ static const char *analyze_conv(const QhHostApi *host, const QhGraphView *g, con
       in->pad[1] < 0 || in->pad[2] < 0 || in->pad[3] < 0 || d[0] < 1 || d[1] < 1 || d[2] < 1 || d[3] < 1)
     return "invalid convolution geometry";
   int64_t xd[QH_MAX_RANK];
-  int32_t xr = known_shape(host, g, u->inputs[0], xd);
+  int32_t xr = uq_known_shape(host, g, u->inputs[0], xd);
   if (xr >= 0 && (xr != 4 || xd[1] != in->ci))
     return "input channels differ from the weight's";
   const char *p = weight_problem(host, g, u, 0, in->co);
@@ -239,14 +161,14 @@ QhStatus *fb_analyze(const QhHostApi *host, const QhGraphView *g, const QhNodeUn
   in->b_value = QH_INVALID_ID;
   const char *p = NULL;
   if (u->n_nodes == 2) {
-    if (op_is(host, g, u->nodes[1], "Relu"))
+    if (uq_op_is(host, g, u->nodes[1], "Relu"))
       in->relu = 1;
     else
       p = "only Relu may follow the op";
   }
   if (!p && u->input_roles[0] != QH_ROLE_ACTIVATION)
     p = "first input is not an activation";
-  if (!p && !(p = act_problem(u->input_qparams[0], 0)) && !(p = act_problem(u->output_qparams[0], 1))) {
+  if (!p && !(p = uq_act_problem(u->input_qparams[0], 0)) && !(p = uq_act_problem(u->output_qparams[0], 1))) {
     in->xq = u->input_qparams[0];
     in->yq = u->output_qparams[0];
     p = kind == FB_CONV ? analyze_conv(host, g, u, in) : analyze_linear(host, g, u, in);

@@ -8,6 +8,8 @@
 #include <qhost/qhost-plugin.h>
 #include <xnnpack.h>
 
+#include "../common/unit-query.h"
+
 typedef struct {
   uint32_t n_threads;
   pthreadpool_t pool;      /* NULL with one thread: XNNPACK then runs on the caller */
@@ -26,14 +28,6 @@ typedef struct {
   const QhQParams *xq, *wq, *bq, *yq;
 } QnInfo;
 
-/* Helpers the unit analyses share (lowering.c). */
-int qn_qparams_sane(const QhQParams *q);
-const char *qn_act_problem(const QhQParams *q, int output);
-int qn_op_is(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *op);
-int64_t qn_attr_int(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *name, int64_t def);
-int qn_attr_ints(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *name, size_t n,
-                 int64_t def, int64_t *out);
-int32_t qn_known_shape(const QhHostApi *host, const QhGraphView *g, uint32_t v, int64_t *dims);
 /* A uint8 tensor view with sane dims, and its element count (xnn-kernels.c). */
 int qn_u8_view_ok(const QhTensorView *t);
 size_t qn_numel(const QhTensorView *t);

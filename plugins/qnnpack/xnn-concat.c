@@ -30,27 +30,27 @@ static const char *analyze(const QhHostApi *host, const QhGraphView *g, const Qh
       !u->input_roles || !u->input_qparams || u->n_outputs != 1 || !u->outputs || !u->output_qparams)
     return "malformed node unit";
   uint32_t node = u->nodes[0];
-  if (!qn_op_is(host, g, node, "Concat"))
+  if (!uq_op_is(host, g, node, "Concat"))
     return "concat pattern on an op other than Concat";
   if (u->n_inputs > CAT_MAX)
     return "Concat of more than 16 inputs is not supported";
-  const char *p = qn_act_problem(u->output_qparams[0], 1);
+  const char *p = uq_act_problem(u->output_qparams[0], 1);
   if (p)
     return p;
   const QhQParams *y = u->output_qparams[0];
   for (size_t i = 0; i < u->n_inputs; i++) {
     if (u->input_roles[i] != QH_ROLE_ACTIVATION || (host->value_flags(g, u->inputs[i]) & QH_VALUE_CONSTANT))
       return "constant inputs are not supported";
-    if ((p = qn_act_problem(u->input_qparams[i], 0)))
+    if ((p = uq_act_problem(u->input_qparams[i], 0)))
       return p;
     const QhQParams *q = u->input_qparams[i];
     if (q->scale[0] != y->scale[0] || q->zero_point[0] != y->zero_point[0])
       return "Concat of inputs on another grid than its output: XNNPACK has no concatenate operator, and its "
              "copy (xnn_copy_nc_x8) does not requantize";
   }
-  int64_t axis = qn_attr_int(host, g, node, "axis", 0);
+  int64_t axis = uq_attr_int(host, g, node, "axis", 0);
   int64_t d[QH_MAX_RANK];
-  int32_t rank = qn_known_shape(host, g, u->inputs[0], d);
+  int32_t rank = uq_known_shape(host, g, u->inputs[0], d);
   if (rank >= 0 && rank != 4)
     return "only 4-D Concat is supported";
   if (axis != 1 && axis != -3)

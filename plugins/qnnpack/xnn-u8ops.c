@@ -47,12 +47,12 @@ static const char *pool_window(const QhHostApi *host, const QhGraphView *g, uint
   else if (auto_pad && strcmp(auto_pad, "NOTSET") != 0 && strcmp(auto_pad, "VALID") != 0)
     return "auto_pad SAME is not supported";
   int64_t ks[2], s[2], d[2];
-  if (!qn_attr_ints(host, g, node, "kernel_shape", 2, -1, ks) || !qn_attr_ints(host, g, node, "strides", 2, 1, s) ||
-      !qn_attr_ints(host, g, node, "pads", 4, 0, k->pad) || !qn_attr_ints(host, g, node, "dilations", 2, 1, d))
+  if (!uq_attr_ints(host, g, node, "kernel_shape", 2, -1, ks) || !uq_attr_ints(host, g, node, "strides", 2, 1, s) ||
+      !uq_attr_ints(host, g, node, "pads", 4, 0, k->pad) || !uq_attr_ints(host, g, node, "dilations", 2, 1, d))
     return "only 2-D pooling is supported (kernel_shape, strides, pads, dilations of 2)";
-  if (qn_attr_int(host, g, node, "ceil_mode", 0) != 0)
+  if (uq_attr_int(host, g, node, "ceil_mode", 0) != 0)
     return "ceil_mode=1 is not supported";
-  if (qn_attr_int(host, g, node, "storage_order", 0) != 0)
+  if (uq_attr_int(host, g, node, "storage_order", 0) != 0)
     return "storage_order=1 is not supported";
   k->kh = ks[0], k->kw = ks[1], k->sh = s[0], k->sw = s[1], k->dh = d[0], k->dw = d[1];
   if (k->kh < 1 || k->kw < 1 || k->sh < 1 || k->sw < 1 || k->dh < 1 || k->dw < 1 || k->kh * k->kw < 2)
@@ -82,24 +82,24 @@ static const char *analyze(const QhHostApi *host, const QhGraphView *g, const Qh
       !u->outputs || !u->output_qparams)
     return "malformed node unit";
   uint32_t node = u->nodes[0];
-  if (qn_op_is(host, g, node, "Add"))
+  if (uq_op_is(host, g, node, "Add"))
     k->op = U_ADD;
-  else if (qn_op_is(host, g, node, "MaxPool"))
+  else if (uq_op_is(host, g, node, "MaxPool"))
     k->op = U_MAXPOOL;
-  else if (qn_op_is(host, g, node, "GlobalAveragePool"))
+  else if (uq_op_is(host, g, node, "GlobalAveragePool"))
     k->op = U_GAP;
-  else if (qn_op_is(host, g, node, "AveragePool"))
+  else if (uq_op_is(host, g, node, "AveragePool"))
     k->op = U_AVGPOOL;
-  else if (qn_op_is(host, g, node, "Sigmoid"))
+  else if (uq_op_is(host, g, node, "Sigmoid"))
     k->op = U_SIGMOID;
-  else if (qn_op_is(host, g, node, "Tanh"))
+  else if (uq_op_is(host, g, node, "Tanh"))
     k->op = U_TANH;
-  else if (qn_op_is(host, g, node, "LeakyRelu"))
+  else if (uq_op_is(host, g, node, "LeakyRelu"))
     k->op = U_LEAKY;
   else
     return "op other than Add, MaxPool, GlobalAveragePool, AveragePool, Sigmoid, Tanh or LeakyRelu";
   if (u->n_nodes == 2) {
-    if (k->op != U_ADD || !qn_op_is(host, g, u->nodes[1], "Relu"))
+    if (k->op != U_ADD || !uq_op_is(host, g, u->nodes[1], "Relu"))
       return "only Add fuses a following Relu";
     k->relu = 1;
   }
@@ -110,16 +110,16 @@ static const char *analyze(const QhHostApi *host, const QhGraphView *g, const Qh
   for (size_t i = 0; i < want; i++) {
     if (u->input_roles[i] != QH_ROLE_ACTIVATION || (host->value_flags(g, u->inputs[i]) & QH_VALUE_CONSTANT))
       return "constant inputs are not supported";
-    if ((p = qn_act_problem(u->input_qparams[i], 0)))
+    if ((p = uq_act_problem(u->input_qparams[i], 0)))
       return p;
   }
-  if ((p = qn_act_problem(u->output_qparams[0], 1)))
+  if ((p = uq_act_problem(u->output_qparams[0], 1)))
     return p;
   if (host->node_output(g, node, 1) != QH_INVALID_ID)
     return "a second output (MaxPool's Indices) is not supported";
   k->aq = u->input_qparams[0], k->bq = want == 2 ? u->input_qparams[1] : NULL, k->yq = u->output_qparams[0];
   int64_t d[QH_MAX_RANK], d2[QH_MAX_RANK];
-  int32_t rank = qn_known_shape(host, g, u->inputs[0], d);
+  int32_t rank = uq_known_shape(host, g, u->inputs[0], d);
   k->channels = -1;
   if (k->op == U_LEAKY) {
     float alpha = 0.01f; /* ONNX's default */
@@ -130,7 +130,7 @@ static const char *analyze(const QhHostApi *host, const QhGraphView *g, const Qh
   if (IS_UNARY(k->op))
     return NULL;
   if (k->op == U_ADD) {
-    int32_t r2 = qn_known_shape(host, g, u->inputs[1], d2);
+    int32_t r2 = uq_known_shape(host, g, u->inputs[1], d2);
     if (rank >= 0 && r2 >= 0 && (rank != r2 || memcmp(d, d2, (size_t)rank * sizeof *d) != 0))
       return "broadcasting Add is not supported";
     return NULL;
@@ -156,7 +156,7 @@ static const char *analyze(const QhHostApi *host, const QhGraphView *g, const Qh
     /* XNNPACK's qu8 average pooling reads padding as the input zero point and always
      * divides by the window's size: ONNX's count_include_pad = 1 */
     int pads = k->pad[0] || k->pad[1] || k->pad[2] || k->pad[3];
-    if (pads && qn_attr_int(host, g, node, "count_include_pad", 0) == 0)
+    if (pads && uq_attr_int(host, g, node, "count_include_pad", 0) == 0)
       return "padded AveragePool with count_include_pad=0 (XNNPACK's qu8 average pooling counts the padding)";
   }
   return NULL;

@@ -7,89 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/unit-query.h"
 #include "onednn.h"
-
-static int qparams_sane(const QhQParams *q) {
-  if (!q || q->struct_size < sizeof(QhQParams) || q->count < 1 || !q->scale || !q->zero_point)
-    return 0;
-  for (size_t i = 0; i < q->count; i++)
-    if (!(q->scale[i] > 0.0f) || !isfinite(q->scale[i]))
-      return 0;
-  return 1;
-}
-
-static const char *act_problem(const QhQParams *q, int output) {
-  if (!q)
-    return output ? "float output is not supported" : "float input activation is not supported";
-  if (!qparams_sane(q))
-    return "activation without valid quantization parameters";
-  if (q->dtype != QH_DTYPE_UINT8)
-    return output ? "int8 output activation is not supported (uint8 only)"
-                  : "int8 input activation is not supported (uint8 only)";
-  if (q->count != 1 || q->zero_point[0] < 0 || q->zero_point[0] > 255)
-    return "per-channel activation is not supported";
-  return NULL;
-}
-
-static int op_is(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *op) {
-  const char *t = host->node_op_type(g, node);
-  return t && strcmp(t, op) == 0;
-}
-
-static int64_t attr_int(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *name,
-                        int64_t def) {
-  int64_t v = def;
-  QhStatus *st = host->node_attr_int(g, node, name, &v);
-  host->status_free(st);
-  return st ? def : v;
-}
-
-static float attr_float(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *name,
-                        float def) {
-  float v = def;
-  QhStatus *st = host->node_attr_float(g, node, name, &v);
-  host->status_free(st);
-  return st ? def : v;
-}
-
-/* n ints of attribute name into out (def when absent); 0 when present with another count. */
-static int attr_ints(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *name,
-                     size_t n, int64_t def, int64_t *out) {
-  const int64_t *v = NULL;
-  size_t count = 0;
-  QhStatus *st = host->node_attr_ints(g, node, name, &v, &count);
-  for (size_t i = 0; i < n; i++)
-    out[i] = def;
-  if (st) {
-    host->status_free(st);
-    return 1;
-  }
-  if (count != n || !v)
-    return 0;
-  memcpy(out, v, n * sizeof *out);
-  return 1;
-}
-
-static int32_t known_shape(const QhHostApi *host, const QhGraphView *g, uint32_t v, int64_t *dims) {
-  int32_t rank = -1;
-  QhStatus *st = host->value_shape(g, v, dims, QH_MAX_RANK, &rank);
-  if (st) {
-    host->status_free(st);
-    return -1;
-  }
-  if (rank < 0 || rank > QH_MAX_RANK)
-    return -1;
-  for (int32_t i = 0; i < rank; i++)
-    if (dims[i] < 0)
-      return -1;
-  return rank;
-}
 
 /* oneDNN has no weight zero points: int8 symmetric, per tensor or per output channel. */
 static const char *weight_problem(const QhQParams *q, int32_t axis, int64_t channels) {
   if (!q)
     return "float weights are not supported";
-  if (!qparams_sane(q))
+  if (!uq_qparams_sane(q))
     return "weight without valid quantization parameters";
   if (q->dtype != QH_DTYPE_INT8)
     return "weights other than int8 are not supported";
@@ -111,7 +36,7 @@ static const char *bias_problem(const QhHostApi *host, const QhGraphView *g, con
   if (!(host->value_flags(g, v) & QH_VALUE_CONSTANT))
     return "non-constant bias is not supported";
   int64_t dims[QH_MAX_RANK], numel = 1;
-  int32_t rank = known_shape(host, g, v, dims);
+  int32_t rank = uq_known_shape(host, g, v, dims);
   for (int32_t i = 0; i < rank; i++)
     numel *= dims[i];
   if (rank < 0 || numel != n)
@@ -121,7 +46,7 @@ static const char *bias_problem(const QhHostApi *host, const QhGraphView *g, con
     if (host->value_dtype(g, v) != QH_DTYPE_FLOAT)
       return "unquantized bias must be float";
   } else {
-    if (host->value_dtype(g, v) != QH_DTYPE_INT32 || !qparams_sane(q) || q->dtype != QH_DTYPE_INT32)
+    if (host->value_dtype(g, v) != QH_DTYPE_INT32 || !uq_qparams_sane(q) || q->dtype != QH_DTYPE_INT32)
       return "quantized bias must be int32";
     if (q->count != 1 && (int64_t)q->count != n)
       return "int32 bias scales must be per tensor or per output channel";
@@ -160,16 +85,16 @@ static const char *tail_problem(const QhHostApi *host, const QhGraphView *g, con
   size_t i = 1;
   in->add = 0;
   in->post = POST_NONE;
-  if (i < u->n_nodes && op_is(host, g, u->nodes[i], "Add")) {
+  if (i < u->n_nodes && uq_op_is(host, g, u->nodes[i], "Add")) {
     if (in->kind != K_CONV)
       return "only conv fuses a residual Add";
     in->add = 1, i++;
   }
   if (i < u->n_nodes) {
     uint32_t node = u->nodes[i++];
-    if (op_is(host, g, node, "Relu"))
+    if (uq_op_is(host, g, node, "Relu"))
       in->post = POST_RELU;
-    else if (op_is(host, g, node, "Clip")) {
+    else if (uq_op_is(host, g, node, "Clip")) {
       const char *p;
       in->post = POST_CLIP;
       if ((p = const_scalar(host, g, node, 1, -INFINITY, &in->clip_lo)) ||
@@ -216,8 +141,8 @@ static const char *saturation_problem(const QhHostApi *host, const QhGraphView *
 static const char *analyze_linear(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u,
                                   X86Info *in) {
   uint32_t node = u->nodes[0];
-  in->matmul = op_is(host, g, node, "MatMul");
-  if (!in->matmul && !op_is(host, g, node, "Gemm"))
+  in->matmul = uq_op_is(host, g, node, "MatMul");
+  if (!in->matmul && !uq_op_is(host, g, node, "Gemm"))
     return "linear pattern on an op other than Gemm or MatMul";
   if (u->n_inputs < 2 || u->n_inputs > 3 || u->input_roles[0] != QH_ROLE_ACTIVATION ||
       u->input_roles[1] != QH_ROLE_WEIGHT)
@@ -225,18 +150,18 @@ static const char *analyze_linear(const QhHostApi *host, const QhGraphView *g, c
   if (in->matmul && u->n_inputs != 2)
     return "MatMul with extra inputs";
   if (!in->matmul) {
-    if (attr_int(host, g, node, "transA", 0) != 0)
+    if (uq_attr_int(host, g, node, "transA", 0) != 0)
       return "Gemm with transA=1 is not supported";
-    if (attr_int(host, g, node, "transB", 0) != 1)
+    if (uq_attr_int(host, g, node, "transB", 0) != 1)
       return "Gemm with transB=0 is not supported (weight must be [N, K])";
-    if (attr_float(host, g, node, "alpha", 1.0f) != 1.0f || attr_float(host, g, node, "beta", 1.0f) != 1.0f)
+    if (uq_attr_float(host, g, node, "alpha", 1.0f) != 1.0f || uq_attr_float(host, g, node, "beta", 1.0f) != 1.0f)
       return "Gemm with alpha or beta other than 1 is not supported";
   }
   uint32_t w = u->inputs[1];
   if (!(host->value_flags(g, w) & QH_VALUE_CONSTANT))
     return "non-constant weights are not supported";
   int64_t d[QH_MAX_RANK];
-  if (known_shape(host, g, w, d) != 2 || d[0] < 1 || d[1] < 1)
+  if (uq_known_shape(host, g, w, d) != 2 || d[0] < 1 || d[1] < 1)
     return "weight must be a 2-D constant";
   if (host->value_dtype(g, w) != QH_DTYPE_INT8)
     return "weights other than int8 are not supported";
@@ -253,7 +178,7 @@ static const char *analyze_linear(const QhHostApi *host, const QhGraphView *g, c
 static const char *analyze_conv(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u,
                                 X86Info *in) {
   uint32_t node = u->nodes[0];
-  if (!op_is(host, g, node, "Conv"))
+  if (!uq_op_is(host, g, node, "Conv"))
     return "conv pattern on an op other than Conv";
   /* Inputs come in op order: the Conv's, then the residual, then Clip's bounds. */
   size_t n_conv = host->node_input(g, node, 2) != QH_INVALID_ID ? 3 : 2;
@@ -264,7 +189,7 @@ static const char *analyze_conv(const QhHostApi *host, const QhGraphView *g, con
   int64_t d[QH_MAX_RANK];
   if (!(host->value_flags(g, w) & QH_VALUE_CONSTANT))
     return "non-constant weights are not supported";
-  if (known_shape(host, g, w, d) != 4)
+  if (uq_known_shape(host, g, w, d) != 4)
     return "only 2-D convolution is supported";
   if (host->value_dtype(g, w) != QH_DTYPE_INT8)
     return "weights other than int8 are not supported";
@@ -275,13 +200,13 @@ static const char *analyze_conv(const QhHostApi *host, const QhGraphView *g, con
   else if (auto_pad && strcmp(auto_pad, "NOTSET") != 0 && strcmp(auto_pad, "VALID") != 0)
     return "auto_pad SAME is not supported";
   int64_t ks[2];
-  if (!attr_ints(host, g, node, "strides", 2, 1, in->stride) ||
-      !attr_ints(host, g, node, "pads", 4, 0, in->pad) ||
-      !attr_ints(host, g, node, "dilations", 2, 1, in->dil) ||
-      !attr_ints(host, g, node, "kernel_shape", 2, -1, ks))
+  if (!uq_attr_ints(host, g, node, "strides", 2, 1, in->stride) ||
+      !uq_attr_ints(host, g, node, "pads", 4, 0, in->pad) ||
+      !uq_attr_ints(host, g, node, "dilations", 2, 1, in->dil) ||
+      !uq_attr_ints(host, g, node, "kernel_shape", 2, -1, ks))
     return "malformed strides, pads, dilations or kernel_shape";
   in->co = d[0], in->kh = d[2], in->kw = d[3];
-  in->grp = attr_int(host, g, node, "group", 1);
+  in->grp = uq_attr_int(host, g, node, "group", 1);
   if ((ks[0] >= 0 && ks[0] != in->kh) || (ks[1] >= 0 && ks[1] != in->kw))
     return "kernel_shape differs from the weight";
   if (in->stride[0] < 1 || in->stride[1] < 1 || in->dil[0] < 1 || in->dil[1] < 1 || in->pad[0] < 0 ||
@@ -290,7 +215,7 @@ static const char *analyze_conv(const QhHostApi *host, const QhGraphView *g, con
     return "invalid convolution geometry";
   in->ci = d[1] * in->grp;
   int64_t xd[QH_MAX_RANK];
-  int32_t xr = known_shape(host, g, u->inputs[0], xd);
+  int32_t xr = uq_known_shape(host, g, u->inputs[0], xd);
   if (xr >= 0 && (xr != 4 || xd[1] != in->ci))
     return "input channels differ from the weight's";
   const char *p = weight_problem(u->input_qparams[1], 0, in->co);
@@ -304,13 +229,13 @@ static const char *analyze_conv(const QhHostApi *host, const QhGraphView *g, con
     in->res_input = n_conv;
     if (u->input_roles[in->res_input] != QH_ROLE_ACTIVATION)
       return "the residual input is not an activation";
-    if ((p = act_problem(u->input_qparams[in->res_input], 0)))
+    if ((p = uq_act_problem(u->input_qparams[in->res_input], 0)))
       return p;
     in->rq = u->input_qparams[in->res_input];
     /* The sum post-op needs the residual exactly in the output's shape; with unknown
      * shapes reshape checks it. */
     int64_t rd[QH_MAX_RANK];
-    int32_t rrank = known_shape(host, g, u->inputs[in->res_input], rd);
+    int32_t rrank = uq_known_shape(host, g, u->inputs[in->res_input], rd);
     if (xr == 4 && rrank >= 0) {
       int64_t eh = xd[2] + in->pad[0] + in->pad[2] - ((in->kh - 1) * in->dil[0] + 1);
       int64_t ew = xd[3] + in->pad[1] + in->pad[3] - ((in->kw - 1) * in->dil[1] + 1);
@@ -335,7 +260,7 @@ QhStatus *x86_analyze(void *instance, const QhHostApi *host, const QhGraphView *
   const char *p = tail_problem(host, g, u, in);
   if (!p && u->n_inputs < 1)
     p = "unit without inputs";
-  if (!p && !(p = act_problem(u->input_qparams[0], 0)) && !(p = act_problem(u->output_qparams[0], 1))) {
+  if (!p && !(p = uq_act_problem(u->input_qparams[0], 0)) && !(p = uq_act_problem(u->output_qparams[0], 1))) {
     in->xq = u->input_qparams[0];
     in->yq = u->output_qparams[0];
     p = kind == K_CONV ? analyze_conv(host, g, u, in) : analyze_linear(host, g, u, in);
@@ -349,17 +274,17 @@ QhStatus *x86_analyze(void *instance, const QhHostApi *host, const QhGraphView *
 }
 
 /* The helpers the element-wise and pooling analysis (onednn-u8ops.c) shares. */
-const char *x86_act_problem(const QhQParams *q, int output) { return act_problem(q, output); }
+const char *x86_act_problem(const QhQParams *q, int output) { return uq_act_problem(q, output); }
 int64_t x86_attr_int(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *name,
                      int64_t def) {
-  return attr_int(host, g, node, name, def);
+  return uq_attr_int(host, g, node, name, def);
 }
 int x86_attr_ints(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *name, size_t n,
                   int64_t def, int64_t *out) {
-  return attr_ints(host, g, node, name, n, def, out);
+  return uq_attr_ints(host, g, node, name, n, def, out);
 }
 int32_t x86_known_shape(const QhHostApi *host, const QhGraphView *g, uint32_t v, int64_t *dims) {
-  return known_shape(host, g, v, dims);
+  return uq_known_shape(host, g, v, dims);
 }
 
 static QhStatus *accept_conv(void *i, const QhHostApi *h, const QhGraphView *g, const QhNodeUnit *u) {

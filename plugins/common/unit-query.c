@@ -1,0 +1,88 @@
+/* Questions every lowering plugin asks about a QDQ node unit through the host API: is a
+ * node of this op, what are its attributes (with defaults when absent), is a value's shape
+ * fully known, are a tensor's quantization parameters usable, and is an activation the
+ * uint8 per-tensor kind the kernels take (and if not, the reason to decline with). The
+ * x86, fbgemm and qnnpack plugins each compile this file in (SDK headers only). */
+#include "unit-query.h"
+
+#include <math.h>
+#include <string.h>
+
+int uq_qparams_sane(const QhQParams *q) {
+  if (!q || q->struct_size < sizeof(QhQParams) || q->count < 1 || !q->scale || !q->zero_point)
+    return 0;
+  for (size_t i = 0; i < q->count; i++)
+    if (!(q->scale[i] > 0.0f) || !isfinite(q->scale[i]))
+      return 0;
+  return 1;
+}
+
+const char *uq_act_problem(const QhQParams *q, int output) {
+  if (!q)
+    return output ? "float output is not supported" : "float input activation is not supported";
+  if (!uq_qparams_sane(q))
+    return "activation without valid quantization parameters";
+  if (q->dtype != QH_DTYPE_UINT8)
+    return output ? "output activation other than uint8 is not supported"
+                  : "input activation other than uint8 is not supported";
+  if (q->count != 1)
+    return "per-channel activation is not supported";
+  if (q->quant_min < 0 || q->quant_max > 255 || q->zero_point[0] < q->quant_min ||
+      q->zero_point[0] > q->quant_max)
+    return "activation range or zero point outside [0, 255]";
+  return NULL;
+}
+
+int uq_op_is(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *op) {
+  const char *t = host->node_op_type(g, node);
+  return t && strcmp(t, op) == 0;
+}
+
+int64_t uq_attr_int(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *name,
+                        int64_t def) {
+  int64_t v = def;
+  QhStatus *st = host->node_attr_int(g, node, name, &v);
+  host->status_free(st);
+  return st ? def : v;
+}
+
+float uq_attr_float(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *name,
+                        float def) {
+  float v = def;
+  QhStatus *st = host->node_attr_float(g, node, name, &v);
+  host->status_free(st);
+  return st ? def : v;
+}
+
+/* n ints of attribute name into out (def when absent); 0 when present with another count. */
+int uq_attr_ints(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *name,
+                     size_t n, int64_t def, int64_t *out) {
+  const int64_t *v = NULL;
+  size_t count = 0;
+  QhStatus *st = host->node_attr_ints(g, node, name, &v, &count);
+  for (size_t i = 0; i < n; i++)
+    out[i] = def;
+  if (st) {
+    host->status_free(st);
+    return 1;
+  }
+  if (count != n || !v)
+    return 0;
+  memcpy(out, v, n * sizeof *out);
+  return 1;
+}
+
+int32_t uq_known_shape(const QhHostApi *host, const QhGraphView *g, uint32_t v, int64_t *dims) {
+  int32_t rank = -1;
+  QhStatus *st = host->value_shape(g, v, dims, QH_MAX_RANK, &rank);
+  if (st) {
+    host->status_free(st);
+    return -1;
+  }
+  if (rank < 0 || rank > QH_MAX_RANK)
+    return -1;
+  for (int32_t i = 0; i < rank; i++)
+    if (dims[i] < 0)
+      return -1;
+  return rank;
+}

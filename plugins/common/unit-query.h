@@ -1,0 +1,30 @@
+/* Unit-analysis helpers shared by the lowering plugins (unit-query.c). Each takes the
+ * host API and graph view a lowering callback was given, borrows them for the call only,
+ * and keeps nothing; none reports an error through a status: a missing attribute gives
+ * the default, an unknown shape -1, an unusable activation a reason string (static
+ * storage, never freed). Safe from any thread the callback runs on. */
+#ifndef QH_PLUGINS_COMMON_UNIT_QUERY_H
+#define QH_PLUGINS_COMMON_UNIT_QUERY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <qhost/qhost-plugin.h>
+
+/* 1 when q is a complete QhQParams with finite positive scales. */
+int uq_qparams_sane(const QhQParams *q);
+/* NULL when q is a usable uint8 per-tensor activation in [0, 255]; otherwise why not
+ * (output: the unit's output, else an input). */
+const char *uq_act_problem(const QhQParams *q, int output);
+/* 1 when node's op type is op. */
+int uq_op_is(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *op);
+/* Attribute name of node, or def when absent (or of another type). */
+int64_t uq_attr_int(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *name, int64_t def);
+float uq_attr_float(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *name, float def);
+/* n ints of attribute name into out (def when absent); 0 when present with another count. */
+int uq_attr_ints(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *name, size_t n,
+                 int64_t def, int64_t *out);
+/* The rank of value v with every dimension in dims, or -1 when any is unknown. */
+int32_t uq_known_shape(const QhHostApi *host, const QhGraphView *g, uint32_t v, int64_t *dims);
+
+#endif
