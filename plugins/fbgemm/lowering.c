@@ -3,8 +3,9 @@
  * channel) and Gemm / MatMul with a constant weight, each with an optional fused Relu, on
  * uint8 per-tensor activations and int8 symmetric weights (per tensor or per output
  * channel) with a float or int32 bias. Everything else is declined with the reason and
- * runs on the host: other grouped and depthwise convolutions, the element-wise and
- * pooling units (not claimed yet, docs/fbgemm.md). Full-range [0, 255] inputs need no
+ * runs on the host: other grouped and depthwise convolutions, Mul, Concat, AveragePool and
+ * the activations (not claimed yet, docs/fbgemm.md). The Add, MaxPool, GlobalAveragePool
+ * and Flatten patterns run on u8ops.c's kernels. Full-range [0, 255] inputs need no
  * decline: the AVX2 path switches to an exact variant for any block holding a byte
  * above 127 (gemm-avx2.c). */
 #include <math.h>
@@ -197,7 +198,10 @@ static QhStatus *accept_linear(void *i, const QhHostApi *h, const QhGraphView *g
 
 static const char *const conv_relu_ops[] = {"Conv", "Relu"}, *const conv_ops[] = {"Conv"},
                   *const gemm_relu_ops[] = {"Gemm", "Relu"}, *const gemm_ops[] = {"Gemm"},
-                  *const matmul_relu_ops[] = {"MatMul", "Relu"}, *const matmul_ops[] = {"MatMul"};
+                  *const matmul_relu_ops[] = {"MatMul", "Relu"}, *const matmul_ops[] = {"MatMul"},
+                  *const add_relu_ops[] = {"Add", "Relu"}, *const add_ops[] = {"Add"},
+                  *const maxpool_ops[] = {"MaxPool"}, *const gap_ops[] = {"GlobalAveragePool"},
+                  *const flatten_ops[] = {"Flatten"};
 
 /* Relu may sit behind a Q -> DQ pair on the unit's output grid; clamping at the zero
  * point before the one rounding gives the same integers (round() is monotonic). */
@@ -212,9 +216,15 @@ PATTERN(linear_relu, gemm_relu_ops, fb_linear_kernel, accept_linear, THROUGH);
 PATTERN(linear, gemm_ops, fb_linear_kernel, accept_linear, 0);
 PATTERN(matmul_relu, matmul_relu_ops, fb_linear_kernel, accept_linear, THROUGH);
 PATTERN(matmul, matmul_ops, fb_linear_kernel, accept_linear, 0);
+PATTERN(add_relu, add_relu_ops, fb_add_kernel, fb_accept_u8op, 0);
+PATTERN(add, add_ops, fb_add_kernel, fb_accept_u8op, 0);
+PATTERN(maxpool, maxpool_ops, fb_maxpool_kernel, fb_accept_u8op, 0);
+PATTERN(global_avgpool, gap_ops, fb_gap_kernel, fb_accept_u8op, 0);
+PATTERN(flatten, flatten_ops, fb_flatten_kernel, fb_accept_u8op, 0);
 
 /* Most fused first: the first pattern that matches and accepts wins. */
 static const QhLoweringPattern *const patterns[] = {&conv_relu, &conv, &linear_relu, &linear,
-                                                    &matmul_relu, &matmul};
+                                                    &matmul_relu, &matmul, &add_relu, &add,
+                                                    &maxpool, &global_avgpool, &flatten};
 const QhLoweringOps fb_lowering = {QH_STRUCT_HEADER(QhLoweringOps), patterns,
                                    sizeof patterns / sizeof patterns[0]};

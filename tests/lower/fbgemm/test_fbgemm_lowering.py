@@ -16,6 +16,11 @@ Depthwise convolutions (3x3 and 5x5, strided, dilated, asymmetric pads, odd chan
 counts, with and without Relu) are claimed and held to the same bars on both files; a 7x7
 depthwise, a depthwise with a channel multiplier, a grouped convolution and a Gemm with
 alpha != 1 are declined with their reasons, and 1 and 2 threads agree.
+The uint8 units (u8ops): hand-built QDQ units of Add (+Relu; same shapes, and per channel
+either way round), MaxPool, GlobalAveragePool and Flatten (a 1x1 view and an NHWC
+transpose) are claimed and byte-identical with the host's reference run of the same unit on
+every kernel path and with 2 threads; MaxPool off its input's grid, with ceil_mode or
+dilations, a broadcasting Add other than per channel and Flatten on axis 2 are declined.
 """
 import json
 import os
@@ -160,9 +165,11 @@ def forms_case(backend, seed):
         host = [(u.get("name"), u.get("reason")) for u in us
                 if u.get("kernel") == "host:reference" and any(op in u.get("ops", "") for op in WEIGHTED)]
         claimed = [u for u in us if u.get("kernel", "").startswith("fbgemm_")]
+        weighted = [u for u in claimed if any(op in u.get("ops", "") for op in WEIGHTED)]
         print(f"{backend}: {len(claimed)} units on fbgemm; weighted units on the host: {host}")
         assert not host, host
-        assert len(claimed) == 9, [u.get("name") for u in claimed]   # 6 convs, 2 Gemm, 1 MatMul
+        assert len(weighted) == 9, [u.get("name") for u in weighted]   # 6 convs, 2 Gemm, 1 MatMul
+        assert any(u.get("kernel") == "fbgemm_flatten_nhwc_qu8" for u in claimed), claimed
         got = check_paths(r, model, x, tmp, backend)   # the default clamp
         named = os.path.join(tmp, f"{backend}.dtype.npy")
         ok(r, "run", model, "--input", x, "-o", named, *BACKEND, *DTYPE_CLAMP)
@@ -287,8 +294,103 @@ def case_clamp(r, tmp):
     assert lo.max() <= 127 and np.abs(lo - np.minimum(h, 127)).max() <= 1, "output_clamp=range"
 
 
+def u8op_unit(path, spec, seed):
+    """One hand-built QDQ unit: Q -> DQ of each input with its qparams, the op (and Relu),
+    Q -> DQ of the output. Returns (model, inputs npz, output scale)."""
+    onnx, TP, helper, nh = qhtest.onnx_modules()
+    rng = np.random.default_rng(seed)
+    names, feeds, nodes, inits, ginputs = [], {}, [], [], []
+    for i, (s, z) in enumerate(spec["in"]):
+        x, shape = f"x{i}", spec["shapes"][i]
+        centre = rng.integers(0, 256, [1, shape[1]] + [1] * (len(shape) - 2))
+        q = np.clip(centre + rng.integers(-60, 61, shape), 0, 255).astype(np.float32)
+        feeds[x] = ((q - z) * np.float32(s)).astype(np.float32)
+        ginputs.append(helper.make_tensor_value_info(x, TP.FLOAT, shape))
+        inits += [nh.from_array(np.array(s, np.float32), f"s{i}"), nh.from_array(np.array(z, np.uint8), f"z{i}")]
+        nodes += [helper.make_node("QuantizeLinear", [x, f"s{i}", f"z{i}"], [f"{x}q"]),
+                  helper.make_node("DequantizeLinear", [f"{x}q", f"s{i}", f"z{i}"], [f"{x}d"])]
+        names.append(f"{x}d")
+    nodes.append(helper.make_node(spec["op"], names, ["o"], **spec.get("attrs", {})))
+    last = "o"
+    if spec.get("relu"):
+        nodes.append(helper.make_node("Relu", ["o"], ["p"]))
+        last = "p"
+    so, zo = spec["out"]
+    inits += [nh.from_array(np.array(so, np.float32), "so"), nh.from_array(np.array(zo, np.uint8), "zo")]
+    nodes += [helper.make_node("QuantizeLinear", [last, "so", "zo"], ["yq"]),
+              helper.make_node("DequantizeLinear", ["yq", "so", "zo"], ["y"])]
+    graph = helper.make_graph(nodes, "unit", ginputs, [helper.make_tensor_value_info("y", TP.FLOAT, None)],
+                              initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    qhtest.save_model(model, path)
+    np.savez(path + ".in.npz", **feeds)
+    return path, path + ".in.npz", float(so)
+
+
+POOL = dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+U8_CLAIMED = {
+    "add": dict(op="Add", shapes=[[2, 19, 9, 7]] * 2, out=(0.07, 120), **{"in": [(0.05, 128), (0.03, 100)]}),
+    "add_relu": dict(op="Add", relu=True, shapes=[[2, 19, 9, 7]] * 2, out=(0.04, 3),
+                     **{"in": [(0.05, 128), (0.03, 100)]}),
+    # scales whose sums land on half steps: ties must round to even as the host does
+    "add_ties": dict(op="Add", shapes=[[1, 24, 6, 6]] * 2, out=(0.5, 128), **{"in": [(0.25, 128), (0.25, 120)]}),
+    "add_channel": dict(op="Add", shapes=[[2, 24, 5, 7], [1, 24, 1, 1]], out=(0.06, 110),
+                        **{"in": [(0.04, 120), (0.02, 90)]}),
+    "add_channel_swapped_relu": dict(op="Add", relu=True, shapes=[[2, 24, 1, 1], [2, 24, 5, 7]], out=(0.05, 20),
+                                     **{"in": [(0.02, 90), (0.04, 120)]}),
+    "maxpool": dict(op="MaxPool", attrs=POOL, shapes=[[2, 19, 11, 10]], out=(0.05, 128), **{"in": [(0.05, 128)]}),
+    "maxpool_2x2_pads": dict(op="MaxPool", attrs=dict(kernel_shape=[2, 3], strides=[2, 1], pads=[0, 1, 1, 0]),
+                             shapes=[[1, 33, 7, 8]], out=(0.03, 7), **{"in": [(0.03, 7)]}),
+    "gap": dict(op="GlobalAveragePool", shapes=[[2, 19, 7, 7]], out=(0.02, 110), **{"in": [(0.05, 128)]}),
+    "flatten_view": dict(op="Flatten", shapes=[[3, 40, 1, 1]], out=(0.05, 128), **{"in": [(0.05, 128)]}),
+    "flatten_transpose": dict(op="Flatten", shapes=[[2, 5, 3, 2]], out=(0.05, 128), **{"in": [(0.05, 128)]}),
+}
+U8_DECLINED = {
+    "differ from its input's": dict(op="MaxPool", attrs=POOL, shapes=[[1, 8, 6, 6]], out=(0.04, 3),
+                                    **{"in": [(0.05, 3)]}),
+    "ceil_mode": dict(op="MaxPool", attrs=dict(POOL, ceil_mode=1), shapes=[[1, 8, 6, 6]], out=(0.05, 3),
+                      **{"in": [(0.05, 3)]}),
+    "dilated": dict(op="MaxPool", attrs=dict(POOL, dilations=[2, 2]), shapes=[[1, 8, 9, 9]], out=(0.05, 3),
+                    **{"in": [(0.05, 3)]}),
+    "other than per channel": dict(op="Add", shapes=[[1, 8, 4, 4], [1, 8, 4, 1]], out=(0.04, 3),
+                                   **{"in": [(0.04, 3), (0.02, 3)]}),
+    "axis other than 1": dict(op="Flatten", attrs=dict(axis=2), shapes=[[1, 8, 4, 4]], out=(0.05, 3),
+                              **{"in": [(0.05, 3)]}),
+}
+
+
+def case_u8ops(r, tmp):
+    """Each claimed uint8 unit byte-identical with the host's run of it, on every path."""
+    for i, (name, spec) in enumerate(U8_CLAIMED.items()):
+        model, npz, so = u8op_unit(os.path.join(tmp, f"{name}.qdq.onnx"), spec, 400 + i)
+        host = os.path.join(tmp, f"{name}.host.npy")
+        ok(r, "run", model, "--input", npz, "-o", host)
+        kernels = [u.get("kernel", "") for u in units(r, model)]
+        assert kernels and all(k.startswith("fbgemm_") for k in kernels), (name, kernels)
+        a = np.load(host).astype(np.float64)
+        assert len(np.unique(a)) > 3, f"{name}: degenerate test output"
+        for isa, mask in paths_here():
+            for threads in ("1", "2"):
+                low = os.path.join(tmp, f"{name}.{isa}.{threads}.npy")
+                ok(r, "run", model, "--input", npz, "-o", low, *BACKEND, "--threads", threads, mask=mask)
+                b = np.load(low).astype(np.float64)
+                assert a.shape == b.shape, (name, a.shape, b.shape)
+                steps = np.rint(np.abs(a - b) / so)
+                assert steps.max() == 0, f"{name} ({isa}, {threads} threads): {steps.max()} steps from the host's"
+        print(f"{name}: {kernels}, identical with the host over {a.size} elements on "
+              f"{'+'.join(p for p, _ in paths_here())}, 1 and 2 threads")
+    for i, (reason, spec) in enumerate(U8_DECLINED.items()):
+        model, npz, _ = u8op_unit(os.path.join(tmp, f"decline{i}.qdq.onnx"), spec, 500 + i)
+        us = units(r, model)
+        print(f"declined: {[u.get('reason') for u in us]}")
+        assert all(u.get("kernel") == "host:reference" and reason in (u.get("reason") or "") for u in us), us
+        ok(r, "run", model, "--input", npz, "-o", os.path.join(tmp, f"decline{i}.npy"), *BACKEND)
+
+
 CASES = {
     "clamp": case_clamp,
+    "u8ops": case_u8ops,
     "forms_fbgemm": forms_case("fbgemm", 1),
     "forms_qnnpack": forms_case("qnnpack", 3),   # full-range [0, 255] activations
     "declines": case_declines,

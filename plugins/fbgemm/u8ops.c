@@ -1,0 +1,505 @@
+/* The fbgemm plugin's uint8 units between its convolutions, so that a ResNet runs conv ->
+ * add -> pool -> conv without leaving NHWC uint8 or going through the host: Add (+Relu) of
+ * two same-shape tensors or of a tensor and a per-channel vector (squeeze-excitation's form,
+ * plugins/common/u8-kernels.c), MaxPool with its output on its input's grid, GlobalAveragePool
+ * and Flatten. Each gives the bytes of the host's reference run of the same QDQ unit
+ * (framework/exec/kernels/elementwise.c, pool.c, qdq.c): DequantizeLinear f32((q - z) * s),
+ * the float op (Add in f32; GlobalAveragePool summing in double in memory order and dividing
+ * by the tap count), QuantizeLinear rint(f32(v / so)) + zo saturated; PyTorch's quantized
+ * add does the same dequantize-add-requantize in fp32 with round half to even. MaxPool and
+ * Flatten on a shared grid move bytes only. The fast paths (Add compiled per instruction set
+ * through target attributes, MaxPool with SSE2 max) are chosen from the instance's kernel
+ * path; the portable-C path (QHOST_CPU_DISABLE=avx512vnni,avx2) runs the plain scalar twins,
+ * which do the same IEEE operations in the same order. Shapes still unknown at accept are
+ * checked at reshape. */
+#include <emmintrin.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/u8-kernels.h"
+#include "../common/unit-query.h"
+#include "fbgemm.h"
+
+enum { U_ADD, U_MAXPOOL, U_GAP, U_FLATTEN, U_N_OPS };
+static const char *const op_names[U_N_OPS] = {"Add", "MaxPool", "GlobalAveragePool", "Flatten"};
+
+#define CHUNK 65536 /* Add elements per parallel task */
+
+typedef struct {
+  const FbInstance *inst;
+  int op, relu, plain; /* plain: the scalar twins (the portable-C kernel path) */
+  int isa;             /* QH_U8_ISA_* of the Add clones */
+  int64_t kh, kw, sh, sw, pad[4];
+  float sa, sb, so;
+  int32_t za, zb, zo;
+  float dq[256]; /* GlobalAveragePool: the input's dequantized values */
+  /* set by reshape */
+  int reshaped, rank, brank, bcast; /* bcast: 0 same shapes, 1 b per channel, 2 a per channel */
+  int64_t dims[QH_MAX_RANK], bdims[QH_MAX_RANK];
+  int64_t n, h, w, c, oh, ow, vn; /* vn: the per-channel operand's batch */
+  size_t in_bytes, b_bytes, out_bytes;
+} U8Op;
+
+/* [N, C, H, W] b is a per-channel operand of a: [N or 1, C, 1, 1]. */
+static int channel_operand(const int64_t *b, const int64_t *a) {
+  return (b[0] == a[0] || b[0] == 1) && b[1] == a[1] && b[2] == 1 && b[3] == 1;
+}
+
+/* The shape of input i: the integer tensor's, else that of the float value the op reads. */
+static int32_t shape_of(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u, uint32_t i,
+                        int64_t *dims) {
+  int32_t r = uq_known_shape(host, g, u->inputs[i], dims);
+  uint32_t v = host->node_input(g, u->nodes[0], i);
+  return r >= 0 || v == QH_INVALID_ID ? r : uq_known_shape(host, g, v, dims);
+}
+
+static int same_grid(const QhQParams *a, const QhQParams *b) {
+  return a->scale[0] == b->scale[0] && a->zero_point[0] == b->zero_point[0];
+}
+
+static const char *window_problem(const QhHostApi *host, const QhGraphView *g, uint32_t node, U8Op *k) {
+  const char *auto_pad = NULL;
+  QhStatus *st = host->node_attr_string(g, node, "auto_pad", &auto_pad);
+  if (st)
+    host->status_free(st);
+  else if (auto_pad && strcmp(auto_pad, "NOTSET") != 0 && strcmp(auto_pad, "VALID") != 0)
+    return "auto_pad SAME is not supported";
+  int64_t ks[2], s[2], d[2];
+  if (!uq_attr_ints(host, g, node, "kernel_shape", 2, -1, ks) || !uq_attr_ints(host, g, node, "strides", 2, 1, s) ||
+      !uq_attr_ints(host, g, node, "pads", 4, 0, k->pad) || !uq_attr_ints(host, g, node, "dilations", 2, 1, d))
+    return "only 2-D pooling is supported (kernel_shape, strides, pads, dilations of 2)";
+  if (uq_attr_int(host, g, node, "ceil_mode", 0) != 0)
+    return "MaxPool with ceil_mode=1 is not claimed yet (the host runs it)";
+  if (uq_attr_int(host, g, node, "storage_order", 0) != 0)
+    return "MaxPool with storage_order=1 is not supported";
+  if (d[0] != 1 || d[1] != 1)
+    return "dilated pooling is not supported";
+  k->kh = ks[0], k->kw = ks[1], k->sh = s[0], k->sw = s[1];
+  if (k->kh < 1 || k->kw < 1 || k->sh < 1 || k->sw < 1)
+    return "invalid pooling window";
+  for (int i = 0; i < 4; i++)
+    if (k->pad[i] < 0 || k->pad[i] >= (i % 2 ? k->kw : k->kh))
+      return "pads negative or not smaller than the window";
+  return NULL;
+}
+
+static const char *analyze(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u, U8Op *k) {
+  k->op = -1;
+  for (int i = 0; i < U_N_OPS; i++)
+    if (uq_op_is(host, g, u->nodes[0], op_names[i]))
+      k->op = i;
+  if (k->op < 0)
+    return "op other than Add, MaxPool, GlobalAveragePool or Flatten";
+  if (u->n_nodes == 2) {
+    if (k->op != U_ADD || !uq_op_is(host, g, u->nodes[1], "Relu"))
+      return "only Add fuses a following Relu";
+    k->relu = 1;
+  } else if (u->n_nodes != 1) {
+    return "unexpected ops in the unit";
+  }
+  size_t want = k->op == U_ADD ? 2 : 1;
+  if (u->n_inputs != want)
+    return k->op == U_ADD ? "Add needs exactly two inputs" : "expected exactly one input";
+  const char *p;
+  for (size_t i = 0; i < want; i++) {
+    if (u->input_roles[i] != QH_ROLE_ACTIVATION || (host->value_flags(g, u->inputs[i]) & QH_VALUE_CONSTANT))
+      return "constant inputs are not supported";
+    if ((p = uq_act_problem(u->input_qparams[i], 0)))
+      return p;
+  }
+  if ((p = uq_act_problem(u->output_qparams[0], 1)))
+    return p;
+  if (host->node_output(g, u->nodes[0], 1) != QH_INVALID_ID)
+    return "a second output (MaxPool's Indices) is not supported";
+  const QhQParams *a = u->input_qparams[0], *y = u->output_qparams[0];
+  k->sa = a->scale[0], k->za = a->zero_point[0], k->so = y->scale[0], k->zo = y->zero_point[0];
+  uint32_t node = u->nodes[0];
+  int64_t d[QH_MAX_RANK], d2[QH_MAX_RANK];
+  int32_t rank = shape_of(host, g, u, 0, d);
+  switch (k->op) {
+  case U_ADD: {
+    k->sb = u->input_qparams[1]->scale[0], k->zb = u->input_qparams[1]->zero_point[0];
+    int32_t r2 = shape_of(host, g, u, 1, d2);
+    if (rank >= 0 && r2 >= 0 && (rank != r2 || memcmp(d, d2, (size_t)rank * sizeof *d) != 0) &&
+        !(rank == 4 && r2 == 4 && (channel_operand(d2, d) || channel_operand(d, d2))))
+      return "broadcasting Add other than per channel ([N,C,H,W] with [N or 1,C,1,1]) is not supported";
+    break;
+  }
+  case U_MAXPOOL:
+    /* PyTorch's quantized max_pool2d keeps the input's qparams; another grid would need
+     * a requantization this kernel does not do */
+    if (!same_grid(a, y))
+      return "MaxPool whose output qparams differ from its input's is not supported";
+    if (rank >= 0 && rank != 4)
+      return "only 2-D pooling is supported";
+    return window_problem(host, g, node, k);
+  case U_GAP:
+    if (rank >= 0 && rank != 4)
+      return "only 2-D GlobalAveragePool is supported";
+    break;
+  case U_FLATTEN: {
+    int64_t axis = uq_attr_int(host, g, node, "axis", 1);
+    if (axis != 1)
+      return "Flatten with an axis other than 1 is not supported";
+    if (!same_grid(a, y))
+      return "Flatten whose output qparams differ from its input's is not supported";
+    break;
+  }
+  }
+  return NULL;
+}
+
+static QhStatus *accept(void *instance, const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u) {
+  (void)instance;
+  if (!u || u->struct_size < sizeof(QhNodeUnit) || u->n_nodes < 1 || !u->nodes || u->n_inputs < 1 ||
+      !u->inputs || !u->input_roles || !u->input_qparams || u->n_outputs != 1 || !u->outputs ||
+      !u->output_qparams)
+    return host->status_new(QH_ERR_INVALID_ARGUMENT, "malformed node unit");
+  U8Op k;
+  memset(&k, 0, sizeof k);
+  const char *p = analyze(host, g, u, &k);
+  return p ? host->status_new(QH_ERR_UNSUPPORTED, p) : NULL;
+}
+
+static QhStatus *create(void *instance, const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u,
+                        void **out) {
+  if (!instance || !out)
+    return host->status_new(QH_ERR_INVALID_ARGUMENT, "create: bad arguments");
+  QhStatus *st = accept(instance, host, g, u);
+  if (st)
+    return st;
+  U8Op *k = calloc(1, sizeof *k);
+  if (!k)
+    return host->status_new(QH_ERR_OUT_OF_MEMORY, "out of memory");
+  analyze(host, g, u, k);
+  k->inst = instance;
+  /* FB_ISA_AVX512VNNI implies AVX-512 F/BW/VL (plugin.c's pick_isa) */
+  k->plain = k->inst->isa <= FB_ISA_PACKED_C;
+  k->isa = k->inst->isa == FB_ISA_AVX512VNNI ? QH_U8_ISA_AVX512 : QH_U8_ISA_AVX2;
+  for (int q = 0; q < 256; q++)
+    k->dq[q] = (float)(q - k->za) * k->sa;
+  *out = k;
+  return NULL;
+}
+
+static void destroy(void *kernel) { free(kernel); }
+
+static int u8_view_ok(const QhTensorView *t) {
+  if (!t || t->struct_size < sizeof(QhTensorView) || t->dtype != QH_DTYPE_UINT8 || t->rank < 0 ||
+      t->rank > QH_MAX_RANK)
+    return 0;
+  for (int32_t i = 0; i < t->rank; i++)
+    if (t->dims[i] < 0)
+      return 0;
+  return 1;
+}
+
+static size_t numel(const QhTensorView *t) {
+  size_t n = 1;
+  for (int32_t i = 0; i < t->rank; i++)
+    n *= (size_t)t->dims[i];
+  return n;
+}
+
+static QhStatus *reshape_add(U8Op *k, const QhHostApi *host, const QhTensorView *x, const QhTensorView *b,
+                             QhTensorView *y) {
+  if (!u8_view_ok(b))
+    return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: Add input must be a uint8 tensor");
+  if (b->rank == x->rank && b->layout == x->layout && memcmp(b->dims, x->dims, (size_t)x->rank * sizeof *x->dims) == 0)
+    return NULL;
+  /* the per-channel form, channels last: [N, H, W, C] with [N or 1, 1, 1, C] either way round */
+  if (x->rank != 4 || b->rank != 4 || x->layout != QH_LAYOUT_NHWC || b->layout != QH_LAYOUT_NHWC)
+    return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: Add inputs differ other than per channel");
+  int64_t xd[4] = {x->dims[0], x->dims[3], x->dims[1], x->dims[2]};
+  int64_t bd[4] = {b->dims[0], b->dims[3], b->dims[1], b->dims[2]};
+  if (channel_operand(bd, xd))
+    k->bcast = 1;
+  else if (channel_operand(xd, bd))
+    k->bcast = 2;
+  else
+    return host->status_new(QH_ERR_INVALID_ARGUMENT,
+                            "reshape: Add inputs differ other than per channel ([N,H,W,C] with [N or 1,1,1,C])");
+  const QhTensorView *full = k->bcast == 1 ? x : b, *vec = k->bcast == 1 ? b : x;
+  memcpy(y->dims, full->dims, sizeof y->dims);
+  k->n = full->dims[0], k->h = full->dims[1], k->w = full->dims[2], k->c = full->dims[3];
+  k->vn = vec->dims[0];
+  return NULL;
+}
+
+static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView *inputs, size_t n_inputs,
+                         QhTensorView *outputs, size_t n_outputs, size_t *out_workspace) {
+  U8Op *k = kernel;
+  if (!host)
+    return NULL;
+  size_t want = k && k->op == U_ADD ? 2 : 1;
+  if (!k || !inputs || n_inputs != want || !outputs || n_outputs != 1 || !out_workspace)
+    return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: bad arguments");
+  const QhTensorView *x = &inputs[0];
+  QhTensorView *y = &outputs[0];
+  if (!u8_view_ok(x) || y->struct_size < sizeof(QhTensorView))
+    return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: input must be a uint8 tensor");
+  k->reshaped = 0;
+  k->bcast = 0;
+  y->dtype = QH_DTYPE_UINT8;
+  y->rank = x->rank;
+  y->layout = x->layout;
+  memcpy(y->dims, x->dims, sizeof y->dims);
+  QhStatus *st = NULL;
+  if (k->op == U_ADD) {
+    st = reshape_add(k, host, x, &inputs[1], y);
+  } else if (k->op == U_FLATTEN) {
+    k->n = 0; /* a plain copy unless NHWC with more than one pixel */
+    int64_t inner = 1;
+    for (int32_t i = 1; i < x->rank; i++)
+      inner *= x->dims[i];
+    if (x->rank == 4 && x->layout == QH_LAYOUT_NHWC)
+      k->n = x->dims[0], k->h = x->dims[1], k->w = x->dims[2], k->c = x->dims[3];
+    if (x->rank < 1)
+      return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: Flatten of a scalar");
+    y->rank = 2, y->dims[0] = x->dims[0], y->dims[1] = inner;
+  } else {
+    if (x->rank != 4 || x->layout != QH_LAYOUT_NHWC)
+      return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: pooling input must be 4-D NHWC");
+    k->n = x->dims[0], k->h = x->dims[1], k->w = x->dims[2], k->c = x->dims[3];
+    if (k->op == U_GAP) {
+      k->oh = k->ow = 1;
+    } else {
+      int64_t eh = k->h + k->pad[0] + k->pad[2] - k->kh, ew = k->w + k->pad[1] + k->pad[3] - k->kw;
+      if (eh < 0 || ew < 0)
+        return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: pooling input smaller than the window");
+      k->oh = eh / k->sh + 1, k->ow = ew / k->sw + 1;
+    }
+    y->dims[1] = k->oh, y->dims[2] = k->ow;
+  }
+  if (st)
+    return st;
+  if (y->rank != 4)
+    y->layout = QH_LAYOUT_ANY;
+  k->rank = x->rank;
+  memcpy(k->dims, x->dims, sizeof k->dims);
+  k->in_bytes = numel(x);
+  k->out_bytes = numel(y);
+  k->b_bytes = k->op == U_ADD ? numel(&inputs[1]) : 0;
+  if (k->op == U_ADD) {
+    k->brank = inputs[1].rank;
+    memcpy(k->bdims, inputs[1].dims, sizeof k->bdims);
+  }
+  k->reshaped = 1;
+  *out_workspace = 0;
+  return NULL;
+}
+
+/* ---- run ---- */
+
+typedef struct {
+  const U8Op *k;
+  const uint8_t *a, *b;
+  uint8_t *y;
+  size_t n;
+} Job;
+
+/* Add (+Relu) of n elements, the host's formula: every clone of this span does the same
+ * IEEE operations in the same order (no -ffast-math, no contraction); Relu then quantize is
+ * quantize clamped below at zo. */
+static inline __attribute__((always_inline)) void add_span(const U8Op *k, const uint8_t *restrict a,
+                                                           const uint8_t *restrict b, uint8_t *restrict y,
+                                                           size_t n) {
+  const float sa = k->sa, sb = k->sb, so = k->so, za = (float)k->za, zb = (float)k->zb;
+  const float lo = k->relu ? 0.0f : (float)(0 - k->zo), hi = (float)(255 - k->zo);
+  const int32_t zo = k->zo;
+  for (size_t i = 0; i < n; i++)
+    y[i] = qh_u8_quant(((float)a[i] - za) * sa + ((float)b[i] - zb) * sb, so, lo, hi, zo);
+}
+
+/* The plain twin, kept scalar so that it is the loop the clones are held to. */
+__attribute__((optimize("no-tree-vectorize", "fp-contract=off"))) static void add_plain(
+    const U8Op *k, const uint8_t *restrict a, const uint8_t *restrict b, uint8_t *restrict y, size_t n) {
+  add_span(k, a, b, y, n);
+}
+__attribute__((target("avx2"), optimize("tree-vectorize", "fp-contract=off"))) static void add_avx2(
+    const U8Op *k, const uint8_t *restrict a, const uint8_t *restrict b, uint8_t *restrict y, size_t n) {
+  add_span(k, a, b, y, n);
+}
+__attribute__((target("avx512f,avx512bw,avx512vl"), optimize("tree-vectorize", "fp-contract=off"))) static void
+add_avx512(const U8Op *k, const uint8_t *restrict a, const uint8_t *restrict b, uint8_t *restrict y, size_t n) {
+  add_span(k, a, b, y, n);
+}
+
+static void add_task(void *user, size_t index, uint32_t worker) {
+  (void)worker;
+  const Job *j = user;
+  const U8Op *k = j->k;
+  size_t i0 = index * CHUNK, n = i0 + CHUNK < j->n ? CHUNK : j->n - i0;
+  if (k->plain)
+    add_plain(k, j->a + i0, j->b + i0, j->y + i0, n);
+  else if (k->isa == QH_U8_ISA_AVX512)
+    add_avx512(k, j->a + i0, j->b + i0, j->y + i0, n);
+  else
+    add_avx2(k, j->a + i0, j->b + i0, j->y + i0, n);
+}
+
+/* Pixels [p0, p0 + j->n) of image n of a per-channel Add: plugins/common/u8-kernels.c. */
+static void channels_task(void *user, size_t index, uint32_t worker) {
+  (void)worker;
+  const Job *j = user;
+  const U8Op *k = j->k;
+  size_t hw = (size_t)(k->h * k->w), tasks = (hw + j->n - 1) / j->n, n = index / tasks;
+  size_t p0 = index % tasks * j->n, p1 = p0 + j->n < hw ? p0 + j->n : hw, C = (size_t)k->c;
+  const uint8_t *vec = j->b + (k->vn == 1 ? 0 : n * C);
+  /* the full operand's qparams first */
+  QhU8Binary p = {.mul = 0, .relu = k->relu, .so = k->so, .zo = k->zo};
+  p.sa = k->bcast == 1 ? k->sa : k->sb, p.za = k->bcast == 1 ? k->za : k->zb;
+  p.sb = k->bcast == 1 ? k->sb : k->sa, p.zb = k->bcast == 1 ? k->zb : k->za;
+  size_t off = (n * hw + p0) * C;
+  if (k->plain)
+    qh_u8_binary_channels_ref(&p, j->a + off, vec, j->y + off, p1 - p0, C);
+  else
+    qh_u8_binary_channels(&p, k->isa, j->a + off, vec, j->y + off, p1 - p0, C);
+}
+
+/* The taps of output position o along one axis: [t0, t1) within the input (pads are
+ * smaller than the window, so every window has at least one). */
+static void taps(int64_t o, int64_t stride, int64_t pad, int64_t kernel, int64_t size, int64_t *t0, int64_t *t1) {
+  int64_t s = o * stride - pad;
+  *t0 = s < 0 ? -s : 0;
+  *t1 = s + kernel > size ? size - s : kernel;
+  *t1 = *t1 < *t0 ? *t0 : *t1;
+}
+
+/* One output row (n, oh) of MaxPool: the bytes' max is the max of the dequantized values
+ * (dequantization is increasing), on the shared grid no requantization. */
+static void maxpool_task(void *user, size_t index, uint32_t worker) {
+  (void)worker;
+  const Job *j = user;
+  const U8Op *k = j->k;
+  int64_t n = (int64_t)index / k->oh, oh = (int64_t)index % k->oh, C = k->c, h0, h1;
+  const uint8_t *x = j->a + (size_t)(n * k->h * k->w * C);
+  uint8_t *yrow = j->y + (size_t)((n * k->oh + oh) * k->ow * C);
+  taps(oh, k->sh, k->pad[0], k->kh, k->h, &h0, &h1);
+  int64_t sh = oh * k->sh - k->pad[0];
+  for (int64_t ow = 0; ow < k->ow; ow++) {
+    int64_t w0, w1, sw = ow * k->sw - k->pad[1];
+    taps(ow, k->sw, k->pad[1], k->kw, k->w, &w0, &w1);
+    uint8_t *restrict y = yrow + ow * C;
+    memset(y, 0, (size_t)C);
+    for (int64_t kh = h0; kh < h1; kh++)
+      for (int64_t kw = w0; kw < w1; kw++) {
+        const uint8_t *restrict xp = x + ((sh + kh) * k->w + sw + kw) * C;
+        int64_t c = 0;
+        if (!k->plain)
+          for (; c + 16 <= C; c += 16)
+            _mm_storeu_si128((__m128i *)(y + c), _mm_max_epu8(_mm_loadu_si128((const __m128i *)(y + c)),
+                                                               _mm_loadu_si128((const __m128i *)(xp + c))));
+        for (; c < C; c++)
+          y[c] = xp[c] > y[c] ? xp[c] : y[c];
+      }
+  }
+}
+
+/* One image of GlobalAveragePool: the host sums each channel's dequantized plane in double
+ * in memory order (h, then w) and divides by H * W, then quantizes the float. */
+static void gap_task(void *user, size_t index, uint32_t worker) {
+  (void)worker;
+  const Job *j = user;
+  const U8Op *k = j->k;
+  int64_t C = k->c, hw = k->h * k->w;
+  const uint8_t *x = j->a + (size_t)((int64_t)index * hw * C);
+  uint8_t *y = j->y + (size_t)((int64_t)index * C);
+  const float lo = (float)(0 - k->zo), hi = (float)(255 - k->zo);
+  for (int64_t c0 = 0; c0 < C; c0 += 64) {
+    int64_t nc = C - c0 < 64 ? C - c0 : 64;
+    double acc[64] = {0};
+    for (int64_t p = 0; p < hw; p++)
+      for (int64_t c = 0; c < nc; c++)
+        acc[c] += (double)k->dq[x[p * C + c0 + c]];
+    for (int64_t c = 0; c < nc; c++)
+      y[c0 + c] = qh_u8_quant(hw > 0 ? (float)(acc[c] / (double)hw) : 0.0f, k->so, lo, hi, k->zo);
+  }
+}
+
+/* One image of Flatten from NHWC with more than one pixel: ONNX's order is [n, c*h*w]. */
+static void flatten_task(void *user, size_t index, uint32_t worker) {
+  (void)worker;
+  const Job *j = user;
+  const U8Op *k = j->k;
+  size_t C = (size_t)k->c, hw = (size_t)(k->h * k->w), per = hw * C;
+  const uint8_t *x = j->a + index * per;
+  uint8_t *y = j->y + index * per;
+  for (size_t p = 0; p < hw; p++)
+    for (size_t c = 0; c < C; c++)
+      y[c * hw + p] = x[p * C + c];
+}
+
+static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ctx, const QhTensorView *inputs,
+                     size_t n_inputs, QhTensorView *outputs, size_t n_outputs, void *workspace,
+                     size_t workspace_bytes) {
+  (void)workspace, (void)workspace_bytes;
+  U8Op *k = kernel;
+  if (!host)
+    return NULL;
+  if (!k || !inputs || !outputs || n_outputs != 1 || n_inputs != (k->op == U_ADD ? 2u : 1u))
+    return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: bad arguments");
+  if (!k->reshaped)
+    return host->status_new(QH_ERR_INVALID_STATE, "run before reshape");
+  for (size_t i = 0; i < n_inputs; i++) {
+    const QhTensorView *x = &inputs[i];
+    int rank = i ? k->brank : k->rank;
+    const int64_t *dims = i ? k->bdims : k->dims;
+    size_t bytes = i ? k->b_bytes : k->in_bytes;
+    if (!u8_view_ok(x) || x->rank != rank || memcmp(x->dims, dims, (size_t)rank * sizeof *dims) ||
+        x->nbytes != bytes || (bytes && !x->data))
+      return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: input differs from reshape's");
+  }
+  QhTensorView *y = &outputs[0];
+  if (!u8_view_ok(y) || y->nbytes != k->out_bytes || (k->out_bytes && !y->data))
+    return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: output buffer differs from reshape's");
+  if (k->out_bytes == 0)
+    return NULL;
+  Job j = {k, inputs[0].data, n_inputs > 1 ? inputs[1].data : NULL, y->data, k->in_bytes};
+  size_t tasks;
+  FbTaskFn task;
+  switch (k->op) {
+  case U_ADD:
+    if (k->bcast) {
+      if (k->bcast == 2) /* a is the per-channel one: swap (Add commutes exactly in IEEE) */
+        j.a = inputs[1].data, j.b = inputs[0].data;
+      size_t hw = (size_t)(k->h * k->w), per = CHUNK / (size_t)(k->c > 0 ? k->c : 1);
+      j.n = per ? per : 1; /* pixels per task */
+      tasks = (size_t)k->n * ((hw + j.n - 1) / j.n), task = channels_task;
+    } else {
+      tasks = (j.n + CHUNK - 1) / CHUNK, task = add_task;
+    }
+    break;
+  case U_FLATTEN:
+    if (k->n > 0 && k->h * k->w > 1) {
+      tasks = (size_t)k->n, task = flatten_task;
+      break;
+    }
+    /* a pure view (one pixel, or not NHWC): the same bytes in the same order */
+    if (y->data != inputs[0].data)
+      memcpy(y->data, inputs[0].data, k->in_bytes);
+    return NULL;
+  case U_GAP:
+    tasks = (size_t)k->n, task = gap_task;
+    break;
+  default:
+    tasks = (size_t)(k->n * k->oh), task = maxpool_task;
+    break;
+  }
+  if (tasks == 0)
+    return NULL;
+  return host->parallel_for(ctx, tasks, task, &j);
+}
+
+#define U8KERNEL(name, kid)                                                                                    \
+  const QhKernelOps name = {QH_STRUCT_HEADER(QhKernelOps), .id = kid, .input_layout = QH_LAYOUT_NHWC,         \
+                            .output_layout = QH_LAYOUT_NHWC, .create = create, .reshape = reshape, .run = run, \
+                            .destroy = destroy}
+U8KERNEL(fb_add_kernel, "fbgemm_add_nhwc_qu8");
+U8KERNEL(fb_maxpool_kernel, "fbgemm_maxpool2d_nhwc_qu8");
+U8KERNEL(fb_gap_kernel, "fbgemm_global_avgpool_nhwc_qu8");
+U8KERNEL(fb_flatten_kernel, "fbgemm_flatten_nhwc_qu8");
+
+QhStatus *fb_accept_u8op(void *instance, const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u) {
+  return accept(instance, host, g, u);
+}
