@@ -20,8 +20,8 @@ compared with the host's reference path.
   AveragePool, GlobalAveragePool and Sigmoid graphs on XNNPACK's operators within one step of the host, and declines the built-in Conv
   graphs (per-channel weights: XNNPACK's qu8 operators take one weight scale) with that
   reason;
-- the fbgemm plugin claims the Conv and linear graphs within one step on every kernel
-  path the CPU has, QHOST_CPU_DISABLE forcing AVX2 (whose exact variant takes these
+- the fbgemm plugin claims the Conv, linear, Add (+Relu), MaxPool and GlobalAveragePool
+  graphs within one step on every kernel path the CPU has, QHOST_CPU_DISABLE forcing AVX2 (whose exact variant takes these
   full-range uint8 inputs) and the portable C one;
 - example_vitis (symmetric int8, power-of-two scales) declines the uint8 graphs and
   claims every int8 power-of-two one, each a PASS that differs from the host's
@@ -236,6 +236,10 @@ FBGEMM = {
     "gemm_relu": ("fc", "Gemm+Relu", "linear_relu", "fbgemm_linear_qu8_qs8w"),
     "gemm": ("fc", "Gemm", "linear", "fbgemm_linear_qu8_qs8w"),
     "matmul": ("matmul", "MatMul", "matmul", "fbgemm_linear_qu8_qs8w"),
+    "add_relu": ("add", "Add+Relu", "add_relu", "fbgemm_add_nhwc_qu8"),
+    "add": ("add", "Add", "add", "fbgemm_add_nhwc_qu8"),
+    "maxpool": ("op", "MaxPool", "maxpool", "fbgemm_maxpool2d_nhwc_qu8"),
+    "global_avgpool": ("op", "GlobalAveragePool", "global_avgpool", "fbgemm_global_avgpool_nhwc_qu8"),
 }
 
 
