@@ -1,5 +1,5 @@
 /* uint8 helper kernels that more than one backend plugin can run between its int8
- * convolutions (the x86 plugin today; the fbgemm plugin can link the same file): lookup
+ * convolutions (the x86 plugin, and the fbgemm plugin for its per-channel Add): lookup
  * tables for the fixed-shape activations (Sigmoid, Tanh, HardSigmoid, HardSwish) and the
  * per-channel broadcasting Add / Mul of squeeze-excitation blocks, on channels-last
  * uint8 tensors. Each computes exactly what the host's DequantizeLinear -> float op ->
