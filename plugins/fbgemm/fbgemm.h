@@ -34,8 +34,8 @@ extern const QhKernelOps fb_conv_kernel, fb_linear_kernel;
 extern const QhLoweringOps fb_lowering;
 
 /* The uint8 units between the convolutions (u8ops.c): Add (+Relu), MaxPool,
- * GlobalAveragePool, Flatten. */
+ * GlobalAveragePool, Flatten, Reshape to 2-D. */
 QhStatus *fb_accept_u8op(void *instance, const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u);
-extern const QhKernelOps fb_add_kernel, fb_maxpool_kernel, fb_gap_kernel, fb_flatten_kernel;
+extern const QhKernelOps fb_add_kernel, fb_maxpool_kernel, fb_gap_kernel, fb_flatten_kernel, fb_reshape_kernel;
 
 #endif

@@ -4,8 +4,9 @@
  * uint8 per-tensor activations and int8 symmetric weights (per tensor or per output
  * channel) with a float or int32 bias. Everything else is declined with the reason and
  * runs on the host: other grouped and depthwise convolutions, Mul, Concat, AveragePool and
- * the activations (not claimed yet, docs/fbgemm.md). The Add, MaxPool, GlobalAveragePool
- * and Flatten patterns run on u8ops.c's kernels. Full-range [0, 255] inputs need no
+ * the activations (not claimed yet, docs/fbgemm.md). The Add, MaxPool, GlobalAveragePool,
+ * Flatten and Reshape (to 2-D)
+ * patterns run on u8ops.c's kernels. Full-range [0, 255] inputs need no
  * decline: the AVX2 path switches to an exact variant for any block holding a byte
  * above 127 (gemm-avx2.c). */
 #include <math.h>
@@ -201,7 +202,7 @@ static const char *const conv_relu_ops[] = {"Conv", "Relu"}, *const conv_ops[] =
                   *const matmul_relu_ops[] = {"MatMul", "Relu"}, *const matmul_ops[] = {"MatMul"},
                   *const add_relu_ops[] = {"Add", "Relu"}, *const add_ops[] = {"Add"},
                   *const maxpool_ops[] = {"MaxPool"}, *const gap_ops[] = {"GlobalAveragePool"},
-                  *const flatten_ops[] = {"Flatten"};
+                  *const flatten_ops[] = {"Flatten"}, *const reshape_ops[] = {"Reshape"};
 
 /* Relu may sit behind a Q -> DQ pair on the unit's output grid; clamping at the zero
  * point before the one rounding gives the same integers (round() is monotonic). */
@@ -221,10 +222,11 @@ PATTERN(add, add_ops, fb_add_kernel, fb_accept_u8op, 0);
 PATTERN(maxpool, maxpool_ops, fb_maxpool_kernel, fb_accept_u8op, 0);
 PATTERN(global_avgpool, gap_ops, fb_gap_kernel, fb_accept_u8op, 0);
 PATTERN(flatten, flatten_ops, fb_flatten_kernel, fb_accept_u8op, 0);
+PATTERN(reshape, reshape_ops, fb_reshape_kernel, fb_accept_u8op, 0);
 
 /* Most fused first: the first pattern that matches and accepts wins. */
 static const QhLoweringPattern *const patterns[] = {&conv_relu, &conv, &linear_relu, &linear,
                                                     &matmul_relu, &matmul, &add_relu, &add,
-                                                    &maxpool, &global_avgpool, &flatten};
+                                                    &maxpool, &global_avgpool, &flatten, &reshape};
 const QhLoweringOps fb_lowering = {QH_STRUCT_HEADER(QhLoweringOps), patterns,
                                    sizeof patterns / sizeof patterns[0]};

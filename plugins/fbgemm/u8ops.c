@@ -1,13 +1,13 @@
 /* The fbgemm plugin's uint8 units between its convolutions, so that a ResNet runs conv ->
  * add -> pool -> conv without leaving NHWC uint8 or going through the host: Add (+Relu) of
  * two same-shape tensors or of a tensor and a per-channel vector (squeeze-excitation's form,
- * plugins/common/u8-kernels.c), MaxPool with its output on its input's grid, GlobalAveragePool
- * and Flatten. Each gives the bytes of the host's reference run of the same QDQ unit
+ * plugins/common/u8-kernels.c), MaxPool with its output on its input's grid, GlobalAveragePool,
+ * Flatten and Reshape to 2-D. Each gives the bytes of the host's reference run of the same QDQ unit
  * (framework/exec/kernels/elementwise.c, pool.c, qdq.c): DequantizeLinear f32((q - z) * s),
  * the float op (Add in f32; GlobalAveragePool summing in double in memory order and dividing
  * by the tap count), QuantizeLinear rint(f32(v / so)) + zo saturated; PyTorch's quantized
- * add does the same dequantize-add-requantize in fp32 with round half to even. MaxPool and
- * Flatten on a shared grid move bytes only. The fast paths (Add compiled per instruction set
+ * add does the same dequantize-add-requantize in fp32 with round half to even. MaxPool,
+ * Flatten and Reshape to 2-D on a shared grid move bytes only. The fast paths (Add compiled per instruction set
  * through target attributes, MaxPool with SSE2 max) are chosen from the instance's kernel
  * path; the portable-C path (QHOST_CPU_DISABLE=avx512vnni,avx2) runs the plain scalar twins,
  * which do the same IEEE operations in the same order. Shapes still unknown at accept are
@@ -20,8 +20,8 @@
 #include "../common/unit-query.h"
 #include "fbgemm.h"
 
-enum { U_ADD, U_MAXPOOL, U_GAP, U_FLATTEN, U_N_OPS };
-static const char *const op_names[U_N_OPS] = {"Add", "MaxPool", "GlobalAveragePool", "Flatten"};
+enum { U_ADD, U_MAXPOOL, U_GAP, U_FLATTEN, U_RESHAPE, U_N_OPS };
+static const char *const op_names[U_N_OPS] = {"Add", "MaxPool", "GlobalAveragePool", "Flatten", "Reshape"};
 
 #define CHUNK 65536 /* Add elements per parallel task */
 
@@ -30,6 +30,7 @@ typedef struct {
   int op, relu, plain; /* plain: the scalar twins (the portable-C kernel path) */
   int isa;             /* QH_U8_ISA_* of the Add clones */
   int64_t kh, kw, sh, sw, pad[4];
+  int64_t shape[2]; /* Reshape's target */
   float sa, sb, so;
   int32_t za, zb, zo;
   float dq[256]; /* GlobalAveragePool: the input's dequantized values */
@@ -43,6 +44,49 @@ typedef struct {
 /* [N, C, H, W] b is a per-channel operand of a: [N or 1, C, 1, 1]. */
 static int channel_operand(const int64_t *b, const int64_t *a) {
   return (b[0] == a[0] || b[0] == 1) && b[1] == a[1] && b[2] == 1 && b[3] == 1;
+}
+
+/* Node input slot of node as n int64 constants into out; 0 when it is not one. */
+static int const_int64s(const QhHostApi *host, const QhGraphView *g, uint32_t node, uint32_t slot, size_t n,
+                        int64_t *out) {
+  uint32_t v = host->node_input(g, node, slot);
+  const void *d = NULL;
+  size_t bytes = 0;
+  if (v == QH_INVALID_ID || !(host->value_flags(g, v) & QH_VALUE_CONSTANT) || host->value_dtype(g, v) != QH_DTYPE_INT64)
+    return 0;
+  QhStatus *st = host->value_data(g, v, &d, &bytes);
+  if (st) {
+    host->status_free(st);
+    return 0;
+  }
+  if (!d || bytes != n * sizeof *out)
+    return 0;
+  memcpy(out, d, bytes);
+  return 1;
+}
+
+/* ONNX Reshape's 2-D target (0: the input's dim, allowzero=0; one -1: inferred) against
+ * the input dims in; 0 when it does not resolve. */
+static int resolve_shape(const int64_t *in, int in_rank, const int64_t *shape, int64_t *out) {
+  int64_t total = 1, known = 1;
+  int infer = -1;
+  for (int i = 0; i < in_rank; i++)
+    total *= in[i];
+  for (int i = 0; i < 2; i++) {
+    out[i] = shape[i] == 0 ? (i < in_rank ? in[i] : -2) : shape[i];
+    if (out[i] == -1 && infer < 0)
+      infer = i;
+    else if (out[i] < 0)
+      return 0;
+    else
+      known *= out[i];
+  }
+  if (infer >= 0) {
+    if (known == 0 || total % known)
+      return 0;
+    out[infer] = total / known;
+  }
+  return infer >= 0 || known == total;
 }
 
 /* The shape of input i: the integer tensor's, else that of the float value the op reads. */
@@ -98,8 +142,15 @@ static const char *analyze(const QhHostApi *host, const QhGraphView *g, const Qh
     return "unexpected ops in the unit";
   }
   size_t want = k->op == U_ADD ? 2 : 1;
-  if (u->n_inputs != want)
+  if (k->op == U_RESHAPE) {
+    /* the target shape is read here; the host may or may not pass it as a unit input */
+    if (uq_attr_int(host, g, u->nodes[0], "allowzero", 0) != 0)
+      return "Reshape with allowzero=1 is not supported";
+    if (!const_int64s(host, g, u->nodes[0], 1, 2, k->shape))
+      return "only Reshape to 2-D with a constant int64 shape is supported";
+  } else if (u->n_inputs != want) {
     return k->op == U_ADD ? "Add needs exactly two inputs" : "expected exactly one input";
+  }
   const char *p;
   for (size_t i = 0; i < want; i++) {
     if (u->input_roles[i] != QH_ROLE_ACTIVATION || (host->value_flags(g, u->inputs[i]) & QH_VALUE_CONSTANT))
@@ -145,6 +196,10 @@ static const char *analyze(const QhHostApi *host, const QhGraphView *g, const Qh
       return "Flatten whose output qparams differ from its input's is not supported";
     break;
   }
+  case U_RESHAPE:
+    if (!same_grid(a, y))
+      return "Reshape whose output qparams differ from its input's is not supported";
+    break;
   }
   return NULL;
 }
@@ -232,7 +287,7 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
   if (!host)
     return NULL;
   size_t want = k && k->op == U_ADD ? 2 : 1;
-  if (!k || !inputs || n_inputs != want || !outputs || n_outputs != 1 || !out_workspace)
+  if (!k || !inputs || n_inputs < want || (k->op != U_RESHAPE && n_inputs != want) || !outputs || n_outputs != 1 || !out_workspace)
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: bad arguments");
   const QhTensorView *x = &inputs[0];
   QhTensorView *y = &outputs[0];
@@ -247,16 +302,23 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
   QhStatus *st = NULL;
   if (k->op == U_ADD) {
     st = reshape_add(k, host, x, &inputs[1], y);
-  } else if (k->op == U_FLATTEN) {
-    k->n = 0; /* a plain copy unless NHWC with more than one pixel */
-    int64_t inner = 1;
-    for (int32_t i = 1; i < x->rank; i++)
-      inner *= x->dims[i];
-    if (x->rank == 4 && x->layout == QH_LAYOUT_NHWC)
+  } else if (k->op == U_FLATTEN || k->op == U_RESHAPE) {
+    /* the output's bytes are the input's in ONNX (NCHW) order: a plain copy unless NHWC
+     * with more than one pixel */
+    int64_t onnx[QH_MAX_RANK], inner = 1;
+    memcpy(onnx, x->dims, sizeof onnx);
+    k->n = 0;
+    if (x->rank == 4 && x->layout == QH_LAYOUT_NHWC) {
       k->n = x->dims[0], k->h = x->dims[1], k->w = x->dims[2], k->c = x->dims[3];
+      onnx[1] = k->c, onnx[2] = k->h, onnx[3] = k->w;
+    }
     if (x->rank < 1)
-      return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: Flatten of a scalar");
-    y->rank = 2, y->dims[0] = x->dims[0], y->dims[1] = inner;
+      return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: Flatten or Reshape of a scalar");
+    for (int32_t i = 1; i < x->rank; i++)
+      inner *= onnx[i];
+    y->rank = 2, y->dims[0] = onnx[0], y->dims[1] = inner;
+    if (k->op == U_RESHAPE && !resolve_shape(onnx, x->rank, k->shape, y->dims))
+      return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: Reshape's shape does not fit its input");
   } else {
     if (x->rank != 4 || x->layout != QH_LAYOUT_NHWC)
       return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: pooling input must be 4-D NHWC");
@@ -437,8 +499,11 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
   U8Op *k = kernel;
   if (!host)
     return NULL;
-  if (!k || !inputs || !outputs || n_outputs != 1 || n_inputs != (k->op == U_ADD ? 2u : 1u))
+  if (!k || !inputs || !outputs || n_outputs != 1 || n_inputs < (k->op == U_ADD ? 2u : 1u) ||
+      (k->op != U_RESHAPE && n_inputs != (k->op == U_ADD ? 2u : 1u)))
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: bad arguments");
+  if (k->op == U_RESHAPE)
+    n_inputs = 1; /* a shape input, if the host passes one, was read at create */
   if (!k->reshaped)
     return host->status_new(QH_ERR_INVALID_STATE, "run before reshape");
   for (size_t i = 0; i < n_inputs; i++) {
@@ -471,6 +536,7 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
     }
     break;
   case U_FLATTEN:
+  case U_RESHAPE:
     if (k->n > 0 && k->h * k->w > 1) {
       tasks = (size_t)k->n, task = flatten_task;
       break;
@@ -499,6 +565,7 @@ U8KERNEL(fb_add_kernel, "fbgemm_add_nhwc_qu8");
 U8KERNEL(fb_maxpool_kernel, "fbgemm_maxpool2d_nhwc_qu8");
 U8KERNEL(fb_gap_kernel, "fbgemm_global_avgpool_nhwc_qu8");
 U8KERNEL(fb_flatten_kernel, "fbgemm_flatten_nhwc_qu8");
+U8KERNEL(fb_reshape_kernel, "fbgemm_reshape_2d_nhwc_qu8");
 
 QhStatus *fb_accept_u8op(void *instance, const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u) {
   return accept(instance, host, g, u);

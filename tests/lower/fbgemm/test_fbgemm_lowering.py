@@ -17,10 +17,11 @@ counts, with and without Relu) are claimed and held to the same bars on both fil
 depthwise, a depthwise with a channel multiplier, a grouped convolution and a Gemm with
 alpha != 1 are declined with their reasons, and 1 and 2 threads agree.
 The uint8 units (u8ops): hand-built QDQ units of Add (+Relu; same shapes, and per channel
-either way round), MaxPool, GlobalAveragePool and Flatten (a 1x1 view and an NHWC
-transpose) are claimed and byte-identical with the host's reference run of the same unit on
+either way round), MaxPool, GlobalAveragePool, Flatten and Reshape to 2-D (a 1x1 view and
+an NHWC transpose each) are claimed and byte-identical with the host's reference run of the same unit on
 every kernel path and with 2 threads; MaxPool off its input's grid, with ceil_mode or
-dilations, a broadcasting Add other than per channel and Flatten on axis 2 are declined.
+dilations, a broadcasting Add other than per channel, Flatten on axis 2 and Reshape to 3-D
+are declined.
 """
 import json
 import os
@@ -310,6 +311,9 @@ def u8op_unit(path, spec, seed):
         nodes += [helper.make_node("QuantizeLinear", [x, f"s{i}", f"z{i}"], [f"{x}q"]),
                   helper.make_node("DequantizeLinear", [f"{x}q", f"s{i}", f"z{i}"], [f"{x}d"])]
         names.append(f"{x}d")
+    if "reshape" in spec:  # Reshape's target shape, an int64 constant
+        inits.append(nh.from_array(np.array(spec["reshape"], np.int64), "shape"))
+        names.append("shape")
     nodes.append(helper.make_node(spec["op"], names, ["o"], **spec.get("attrs", {})))
     last = "o"
     if spec.get("relu"):
@@ -345,6 +349,10 @@ U8_CLAIMED = {
     "gap": dict(op="GlobalAveragePool", shapes=[[2, 19, 7, 7]], out=(0.02, 110), **{"in": [(0.05, 128)]}),
     "flatten_view": dict(op="Flatten", shapes=[[3, 40, 1, 1]], out=(0.05, 128), **{"in": [(0.05, 128)]}),
     "flatten_transpose": dict(op="Flatten", shapes=[[2, 5, 3, 2]], out=(0.05, 128), **{"in": [(0.05, 128)]}),
+    "reshape_view": dict(op="Reshape", reshape=[3, -1], shapes=[[3, 40, 1, 1]], out=(0.05, 128),
+                         **{"in": [(0.05, 128)]}),
+    "reshape_transpose": dict(op="Reshape", reshape=[0, 30], shapes=[[2, 5, 3, 2]], out=(0.05, 128),
+                              **{"in": [(0.05, 128)]}),
 }
 U8_DECLINED = {
     "differ from its input's": dict(op="MaxPool", attrs=POOL, shapes=[[1, 8, 6, 6]], out=(0.04, 3),
@@ -355,6 +363,8 @@ U8_DECLINED = {
                     **{"in": [(0.05, 3)]}),
     "other than per channel": dict(op="Add", shapes=[[1, 8, 4, 4], [1, 8, 4, 1]], out=(0.04, 3),
                                    **{"in": [(0.04, 3), (0.02, 3)]}),
+    "only Reshape to 2-D": dict(op="Reshape", reshape=[1, 8, 16], shapes=[[1, 8, 4, 4]], out=(0.05, 3),
+                                **{"in": [(0.05, 3)]}),
     "axis other than 1": dict(op="Flatten", attrs=dict(axis=2), shapes=[[1, 8, 4, 4]], out=(0.05, 3),
                               **{"in": [(0.05, 3)]}),
 }
