@@ -194,10 +194,10 @@ def coverage_problems(cov):
 
 
 def print_table(results, args):
-    print(f"\nparity: max |qhost fp32 - ORT fp32| / max |ORT fp32| on the model's input. "
-          f"units: on the plugin's kernels / all (conv+linear units on the host). "
-          f"T: layout transposes between units (not counting the "
-          f"graph input's NCHW->NHWC).")
+    print("\nparity: max |qhost fp32 - ORT fp32| / max |ORT fp32| on the model's input. "
+          "units: on the plugin's kernels / all (conv+linear units on the host). "
+          "T: layout transposes between units (not counting the "
+          "graph input's NCHW->NHWC).")
     if not args.coverage_only:
         print(f"latency: median of {args.rounds} round medians, each {args.runs} runs after {args.warmup} "
               f"warm-up; rounds alternate qhost int8, ORT int8, qhost fp32, ORT fp32")
