@@ -1,8 +1,9 @@
 /* Questions every lowering plugin asks about a QDQ node unit through the host API: is a
  * node of this op, what are its attributes (with defaults when absent), is a value's shape
- * fully known, are a tensor's quantization parameters usable, and is an activation the
- * uint8 per-tensor kind the kernels take (and if not, the reason to decline with). The
- * x86, fbgemm and qnnpack plugins each compile this file in (SDK headers only). */
+ * fully known, are a tensor's quantization parameters usable, is an input a bias the
+ * conv/linear kernels take, and is an activation the uint8 per-tensor kind they take (and
+ * if not, the reason to decline with). The x86, fbgemm and qnnpack plugins each compile
+ * this file in (SDK headers only). */
 #include "unit-query.h"
 
 #include <math.h>
@@ -85,4 +86,37 @@ int32_t uq_known_shape(const QhHostApi *host, const QhGraphView *g, uint32_t v, 
     if (dims[i] < 0)
       return -1;
   return rank;
+}
+
+const char *uq_bias_problem(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u, size_t slot,
+                            int64_t n, uint32_t *b_value, const QhQParams **bq) {
+  *b_value = QH_INVALID_ID;
+  *bq = NULL;
+  if (u->input_roles[slot] != QH_ROLE_BIAS)
+    return "third input is not a bias";
+  uint32_t v = u->inputs[slot];
+  if (!(host->value_flags(g, v) & QH_VALUE_CONSTANT))
+    return "non-constant bias is not supported";
+  int64_t dims[QH_MAX_RANK], numel = 1;
+  int32_t rank = uq_known_shape(host, g, v, dims);
+  for (int32_t i = 0; i < rank; i++)
+    numel *= dims[i];
+  if (rank < 0 || numel != n)
+    return "bias must have one element per output channel";
+  const QhQParams *q = u->input_qparams[slot];
+  if (!q) {
+    if (host->value_dtype(g, v) != QH_DTYPE_FLOAT)
+      return "unquantized bias must be float";
+  } else {
+    if (host->value_dtype(g, v) != QH_DTYPE_INT32 || !uq_qparams_sane(q) || q->dtype != QH_DTYPE_INT32)
+      return "quantized bias must be int32";
+    if (q->count != 1 && (int64_t)q->count != n)
+      return "int32 bias scales must be per tensor or per output channel";
+    for (size_t i = 0; i < q->count; i++)
+      if (q->zero_point[i] != 0)
+        return "int32 bias with a non-zero zero point is not supported";
+  }
+  *b_value = v;
+  *bq = q;
+  return NULL;
 }

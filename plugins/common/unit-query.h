@@ -24,6 +24,12 @@ float uq_attr_float(const QhHostApi *host, const QhGraphView *g, uint32_t node, 
 /* n ints of attribute name into out (def when absent); 0 when present with another count. */
 int uq_attr_ints(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *name, size_t n,
                  int64_t def, int64_t *out);
+/* NULL when input slot of u is a bias the conv/linear kernels take (constant, n
+ * elements, float or int32 with zero points 0 and per-tensor or per-channel scales),
+ * then *b_value and *bq (borrowed, NULL for a float bias) describe it; otherwise why not,
+ * with *b_value = QH_INVALID_ID and *bq = NULL. */
+const char *uq_bias_problem(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u, size_t slot,
+                            int64_t n, uint32_t *b_value, const QhQParams **bq);
 /* The rank of value v with every dimension in dims, or -1 when any is unknown. */
 int32_t uq_known_shape(const QhHostApi *host, const QhGraphView *g, uint32_t v, int64_t *dims);
 

@@ -34,37 +34,6 @@ static const char *weight_problem(const QhHostApi *host, const QhGraphView *g, c
   return NULL;
 }
 
-static const char *bias_problem(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u,
-                                QnInfo *in, size_t slot, int64_t n) {
-  if (u->input_roles[slot] != QH_ROLE_BIAS)
-    return "third input is not a bias";
-  uint32_t v = u->inputs[slot];
-  if (!(host->value_flags(g, v) & QH_VALUE_CONSTANT))
-    return "non-constant bias is not supported";
-  int64_t dims[QH_MAX_RANK], numel = 1;
-  int32_t rank = uq_known_shape(host, g, v, dims);
-  for (int32_t i = 0; i < rank; i++)
-    numel *= dims[i];
-  if (rank < 0 || numel != n)
-    return "bias must have one element per output channel";
-  const QhQParams *q = u->input_qparams[slot];
-  if (!q) {
-    if (host->value_dtype(g, v) != QH_DTYPE_FLOAT)
-      return "unquantized bias must be float";
-  } else {
-    if (host->value_dtype(g, v) != QH_DTYPE_INT32 || !uq_qparams_sane(q) || q->dtype != QH_DTYPE_INT32)
-      return "quantized bias must be int32";
-    if (q->count != 1 && (int64_t)q->count != n)
-      return "int32 bias scales must be per tensor or per output channel";
-    for (size_t i = 0; i < q->count; i++)
-      if (q->zero_point[i] != 0)
-        return "int32 bias with a non-zero zero point is not supported";
-  }
-  in->b_value = v;
-  in->bq = q;
-  return NULL;
-}
-
 static const char *analyze_linear(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u,
                                   QnInfo *in) {
   uint32_t node = u->nodes[0];
@@ -97,7 +66,7 @@ static const char *analyze_linear(const QhHostApi *host, const QhGraphView *g, c
     return p;
   in->w_value = u->inputs[1];
   in->wq = u->input_qparams[1];
-  return u->n_inputs == 3 ? bias_problem(host, g, u, in, 2, in->n) : NULL;
+  return u->n_inputs == 3 ? uq_bias_problem(host, g, u, 2, in->n, &in->b_value, &in->bq) : NULL;
 }
 
 static const char *analyze_conv(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u,
@@ -139,7 +108,7 @@ static const char *analyze_conv(const QhHostApi *host, const QhGraphView *g, con
     return p;
   in->w_value = u->inputs[1];
   in->wq = u->input_qparams[1];
-  return u->n_inputs == 3 ? bias_problem(host, g, u, in, 2, in->co) : NULL;
+  return u->n_inputs == 3 ? uq_bias_problem(host, g, u, 2, in->co, &in->b_value, &in->bq) : NULL;
 }
 
 QhStatus *qn_analyze(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u, int kind,

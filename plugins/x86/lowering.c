@@ -26,39 +26,6 @@ static const char *weight_problem(const QhQParams *q, int32_t axis, int64_t chan
   return NULL;
 }
 
-static const char *bias_problem(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u,
-                                X86Info *in, size_t slot, int64_t n) {
-  in->b_value = QH_INVALID_ID;
-  in->bq = NULL;
-  if (u->input_roles[slot] != QH_ROLE_BIAS)
-    return "third input is not a bias";
-  uint32_t v = u->inputs[slot];
-  if (!(host->value_flags(g, v) & QH_VALUE_CONSTANT))
-    return "non-constant bias is not supported";
-  int64_t dims[QH_MAX_RANK], numel = 1;
-  int32_t rank = uq_known_shape(host, g, v, dims);
-  for (int32_t i = 0; i < rank; i++)
-    numel *= dims[i];
-  if (rank < 0 || numel != n)
-    return "bias must have one element per output channel";
-  const QhQParams *q = u->input_qparams[slot];
-  if (!q) {
-    if (host->value_dtype(g, v) != QH_DTYPE_FLOAT)
-      return "unquantized bias must be float";
-  } else {
-    if (host->value_dtype(g, v) != QH_DTYPE_INT32 || !uq_qparams_sane(q) || q->dtype != QH_DTYPE_INT32)
-      return "quantized bias must be int32";
-    if (q->count != 1 && (int64_t)q->count != n)
-      return "int32 bias scales must be per tensor or per output channel";
-    for (size_t i = 0; i < q->count; i++)
-      if (q->zero_point[i] != 0)
-        return "int32 bias with a non-zero zero point is not supported";
-  }
-  in->b_value = v;
-  in->bq = q;
-  return NULL;
-}
-
 /* A float constant scalar input of node (Clip's min / max); def when the slot is empty. */
 static const char *const_scalar(const QhHostApi *host, const QhGraphView *g, uint32_t node,
                                 uint32_t slot, float def, float *out) {
@@ -172,7 +139,7 @@ static const char *analyze_linear(const QhHostApi *host, const QhGraphView *g, c
     return p;
   in->w_value = w;
   in->wq = u->input_qparams[1];
-  return u->n_inputs == 3 ? bias_problem(host, g, u, in, 2, in->n) : NULL;
+  return u->n_inputs == 3 ? uq_bias_problem(host, g, u, 2, in->n, &in->b_value, &in->bq) : NULL;
 }
 
 static const char *analyze_conv(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u,
@@ -223,7 +190,7 @@ static const char *analyze_conv(const QhHostApi *host, const QhGraphView *g, con
     return p;
   in->w_value = w;
   in->wq = u->input_qparams[1];
-  if (n_conv == 3 && (p = bias_problem(host, g, u, in, 2, in->co)))
+  if (n_conv == 3 && (p = uq_bias_problem(host, g, u, 2, in->co, &in->b_value, &in->bq)))
     return p;
   if (in->add) {
     in->res_input = n_conv;
