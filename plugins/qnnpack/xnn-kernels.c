@@ -114,7 +114,7 @@ QhStatus *qn_create_operator(const QnInstance *inst, const QhHostApi *host, cons
       bias[c] = bias_q(in, b, c);
   const QhQParams *xq = in->xq, *yq = in->yq;
   int32_t zo = yq->zero_point[0];
-  uint8_t lo = (uint8_t)(in->relu && zo > yq->quant_min ? zo : yq->quant_min), hi = (uint8_t)yq->quant_max;
+  uint8_t lo = in->lo, hi = in->hi;
   uint8_t zx = (uint8_t)xq->zero_point[0], zw = (uint8_t)(in->wq->zero_point[0] + 128);
   enum xnn_status s;
   if (conv)

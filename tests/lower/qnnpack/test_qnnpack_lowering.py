@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """The qnnpack plugin's lowering driven through the CLI: one float model per unit type the
 plugin claims (Conv 3x3 with Relu, strided with asymmetric pads, dilated, without bias,
-1x1, depthwise, depthwise with Relu, grouped; Gemm with transB 1 (+Relu) and 0; MatMul),
+1x1, depthwise, depthwise with Relu, grouped, Conv + Clip (ReLU6 and narrower bounds, through
+the shared Q/DQ pair); Gemm with transB 1 (+Relu) and 0; MatMul),
 quantized by `qhost quantize --backend qnnpack` and run with `--backend qnnpack`: the unit
 must be on its XNNPACK operator, and its output within one output step of the host's QDQ
 reference run of the same unit, the share of bit-identical outputs printed (only near-tie
@@ -49,7 +50,7 @@ def node(op, ins, out, **attrs):
     return helper.make_node(op, ins, [out], name=out, **attrs)
 
 
-def conv_unit(cin, cout, k, group=1, stride=1, pads=None, dil=1, bias=True, relu=False, hw=(9, 8)):
+def conv_unit(cin, cout, k, group=1, stride=1, pads=None, dil=1, bias=True, relu=False, hw=(9, 8), clip=None):
     def build(rng):
         w = rng.standard_normal((cout, cin // group, k, k)) * (1.5 / np.sqrt(cin // group * k * k))
         inits = [("w", w.astype(np.float32))]
@@ -58,11 +59,14 @@ def conv_unit(cin, cout, k, group=1, stride=1, pads=None, dil=1, bias=True, relu
             inits.append(("b", (rng.standard_normal(cout) * 0.3).astype(np.float32)))
             ins.append("b")
         p = pads if pads is not None else [(k // 2) * dil] * 4
-        out = "c" if relu else "y"
+        out = "c" if relu or clip else "y"
         nodes = [node("Conv", ins, out, group=group, strides=[stride, stride], pads=p, dilations=[dil, dil],
                       kernel_shape=[k, k])]
         if relu:
             nodes.append(node("Relu", ["c"], "y"))
+        if clip:  # ReLU6 as PyTorch exports it: Clip with constant min and max inputs
+            inits += [("cmin", np.array(clip[0], np.float32)), ("cmax", np.array(clip[1], np.float32))]
+            nodes.append(node("Clip", ["c", "cmin", "cmax"], "y"))
         oh = (hw[0] + p[0] + p[2] - dil * (k - 1) - 1) // stride + 1
         ow = (hw[1] + p[1] + p[3] - dil * (k - 1) - 1) // stride + 1
         return nodes, inits, [1, cin, *hw], [1, cout, oh, ow]
@@ -95,6 +99,8 @@ UNITS = {
     "depthwise_relu_strided": conv_unit(24, 24, 3, group=24, stride=2, relu=True),
     "depthwise_mult2": conv_unit(8, 16, 3, group=8),
     "grouped": conv_unit(16, 12, 3, group=4),
+    "conv_clip": conv_unit(8, 16, 3, clip=(-0.3, 0.7)),
+    "depthwise_relu6": conv_unit(16, 16, 3, group=16, clip=(0.0, 6.0)),
     "gemm_relu": linear_unit("Gemm", 40, 30, relu=True),
     "gemm_transb0": linear_unit("Gemm", 33, 17, trans_b=0),
     "matmul": linear_unit("MatMul", 24, 10),
