@@ -5,9 +5,10 @@
  * take. Per-channel weights (qu8 operators have one weight scale) and scale ratios
  * XNNPACK's create refuses are declined with the reason, so they run on the host instead of
  * failing at kernel create: accept creates the operator itself and deletes it. The
- * patterns of Add (+Relu), MaxPool, AveragePool, GlobalAveragePool, Sigmoid, Tanh and
- * LeakyRelu are here too; their analysis and kernels are in xnn-u8ops.c, Concat's in
- * xnn-concat.c. */
+ * patterns of Add, Mul (+Relu), Relu, Clip, MaxPool, AveragePool, GlobalAveragePool,
+ * Sigmoid, Tanh and LeakyRelu are here too; their analysis and kernels are in
+ * xnn-u8ops.c, Concat's in xnn-concat.c, and HardSwish's, Flatten's and Reshape's (the
+ * plugin's own, where XNNPACK has no operator) in own-u8ops.c. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -55,20 +56,15 @@ static const char *clip_bound(const QhHostApi *host, const QhGraphView *g, uint3
   return isnan(*out) ? "Clip bound is NaN" : NULL;
 }
 
-/* The output's byte range after a fused Relu or Clip. The unit's output grid is the
- * Clip's (the Q/DQ pair in between shares it), and quantization is monotonic, so
- * Q(clip(v, a, b)) = clamp(Q(v), Q(a), Q(b)): XNNPACK's output_min / output_max at the
- * host's QuantizeLinear of the bounds give the reference run's bytes. */
-static const char *output_range(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u, QnInfo *in) {
-  const QhQParams *y = in->yq;
+const char *qn_output_range(const QhHostApi *host, const QhGraphView *g, uint32_t post, const QhQParams *y,
+                            uint8_t *out_lo, uint8_t *out_hi) {
   int32_t zo = y->zero_point[0], lo = y->quant_min, hi = y->quant_max;
-  if (u->n_nodes == 2 && uq_op_is(host, g, u->nodes[1], "Relu")) {
+  if (post != QH_INVALID_ID && uq_op_is(host, g, post, "Relu")) {
     lo = zo > lo ? zo : lo;
-  } else if (u->n_nodes == 2) {
+  } else if (post != QH_INVALID_ID) {
     float a, b;
     const char *p;
-    if ((p = clip_bound(host, g, u->nodes[1], 1, -INFINITY, &a)) ||
-        (p = clip_bound(host, g, u->nodes[1], 2, INFINITY, &b)))
+    if ((p = clip_bound(host, g, post, 1, -INFINITY, &a)) || (p = clip_bound(host, g, post, 2, INFINITY, &b)))
       return p;
     if (a > b)
       return "Clip with min > max";
@@ -78,8 +74,8 @@ static const char *output_range(const QhHostApi *host, const QhGraphView *g, con
     hi = cb < hi ? cb : hi;
   }
   if (lo >= hi) /* XNNPACK refuses an empty range; the unit's output would be constant */
-    return "the fused Relu or Clip leaves one output value (XNNPACK needs output_min < output_max)";
-  in->lo = (uint8_t)lo, in->hi = (uint8_t)hi;
+    return "the Relu or Clip leaves one output value (XNNPACK needs output_min < output_max)";
+  *out_lo = (uint8_t)lo, *out_hi = (uint8_t)hi;
   return NULL;
 }
 
@@ -185,7 +181,7 @@ QhStatus *qn_analyze(const QhHostApi *host, const QhGraphView *g, const QhNodeUn
     in->yq = u->output_qparams[0];
     p = kind == QN_CONV ? analyze_conv(host, g, u, in) : analyze_linear(host, g, u, in);
     if (!p)
-      p = output_range(host, g, u, in);
+      p = qn_output_range(host, g, u->n_nodes == 2 ? u->nodes[1] : QH_INVALID_ID, in->yq, &in->lo, &in->hi);
   }
   /* 255 * 255 per centred product: beyond this reduction length int32 accumulation could wrap */
   int64_t k = kind == QN_CONV ? in->ci * in->kh * in->kw : in->k;
@@ -256,10 +252,23 @@ PATTERN(tanh, tanh_ops, qn_tanh_kernel, qn_accept_u8op, 0);
 PATTERN(leaky_relu, leaky_relu_ops, qn_leaky_relu_kernel, qn_accept_u8op, 0);
 static const char *const concat_ops[] = {"Concat"};
 PATTERN(concat, concat_ops, qn_concat_kernel, qn_accept_concat, 0);
+static const char *const mul_relu_ops[] = {"Mul", "Relu"}, *const mul_ops[] = {"Mul"},
+                  *const relu_ops[] = {"Relu"}, *const clip_ops[] = {"Clip"};
+PATTERN(mul_relu, mul_relu_ops, qn_mul_kernel, qn_accept_u8op, 0);
+PATTERN(mul, mul_ops, qn_mul_kernel, qn_accept_u8op, 0);
+PATTERN(relu, relu_ops, qn_clamp_kernel, qn_accept_u8op, 0);
+PATTERN_M(clip, clip_ops, qn_clamp_kernel, qn_accept_u8op, 0, 1u << 0); /* the bounds */
+static const char *const hardswish_ops[] = {"HardSwish"}, *const flatten_ops[] = {"Flatten"},
+                  *const reshape_ops[] = {"Reshape"};
+PATTERN(hardswish, hardswish_ops, qn_hardswish_kernel, qn_accept_own, 0);
+PATTERN(flatten, flatten_ops, qn_flatten_kernel, qn_accept_own, 0);
+PATTERN_M(reshape, reshape_ops, qn_reshape_kernel, qn_accept_own, 0, 1u << 0); /* the shape */
 
 /* Most fused first: the first pattern that matches and accepts wins. */
 static const QhLoweringPattern *const patterns[] = {
-    &p_conv_relu, &p_conv_clip, &p_conv,    &p_linear_relu, &p_linear,  &p_matmul_relu, &p_matmul,       &p_add_relu, &p_add,
-    &p_maxpool,   &p_avgpool, &p_global_avgpool, &p_sigmoid, &p_tanh,     &p_leaky_relu,   &p_concat};
+    &p_conv_relu, &p_conv_clip, &p_conv,    &p_linear_relu,    &p_linear,  &p_matmul_relu, &p_matmul,
+    &p_add_relu,  &p_add,       &p_mul_relu, &p_mul,           &p_relu,    &p_clip,        &p_maxpool,
+    &p_avgpool,   &p_global_avgpool, &p_sigmoid, &p_tanh,      &p_leaky_relu, &p_hardswish, &p_concat,
+    &p_flatten,   &p_reshape};
 const QhLoweringOps qn_lowering = {QH_STRUCT_HEADER(QhLoweringOps), patterns,
                                    sizeof patterns / sizeof patterns[0]};

@@ -17,9 +17,10 @@ AveragePool, GlobalAveragePool, Sigmoid, Tanh and LeakyRelu units are within one
 the host's run (MaxPool identical); a MaxPool whose output is on another grid, a padded
 AveragePool that does not count its padding and a Sigmoid off its fixed output qparams
 are declined. Concat along the channels runs on XNNPACK's strided copies,
-identical to the host's run, and is declined when an input is on another grid. The
-bundled digits CNN runs on XNNPACK but for its Flatten, close to the host's run and as
-accurate.
+identical to the host's run, and is declined when an input is on another grid. Mul (also
+per channel), Relu and Clip run on XNNPACK too, HardSwish, Flatten and Reshape on the
+plugin's own kernels, identical to the host's run but for Mul (within one step). The
+bundled digits CNN runs entirely on the plugin, close to the host's run and as accurate.
 """
 import json
 import os
@@ -316,26 +317,43 @@ FIXED = {"Sigmoid": (np.float32(1 / 256), 0), "Tanh": (np.float32(1 / 128), 128)
 
 
 def u8op_unit(path, op, seed, relu=False, shared=True):
-    """A hand-built QDQ unit of Add (two inputs on different grids), MaxPool (3x3, stride 2,
-    pads 1; output on the input's grid unless shared is False), GlobalAveragePool, Sigmoid or
-    Tanh (PyTorch's fixed output qparams unless shared is False) or LeakyRelu (alpha 0.1),
+    """A hand-built QDQ unit of Add or Mul (two inputs on different grids; MulBcast: the
+    second [N, C, 1, 1]), MaxPool (3x3, stride 2, pads 1), Relu, Clip, Flatten or Reshape (all
+    with the output on the input's grid unless shared is False), GlobalAveragePool, Sigmoid or
+    Tanh (PyTorch's fixed output qparams unless shared is False), LeakyRelu (alpha 0.1) or
+    HardSwish,
     with uint8 inputs on their grids: (model, inputs npz, output scale)."""
     _, TP, helper, nh = qhtest.onnx_modules()
     rng = np.random.default_rng(seed)
     shape = [2, 12, 9, 10]
-    ins = [("x", np.float32(0.03), 120)] + ([("r", np.float32(0.05), 90)] if op == "Add" else [])
+    binary = op in ("Add", "Mul", "MulBcast")
+    ins = [("x", np.float32(0.03), 120)] + ([("r", np.float32(0.05), 90)] if binary else [])
     nodes, inits, feeds, vals = [], [], {}, []
     for name, sc, zp in ins:
-        q = rng.integers(0, 256, shape)
+        # MulBcast: a squeeze-excitation scale, one value per image and channel
+        q = rng.integers(0, 256, [2, 12, 1, 1] if op == "MulBcast" and name == "r" else shape)
         feeds[name] = ((q - zp) * sc).astype(np.float32)
         vals.append(feeds[name])
         inits += [nh.from_array(np.array(sc, np.float32), f"s{name}"), nh.from_array(np.array(zp, np.uint8), f"z{name}")]
         nodes += [helper.make_node("QuantizeLinear", [name, f"s{name}", f"z{name}"], [f"{name}q"]),
                   helper.make_node("DequantizeLinear", [f"{name}q", f"s{name}", f"z{name}"], [f"{name}d"])]
-    if op == "Add":
-        nodes.append(helper.make_node("Add", ["xd", "rd"], ["a"]))
-        y = vals[0] + vals[1]
+    if binary:
+        nodes.append(helper.make_node(op[:3], ["xd", "rd"], ["a"]))
+        y = vals[0] + vals[1] if op == "Add" else vals[0] * vals[1]
         yshape = shape
+    elif op in ("Relu", "Clip"):
+        if op == "Clip":
+            inits += [nh.from_array(np.array(-0.6, np.float32), "cmin"), nh.from_array(np.array(1.1, np.float32), "cmax")]
+        nodes.append(helper.make_node(op, ["xd"] + (["cmin", "cmax"] if op == "Clip" else []), ["a"]))
+        y = np.clip(vals[0], -0.6, 1.1) if op == "Clip" else np.maximum(vals[0], 0)
+        yshape = shape
+    elif op == "Flatten":
+        nodes.append(helper.make_node("Flatten", ["xd"], ["a"], axis=1))
+        y, yshape = vals[0].reshape(2, -1), [2, 12 * 9 * 10]
+    elif op == "Reshape":  # to 3-D, a 0 and a -1 in the shape
+        inits.append(nh.from_array(np.array([0, 12, -1], np.int64), "shape"))
+        nodes.append(helper.make_node("Reshape", ["xd", "shape"], ["a"]))
+        y, yshape = vals[0].reshape(2, 12, -1), [2, 12, 90]
     elif op == "MaxPool":
         nodes.append(helper.make_node("MaxPool", ["xd"], ["a"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]))
         y = vals[0]
@@ -357,13 +375,14 @@ def u8op_unit(path, op, seed, relu=False, shared=True):
         nodes.append(helper.make_node(op, ["xd"], ["a"], **attrs))
         v = vals[0].astype(np.float64)
         y = {"Sigmoid": lambda: 1 / (1 + np.exp(-v)), "Tanh": lambda: np.tanh(v),
-             "LeakyRelu": lambda: np.where(v < 0, 0.1 * v, v)}[op]().astype(np.float32)
+             "LeakyRelu": lambda: np.where(v < 0, 0.1 * v, v),
+             "HardSwish": lambda: v * np.clip(v + 3, 0, 6) / 6}[op]().astype(np.float32)
         yshape = shape
     last = "a"
     if relu:
         nodes.append(helper.make_node("Relu", ["a"], ["p"]))
         y, last = np.maximum(y, 0), "p"
-    if op == "MaxPool" and shared:
+    if op in ("MaxPool", "Relu", "Clip", "Flatten", "Reshape") and shared:
         so, zo = ins[0][1], ins[0][2]
     elif op in FIXED and shared:
         so, zo = FIXED[op]
@@ -374,7 +393,8 @@ def u8op_unit(path, op, seed, relu=False, shared=True):
     inits += [nh.from_array(np.array(so, np.float32), "so"), nh.from_array(np.array(zo, np.uint8), "zo")]
     nodes += [helper.make_node("QuantizeLinear", [last, "so", "zo"], ["yq"]),
               helper.make_node("DequantizeLinear", ["yq", "so", "zo"], ["y"])]
-    graph = helper.make_graph(nodes, "unit", [helper.make_tensor_value_info(n, TP.FLOAT, shape) for n, _, _ in ins],
+    graph = helper.make_graph(nodes, "unit", [helper.make_tensor_value_info(n, TP.FLOAT, list(feeds[n].shape))
+                                              for n, _, _ in ins],
                               [helper.make_tensor_value_info("y", TP.FLOAT, yshape)], initializer=inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
@@ -393,15 +413,25 @@ U8OPS = {  # name -> (op, relu, kernel, want bit-identical)
     "sigmoid": ("Sigmoid", False, "xnn_sigmoid_nc_qu8", False),
     "tanh": ("Tanh", False, "xnn_tanh_nc_qu8", False),
     "leaky_relu": ("LeakyRelu", False, "xnn_leaky_relu_nc_qu8", False),
+    "mul": ("Mul", False, "xnn_multiply_nd_qu8", False),
+    "mul_relu": ("Mul", True, "xnn_multiply_nd_qu8", False),
+    "mul_per_channel": ("MulBcast", False, "xnn_multiply_nd_qu8", False),
+    "relu": ("Relu", False, "xnn_clamp_nc_u8", True),
+    "clip": ("Clip", False, "xnn_clamp_nc_u8", True),
+    # the plugin's own kernels: a table of the host's formula, and byte moves
+    "hardswish": ("HardSwish", False, "qn_hardswish_lut_u8", True),
+    "flatten": ("Flatten", False, "qn_flatten_u8", True),
+    "reshape": ("Reshape", False, "qn_reshape_u8", True),
 }
 
 
 def case_u8ops(r, tmp):
-    """Add (+Relu), MaxPool, AveragePool (unpadded; padded with count_include_pad=1),
-    GlobalAveragePool, Sigmoid, Tanh and LeakyRelu units on XNNPACK within one step of the
-    host's run (MaxPool only picks bytes: identical); MaxPool onto another grid, a padded
-    AveragePool with count_include_pad=0 and Sigmoid with other than its fixed output
-    qparams declined."""
+    """Add, Mul (+Relu; Mul also per channel), MaxPool, AveragePool (unpadded; padded with
+    count_include_pad=1), GlobalAveragePool, Sigmoid, Tanh, LeakyRelu, Relu and Clip units on
+    XNNPACK, HardSwish, Flatten (of an NHWC map: a transpose) and Reshape on the plugin's own
+    kernels, within one step of the host's run (MaxPool, Relu, Clip, HardSwish, Flatten and
+    Reshape identical); MaxPool and Flatten onto another grid, a padded AveragePool with
+    count_include_pad=0 and Sigmoid with other than its fixed output qparams declined."""
     bad = []
     for i, (name, (op, relu, kernel, exact)) in enumerate(U8OPS.items()):
         model, x, so = u8op_unit(os.path.join(tmp, f"{name}.qdq.onnx"), op, 60 + i, relu)
@@ -421,6 +451,10 @@ def case_u8ops(r, tmp):
     us = units(r, model)
     print("maxpool onto another grid:", [(u.get("kernel"), u.get("reason")) for u in us])
     assert us and us[0].get("kernel") == "host:reference" and "does not requantize" in (us[0].get("reason") or ""), us
+    model, x, _ = u8op_unit(os.path.join(tmp, "flatten_regrid.qdq.onnx"), "Flatten", 73, shared=False)
+    us = units(r, model)
+    print("flatten onto another grid:", [(u.get("kernel"), u.get("reason")) for u in us])
+    assert us and us[0].get("kernel") == "host:reference" and "does not requantize" in (us[0].get("reason") or ""), us
     model, x, _ = u8op_unit(os.path.join(tmp, "avgpool_exc.qdq.onnx"), "AveragePoolPadExc", 72)
     us = units(r, model)
     print("padded AveragePool, count_include_pad=0:", [(u.get("kernel"), u.get("reason")) for u in us])
@@ -435,8 +469,8 @@ DIGITS = os.path.join(ROOT, "examples", "digits_cnn.onnx")
 
 
 def case_digits(r, tmp):
-    """The bundled digits CNN quantized for qnnpack: every unit but Flatten on XNNPACK (no
-    Q/DQ between its kernels), the final output within two steps of the host's run (a chain
+    """The bundled digits CNN quantized for qnnpack: every unit on the plugin (XNNPACK's
+    operators; Flatten on the plugin's own byte move), no Q/DQ between its kernels, the final output within two steps of the host's run (a chain
     compounds one-step near-tie differences) on >= 95% identical, the same top-1 accuracy
     within half a point, and 1 and 2 threads identical."""
     ex = os.path.join(ROOT, "examples")
@@ -444,8 +478,8 @@ def case_digits(r, tmp):
     ok(r, "quantize", DIGITS, "--backend", "qnnpack", "--calib", os.path.join(ex, "digits_calib.npy"), "-o", model,
        "--quiet")
     us = units(r, model)
-    host_run = sorted(u.get("ops", "") for u in us if not u.get("kernel", "").startswith("xnn_"))
-    assert host_run == ["Flatten"], f"units off XNNPACK: {host_run}"
+    host_run = sorted(u.get("ops", "") for u in us if not u.get("kernel", "").startswith(("xnn_", "qn_")))
+    assert not host_run, f"units off the plugin: {host_run}"
     x, labels = os.path.join(ex, "digits_test.npy"), np.load(os.path.join(ex, "digits_labels.npy"))
     outs = {}
     for tag, extra in (("host", []), ("t1", BACKEND + ["--threads", "1"]), ("t2", BACKEND + ["--threads", "2"])):
