@@ -239,9 +239,9 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
     return NULL;
   Job j = {k, x->data, y->data};
   if (k->op == O_HARDSWISH)
-    pthreadpool_parallelize_1d_tile_1d(k->inst->pool, hardswish_task, &j, k->in_bytes, CHUNK, 0);
+    pthreadpool_parallelize_1d_tile_1d(k->inst->pool, hardswish_task, &j, k->in_bytes, CHUNK, k->inst->pool_flags);
   else if (k->transpose)
-    pthreadpool_parallelize_1d(k->inst->pool, transpose_task, &j, (size_t)k->n, 0);
+    pthreadpool_parallelize_1d(k->inst->pool, transpose_task, &j, (size_t)k->n, k->inst->pool_flags);
   else if (y->data != x->data)
     memcpy(y->data, x->data, k->in_bytes);
   return NULL;

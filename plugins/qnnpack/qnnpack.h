@@ -13,6 +13,10 @@
 typedef struct {
   uint32_t n_threads;
   pthreadpool_t pool;      /* NULL with one thread: XNNPACK then runs on the caller */
+  /* spin=off: XNN_FLAG_YIELD_WORKERS on every operator and PTHREADPOOL_FLAG_YIELD_WORKERS
+   * on the plugin's own parallel loops, so the pool's workers sleep after each unit
+   * instead of spinning for the next (docs/qnnpack.md, "Threads"); 0 with spin=on */
+  uint32_t xnn_flags, pool_flags;
   enum xnn_status xnn_init; /* xnn_initialize's answer, once per process */
 } QnInstance;
 

@@ -123,11 +123,11 @@ QhStatus *qn_create_operator(const QnInstance *inst, const QhHostApi *host, cons
         (uint32_t)in->kw, (uint32_t)in->stride[0], (uint32_t)in->stride[1], (uint32_t)in->dil[0],
         (uint32_t)in->dil[1], (uint32_t)in->group, (size_t)in->ci, (size_t)(in->co / in->group),
         (size_t)(in->ci * in->group), (size_t)in->co, zx, xq->scale[0], zw, in->wq->scale[0], wu, bias,
-        (uint8_t)zo, yq->scale[0], lo, hi, 0, out);
+        (uint8_t)zo, yq->scale[0], lo, hi, inst->xnn_flags, out);
   else
     s = xnn_create_fully_connected_nc_qu8((size_t)in->k, (size_t)in->n, (size_t)in->k, (size_t)in->n, zx,
                                           xq->scale[0], zw, in->wq->scale[0], wu, bias, (uint8_t)zo,
-                                          yq->scale[0], lo, hi, 0, out);
+                                          yq->scale[0], lo, hi, inst->xnn_flags, out);
   /* XNNPACK keeps its own packed copy */
   free(wu), free(bias);
   if (s != xnn_status_success)

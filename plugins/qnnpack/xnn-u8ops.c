@@ -244,29 +244,29 @@ static QhStatus *make_op(const QhHostApi *host, U8Op *k, int64_t channels, xnn_o
   switch (k->op) {
   case U_ADD:
     s = xnn_create_add_nd_qu8((uint8_t)a->zero_point[0], a->scale[0], (uint8_t)k->bq->zero_point[0],
-                              k->bq->scale[0], (uint8_t)zo, y->scale[0], lo, hi, 0, out);
+                              k->bq->scale[0], (uint8_t)zo, y->scale[0], lo, hi, k->inst->xnn_flags, out);
     break;
   case U_MUL:
     s = xnn_create_multiply_nd_qu8((uint8_t)a->zero_point[0], a->scale[0], (uint8_t)k->bq->zero_point[0],
-                                   k->bq->scale[0], (uint8_t)zo, y->scale[0], lo, hi, 0, out);
+                                   k->bq->scale[0], (uint8_t)zo, y->scale[0], lo, hi, k->inst->xnn_flags, out);
     break;
   case U_CLAMP:
-    s = xnn_create_clamp_nc_u8(1, 1, 1, lo, hi, 0, out);
+    s = xnn_create_clamp_nc_u8(1, 1, 1, lo, hi, k->inst->xnn_flags, out);
     break;
   case U_MAXPOOL:
     s = xnn_create_max_pooling2d_nhwc_u8((uint32_t)k->pad[0], (uint32_t)k->pad[3], (uint32_t)k->pad[2],
                                          (uint32_t)k->pad[1], (uint32_t)k->kh, (uint32_t)k->kw, (uint32_t)k->sh,
-                                         (uint32_t)k->sw, (uint32_t)k->dh, (uint32_t)k->dw, c, c, c, lo, hi, 0, out);
+                                         (uint32_t)k->sw, (uint32_t)k->dh, (uint32_t)k->dw, c, c, c, lo, hi, k->inst->xnn_flags, out);
     break;
   case U_AVGPOOL:
     s = xnn_create_average_pooling2d_nhwc_qu8((uint32_t)k->pad[0], (uint32_t)k->pad[3], (uint32_t)k->pad[2],
                                               (uint32_t)k->pad[1], (uint32_t)k->kh, (uint32_t)k->kw, (uint32_t)k->sh,
                                               (uint32_t)k->sw, c, c, c, (uint8_t)a->zero_point[0], a->scale[0],
-                                              (uint8_t)zo, y->scale[0], lo, hi, 0, out);
+                                              (uint8_t)zo, y->scale[0], lo, hi, k->inst->xnn_flags, out);
     break;
   case U_SIGMOID:
     s = xnn_create_sigmoid_nc_qu8(1, 1, 1, (uint8_t)a->zero_point[0], a->scale[0], (uint8_t)zo, y->scale[0], lo,
-                                  hi, 0, out);
+                                  hi, k->inst->xnn_flags, out);
     break;
   case U_TANH:
     s = xnn_create_tanh_nc_qu8(1, 1, 1, (uint8_t)a->zero_point[0], a->scale[0], (uint8_t)zo, y->scale[0], lo, hi,
@@ -274,11 +274,11 @@ static QhStatus *make_op(const QhHostApi *host, U8Op *k, int64_t channels, xnn_o
     break;
   case U_LEAKY:
     s = xnn_create_leaky_relu_nc_qu8(1, 1, 1, k->alpha, (uint8_t)a->zero_point[0], a->scale[0], (uint8_t)zo,
-                                     y->scale[0], lo, hi, 0, out);
+                                     y->scale[0], lo, hi, k->inst->xnn_flags, out);
     break;
   default:
     s = xnn_create_global_average_pooling_nwc_qu8(c, c, c, (uint8_t)a->zero_point[0], a->scale[0], (uint8_t)zo,
-                                                  y->scale[0], lo, hi, 0, out);
+                                                  y->scale[0], lo, hi, k->inst->xnn_flags, out);
     break;
   }
   if (s != xnn_status_success)

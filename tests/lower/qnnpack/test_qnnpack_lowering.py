@@ -188,18 +188,25 @@ def case_scale_declined(r, tmp):
 
 
 def case_threads_agree(r, tmp):
+    """1 thread, and 2 threads with the pool's workers sleeping between units (spin=off, the
+    default) or spinning (spin=on), give identical bytes; a bad spin value is refused."""
     outs = []
     for name in ("conv3x3_relu", "depthwise", "gemm_relu"):
         build, _ = UNITS[name]
         model, x = quantized(r, tmp, name, build, seed=7)
         got = []
-        for t in (1, 2):
-            p = os.path.join(tmp, f"{name}.t{t}.npy")
-            ok(r, "run", model, "--input", x, "-o", p, "--threads", str(t), *BACKEND)
+        for t, spin in ((1, "off"), (2, "off"), (2, "on")):
+            p = os.path.join(tmp, f"{name}.t{t}.{spin}.npy")
+            ok(r, "run", model, "--input", x, "-o", p, "--threads", str(t), "--backend-opt", f"spin={spin}", *BACKEND)
             got.append(np.load(p))
-        assert np.array_equal(got[0], got[1]), f"{name}: 1 and 2 threads differ"
+        assert np.array_equal(got[0], got[1]) and np.array_equal(got[0], got[2]), f"{name}: runs differ"
         outs.append(name)
-    print("1 and 2 threads identical on", ", ".join(outs))
+    print("1 thread, 2 threads with spin off and on identical on", ", ".join(outs))
+    rc, _, err = r.run("run", model, "--input", x, "-o", os.path.join(tmp, "bad.npy"), "--backend-opt", "spin=maybe",
+                       *BACKEND)
+    qhtest.check_no_crash(rc, err)
+    assert rc != 0 and "spin" in err and not os.path.exists(os.path.join(tmp, "bad.npy")), err
+    print("spin=maybe refused:", err.strip().splitlines()[-1])
 
 
 # Hand-built QDQ units for the engine oracle: (kind, shape arguments, input zero point, relu).
