@@ -504,9 +504,10 @@ def case_digits(r, tmp):
     assert abs(acc["t1"] - acc["host"]) <= 0.005, "accuracy differs from the host's"
 
 
-def concat_unit(path, seed, shared=True):
-    """A hand-built QDQ Concat of three uint8 inputs (5, 3 and 8 channels) along the channels,
-    every input on the output's grid unless shared is False: (model, inputs npz)."""
+def concat_unit(path, seed, shared=True, flat=False):
+    """A hand-built QDQ Concat of three uint8 inputs (5, 3 and 8 channels) along the channels
+    of [2, C, 6, 7] maps (flat: of [2, C] rows, an MLP's features), every input on the
+    output's grid unless shared is False: (model, inputs npz)."""
     _, TP, helper, nh = qhtest.onnx_modules()
     rng = np.random.default_rng(seed)
     sc, zp = np.float32(0.04), 100
@@ -514,7 +515,7 @@ def concat_unit(path, seed, shared=True):
     for i, c in enumerate((5, 3, 8)):
         si = sc if shared or i != 1 else np.float32(0.05)
         name = f"x{i}"
-        feeds[name] = ((rng.integers(0, 256, [2, c, 6, 7]) - zp) * si).astype(np.float32)
+        feeds[name] = ((rng.integers(0, 256, [2, c] if flat else [2, c, 6, 7]) - zp) * si).astype(np.float32)
         inits += [nh.from_array(np.array(si, np.float32), f"s{i}"), nh.from_array(np.array(zp, np.uint8), f"z{i}")]
         nodes += [helper.make_node("QuantizeLinear", [name, f"s{i}", f"z{i}"], [f"{name}q"]),
                   helper.make_node("DequantizeLinear", [f"{name}q", f"s{i}", f"z{i}"], [f"{name}d"])]
@@ -525,7 +526,8 @@ def concat_unit(path, seed, shared=True):
               helper.make_node("DequantizeLinear", ["yq", "so", "zo"], ["y"])]
     graph = helper.make_graph(nodes, "unit", [helper.make_tensor_value_info(n, TP.FLOAT, list(v.shape))
                                               for n, v in feeds.items()],
-                              [helper.make_tensor_value_info("y", TP.FLOAT, [2, 16, 6, 7])], initializer=inits)
+                              [helper.make_tensor_value_info("y", TP.FLOAT, [2, 16] if flat else [2, 16, 6, 7])],
+                              initializer=inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
     qhtest.save_model(model, path)
@@ -534,17 +536,19 @@ def concat_unit(path, seed, shared=True):
 
 
 def case_concat(r, tmp):
-    """Concat along the channels on XNNPACK's strided copies, identical to the host's run;
-    with an input on another grid, declined with the reason."""
-    model, x = concat_unit(os.path.join(tmp, "concat.qdq.onnx"), 80)
-    us = units(r, model)
-    assert len(us) == 1 and us[0].get("kernel") == "xnn_copy_nc_x8_concat", us
-    host, low = os.path.join(tmp, "concat.host.npy"), os.path.join(tmp, "concat.qnnpack.npy")
-    ok(r, "run", model, "--input", x, "-o", host)
-    for t in ("1", "2"):
-        ok(r, "run", model, "--input", x, "-o", low, "--threads", t, *BACKEND)
-        assert np.array_equal(np.load(host), np.load(low)), f"concat differs from the host's run ({t} threads)"
-    print("concat: identical to the host's run with 1 and 2 threads")
+    """Concat along the channels (and of 2-D rows along their last axis) on XNNPACK's strided
+    copies, identical to the host's run; with an input on another grid, declined with the
+    reason."""
+    for tag, flat in (("concat", False), ("concat_2d", True)):
+        model, x = concat_unit(os.path.join(tmp, f"{tag}.qdq.onnx"), 80, flat=flat)
+        us = units(r, model)
+        assert len(us) == 1 and us[0].get("kernel") == "xnn_copy_nc_x8_concat", us
+        host, low = os.path.join(tmp, f"{tag}.host.npy"), os.path.join(tmp, f"{tag}.qnnpack.npy")
+        ok(r, "run", model, "--input", x, "-o", host)
+        for t in ("1", "2"):
+            ok(r, "run", model, "--input", x, "-o", low, "--threads", t, *BACKEND)
+            assert np.array_equal(np.load(host), np.load(low)), f"{tag} differs from the host's run ({t} threads)"
+        print(f"{tag}: identical to the host's run with 1 and 2 threads")
     model, x = concat_unit(os.path.join(tmp, "concat_regrid.qdq.onnx"), 81, shared=False)
     us = units(r, model)
     print("concat with an input on another grid:", [(u.get("kernel"), u.get("reason")) for u in us])
