@@ -7,8 +7,8 @@
  * failing at kernel create: accept creates the operator itself and deletes it. The
  * patterns of Add, Mul (+Relu), Relu, Clip, MaxPool, AveragePool, GlobalAveragePool,
  * Sigmoid, Tanh and LeakyRelu are here too; their analysis and kernels are in
- * xnn-u8ops.c, Concat's in xnn-concat.c, and HardSwish's, Flatten's and Reshape's (the
- * plugin's own, where XNNPACK has no operator) in own-u8ops.c. */
+ * xnn-u8ops.c, Concat's in xnn-concat.c, and HardSwish's, HardSigmoid's, Flatten's and
+ * Reshape's (the plugin's own, where XNNPACK has no operator) in own-u8ops.c. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -258,9 +258,10 @@ PATTERN(mul_relu, mul_relu_ops, qn_mul_kernel, qn_accept_u8op, 0);
 PATTERN(mul, mul_ops, qn_mul_kernel, qn_accept_u8op, 0);
 PATTERN(relu, relu_ops, qn_clamp_kernel, qn_accept_u8op, 0);
 PATTERN_M(clip, clip_ops, qn_clamp_kernel, qn_accept_u8op, 0, 1u << 0); /* the bounds */
-static const char *const hardswish_ops[] = {"HardSwish"}, *const flatten_ops[] = {"Flatten"},
-                  *const reshape_ops[] = {"Reshape"};
+static const char *const hardswish_ops[] = {"HardSwish"}, *const hardsigmoid_ops[] = {"HardSigmoid"},
+                  *const flatten_ops[] = {"Flatten"}, *const reshape_ops[] = {"Reshape"};
 PATTERN(hardswish, hardswish_ops, qn_hardswish_kernel, qn_accept_own, 0);
+PATTERN(hardsigmoid, hardsigmoid_ops, qn_hardsigmoid_kernel, qn_accept_own, 0);
 PATTERN(flatten, flatten_ops, qn_flatten_kernel, qn_accept_own, 0);
 PATTERN_M(reshape, reshape_ops, qn_reshape_kernel, qn_accept_own, 0, 1u << 0); /* the shape */
 
@@ -268,7 +269,7 @@ PATTERN_M(reshape, reshape_ops, qn_reshape_kernel, qn_accept_own, 0, 1u << 0); /
 static const QhLoweringPattern *const patterns[] = {
     &p_conv_relu, &p_conv_clip, &p_conv,    &p_linear_relu,    &p_linear,  &p_matmul_relu, &p_matmul,
     &p_add_relu,  &p_add,       &p_mul_relu, &p_mul,           &p_relu,    &p_clip,        &p_maxpool,
-    &p_avgpool,   &p_global_avgpool, &p_sigmoid, &p_tanh,      &p_leaky_relu, &p_hardswish, &p_concat,
+    &p_avgpool,   &p_global_avgpool, &p_sigmoid, &p_tanh,      &p_leaky_relu, &p_hardswish, &p_hardsigmoid, &p_concat,
     &p_flatten,   &p_reshape};
 const QhLoweringOps qn_lowering = {QH_STRUCT_HEADER(QhLoweringOps), patterns,
                                    sizeof patterns / sizeof patterns[0]};

@@ -1,15 +1,16 @@
 /* The qnnpack plugin's own kernels for the units XNNPACK (2022) has no operator for, so
- * that a model's int8 chain stays on the plugin: HardSwish (no qu8 hardswish in the
- * header) as a 256-entry table, and Flatten and Reshape (a byte move: no copy operator
- * reorders NHWC into ONNX's order). HardSwish's table is plugins/common's, built with the
- * host's float formula (DequantizeLinear -> HardSwish -> QuantizeLinear over the 256
- * inputs), so its bytes equal the reference run's. Flatten and Reshape are claimed only on
+ * that a model's int8 chain stays on the plugin: HardSwish and HardSigmoid (no qu8
+ * operators for them in the header) as 256-entry tables, and Flatten and Reshape (a byte move: no copy operator
+ * reorders NHWC into ONNX's order). The tables are plugins/common's, built with the
+ * host's float formula (DequantizeLinear -> op -> QuantizeLinear over the 256 inputs), so
+ * their bytes equal the reference run's. Flatten and Reshape are claimed only on
  * a shared grid (PyTorch's qnnpack config gives them their input's qparams), where the
  * reference run's bytes are the input's in ONNX (NCHW) order: a plain copy unless the
  * input is NHWC with more than one pixel and channel, then one transpose per image
  * (Reshape to 4-D, which the next convolution would want channels-last, is declined). The
  * kernels take 4-D tensors channels-last, as XNNPACK's do, so no layout transpose sits
  * between them. Work is split over the instance's pthreadpool (on the caller when NULL). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +18,8 @@
 #include "../common/u8-kernels.h"
 #include "qnnpack.h"
 
-enum { O_HARDSWISH, O_FLATTEN, O_RESHAPE };
+enum { O_HARDSWISH, O_HARDSIGMOID, O_FLATTEN, O_RESHAPE };
+#define IS_TABLE(op) ((op) == O_HARDSWISH || (op) == O_HARDSIGMOID)
 #define CHUNK 16384 /* bytes per HardSwish task */
 
 typedef struct {
@@ -26,7 +28,7 @@ typedef struct {
   int64_t axis;                /* Flatten */
   int64_t shape[QH_MAX_RANK];  /* Reshape's constant target */
   int32_t shape_rank;
-  uint8_t lut[256];            /* HardSwish */
+  uint8_t lut[256];            /* HardSwish, HardSigmoid */
   /* set by reshape */
   int reshaped, rank;
   int64_t dims[QH_MAX_RANK];
@@ -68,12 +70,14 @@ static const char *analyze(const QhHostApi *host, const QhGraphView *g, const Qh
   uint32_t node = u->nodes[0];
   if (uq_op_is(host, g, node, "HardSwish"))
     k->op = O_HARDSWISH;
+  else if (uq_op_is(host, g, node, "HardSigmoid"))
+    k->op = O_HARDSIGMOID;
   else if (uq_op_is(host, g, node, "Flatten"))
     k->op = O_FLATTEN;
   else if (uq_op_is(host, g, node, "Reshape"))
     k->op = O_RESHAPE;
   else
-    return "op other than HardSwish, Flatten or Reshape";
+    return "op other than HardSwish, HardSigmoid, Flatten or Reshape";
   /* a Reshape unit may also carry its shape, read from the node */
   if (u->n_inputs != 1 && k->op != O_RESHAPE)
     return "expected exactly one input";
@@ -85,6 +89,14 @@ static const char *analyze(const QhHostApi *host, const QhGraphView *g, const Qh
   const QhQParams *a = u->input_qparams[0], *y = u->output_qparams[0];
   if (k->op == O_HARDSWISH) {
     qh_u8_act_lut(QH_U8_HARDSWISH, 0.0f, 0.0f, a->scale[0], a->zero_point[0], y->scale[0], y->zero_point[0], k->lut);
+    return NULL;
+  }
+  if (k->op == O_HARDSIGMOID) {
+    float alpha = uq_attr_float(host, g, node, "alpha", 0.2f), beta = uq_attr_float(host, g, node, "beta", 0.5f);
+    if (!isfinite(alpha) || !isfinite(beta))
+      return "HardSigmoid with a non-finite alpha or beta";
+    qh_u8_act_lut(QH_U8_HARDSIGMOID, alpha, beta, a->scale[0], a->zero_point[0], y->scale[0], y->zero_point[0],
+                  k->lut);
     return NULL;
   }
   if (a->scale[0] != y->scale[0] || a->zero_point[0] != y->zero_point[0])
@@ -167,7 +179,7 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
   y->layout = x->layout;
   memcpy(y->dims, x->dims, sizeof y->dims);
   k->transpose = 0;
-  if (k->op != O_HARDSWISH) {
+  if (!IS_TABLE(k->op)) {
     /* the output's bytes are the input's in ONNX's order */
     int64_t onnx[QH_MAX_RANK];
     memcpy(onnx, x->dims, sizeof onnx);
@@ -238,7 +250,7 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
   if (k->out_bytes == 0)
     return NULL;
   Job j = {k, x->data, y->data};
-  if (k->op == O_HARDSWISH)
+  if (IS_TABLE(k->op))
     pthreadpool_parallelize_1d_tile_1d(k->inst->pool, hardswish_task, &j, k->in_bytes, CHUNK, k->inst->pool_flags);
   else if (k->transpose)
     pthreadpool_parallelize_1d(k->inst->pool, transpose_task, &j, (size_t)k->n, k->inst->pool_flags);
@@ -252,5 +264,6 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
                             .output_layout = QH_LAYOUT_NHWC, .create = create, .reshape = reshape, .run = run, \
                             .destroy = destroy}
 OWN_KERNEL(qn_hardswish_kernel, "qn_hardswish_lut_u8");
+OWN_KERNEL(qn_hardsigmoid_kernel, "qn_hardsigmoid_lut_u8");
 OWN_KERNEL(qn_flatten_kernel, "qn_flatten_u8");
 OWN_KERNEL(qn_reshape_kernel, "qn_reshape_u8");

@@ -62,9 +62,9 @@ QhStatus *qn_accept_u8op(void *instance, const QhHostApi *host, const QhGraphVie
 /* Concat along the channels of inputs sharing the output's grid: strided copies (xnn-concat.c). */
 extern const QhKernelOps qn_concat_kernel;
 QhStatus *qn_accept_concat(void *instance, const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u);
-/* HardSwish (a lookup table), Flatten and Reshape (byte moves on a shared grid): the
+/* HardSwish and HardSigmoid (lookup tables), Flatten and Reshape (byte moves on a shared grid): the
  * plugin's own kernels where XNNPACK (2022) has no operator (own-u8ops.c). */
-extern const QhKernelOps qn_hardswish_kernel, qn_flatten_kernel, qn_reshape_kernel;
+extern const QhKernelOps qn_hardswish_kernel, qn_hardsigmoid_kernel, qn_flatten_kernel, qn_reshape_kernel;
 QhStatus *qn_accept_own(void *instance, const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u);
 extern const QhLoweringOps qn_lowering;
 

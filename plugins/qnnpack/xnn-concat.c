@@ -14,7 +14,7 @@
 
 #include "qnnpack.h"
 
-#define CAT_MAX 16
+#define CAT_MAX 64 /* densenet121 concatenates up to 25 */
 
 typedef struct {
   const QnInstance *inst;
@@ -35,7 +35,7 @@ static const char *analyze(const QhHostApi *host, const QhGraphView *g, const Qh
   if (!uq_op_is(host, g, node, "Concat"))
     return "concat pattern on an op other than Concat";
   if (u->n_inputs > CAT_MAX)
-    return "Concat of more than 16 inputs is not supported";
+    return "Concat of more than 64 inputs is not supported";
   const char *p = uq_act_problem(u->output_qparams[0], 1);
   if (p)
     return p;

@@ -36,6 +36,8 @@ typedef struct {
   float alpha;    /* LeakyRelu's slope */
   uint8_t lo, hi; /* the output's byte range (a fused Relu; Relu and Clip units) */
   int64_t kh, kw, sh, sw, dh, dw, pad[4];
+  int ceil;         /* MaxPool's ceil_mode: the last windows hang past the input */
+  int64_t xpad[2];  /* ... as extra bottom and right padding, which XNNPACK's max skips */
   const QhQParams *aq, *bq, *yq;
   xnn_operator_t xop;
   int64_t channels; /* the pools' operator was made for this many; -1: none yet */
@@ -57,8 +59,7 @@ static const char *pool_window(const QhHostApi *host, const QhGraphView *g, uint
   if (!uq_attr_ints(host, g, node, "kernel_shape", 2, -1, ks) || !uq_attr_ints(host, g, node, "strides", 2, 1, s) ||
       !uq_attr_ints(host, g, node, "pads", 4, 0, k->pad) || !uq_attr_ints(host, g, node, "dilations", 2, 1, d))
     return "only 2-D pooling is supported (kernel_shape, strides, pads, dilations of 2)";
-  if (uq_attr_int(host, g, node, "ceil_mode", 0) != 0)
-    return "ceil_mode=1 is not supported";
+  k->ceil = uq_attr_int(host, g, node, "ceil_mode", 0) != 0;
   if (uq_attr_int(host, g, node, "storage_order", 0) != 0)
     return "storage_order=1 is not supported";
   k->kh = ks[0], k->kw = ks[1], k->sh = s[0], k->sw = s[1], k->dh = d[0], k->dw = d[1];
@@ -189,6 +190,8 @@ static const char *analyze(const QhHostApi *host, const QhGraphView *g, const Qh
       return p2;
     if (k->dh != 1 || k->dw != 1)
       return "dilated AveragePool is not supported";
+    if (k->ceil)
+      return "AveragePool with ceil_mode=1 is not supported";
     /* XNNPACK's qu8 average pooling reads padding as the input zero point and always
      * divides by the window's size: ONNX's count_include_pad = 1 */
     int pads = k->pad[0] || k->pad[1] || k->pad[2] || k->pad[3];
@@ -254,7 +257,8 @@ static QhStatus *make_op(const QhHostApi *host, U8Op *k, int64_t channels, xnn_o
     s = xnn_create_clamp_nc_u8(1, 1, 1, lo, hi, k->inst->xnn_flags, out);
     break;
   case U_MAXPOOL:
-    s = xnn_create_max_pooling2d_nhwc_u8((uint32_t)k->pad[0], (uint32_t)k->pad[3], (uint32_t)k->pad[2],
+    s = xnn_create_max_pooling2d_nhwc_u8((uint32_t)k->pad[0], (uint32_t)(k->pad[3] + k->xpad[1]),
+                                         (uint32_t)(k->pad[2] + k->xpad[0]),
                                          (uint32_t)k->pad[1], (uint32_t)k->kh, (uint32_t)k->kw, (uint32_t)k->sh,
                                          (uint32_t)k->sw, (uint32_t)k->dh, (uint32_t)k->dw, c, c, c, lo, hi, k->inst->xnn_flags, out);
     break;
@@ -321,7 +325,8 @@ static QhStatus *create(void *instance, const QhHostApi *host, const QhGraphView
   QhStatus *st = p ? host->status_new(QH_ERR_UNSUPPORTED, p) : NULL;
   /* element-wise operators run on one flat channel; the pools' need the real count */
   int flat = IS_BINARY(k->op) || IS_UNARY(k->op);
-  if (!st && (flat || k->channels > 0))
+  /* ceil_mode's extra padding depends on the input's size: made at reshape */
+  if (!st && (flat || (k->channels > 0 && !k->ceil)))
     st = make_op(host, k, flat ? 1 : k->channels, &k->xop);
   if (st) {
     destroy(k);
@@ -376,10 +381,25 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
       if (eh < 0 || ew < 0)
         return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: pooling input smaller than the window");
       y->dims[1] = eh / k->sh + 1, y->dims[2] = ew / k->sw + 1;
+      if (k->ceil) {
+        /* the host's (PyTorch's) rule: round up, but the last window starts inside the
+         * input or the top/left padding */
+        int64_t oh = (eh + k->sh - 1) / k->sh + 1, ow = (ew + k->sw - 1) / k->sw + 1;
+        oh -= (oh - 1) * k->sh >= k->h + k->pad[0];
+        ow -= (ow - 1) * k->sw >= k->w + k->pad[1];
+        y->dims[1] = oh, y->dims[2] = ow;
+      }
     }
     if (c < 1)
       return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: pooling input without channels");
-    if (c != k->channels || !k->xop) {
+    int64_t xpad[2] = {0, 0};
+    if (k->ceil) { /* the padding the last windows need beyond the declared one */
+      xpad[0] = (y->dims[1] - 1) * k->sh + (k->kh - 1) * k->dh + 1 - (k->h + k->pad[0] + k->pad[2]);
+      xpad[1] = (y->dims[2] - 1) * k->sw + (k->kw - 1) * k->dw + 1 - (k->w + k->pad[1] + k->pad[3]);
+      xpad[0] = xpad[0] > 0 ? xpad[0] : 0, xpad[1] = xpad[1] > 0 ? xpad[1] : 0;
+    }
+    if (c != k->channels || !k->xop || xpad[0] != k->xpad[0] || xpad[1] != k->xpad[1]) {
+      k->xpad[0] = xpad[0], k->xpad[1] = xpad[1];
       if (k->xop)
         xnn_delete_operator(k->xop);
       k->xop = NULL;

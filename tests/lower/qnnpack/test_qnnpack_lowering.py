@@ -327,8 +327,8 @@ def u8op_unit(path, op, seed, relu=False, shared=True):
     """A hand-built QDQ unit of Add or Mul (two inputs on different grids; MulBcast: the
     second [N, C, 1, 1]), MaxPool (3x3, stride 2, pads 1), Relu, Clip, Flatten or Reshape (all
     with the output on the input's grid unless shared is False), GlobalAveragePool, Sigmoid or
-    Tanh (PyTorch's fixed output qparams unless shared is False), LeakyRelu (alpha 0.1) or
-    HardSwish,
+    Tanh (PyTorch's fixed output qparams unless shared is False), LeakyRelu (alpha 0.1),
+    HardSwish or HardSigmoid (alpha 1/6, beta 0.5),
     with uint8 inputs on their grids: (model, inputs npz, output scale)."""
     _, TP, helper, nh = qhtest.onnx_modules()
     rng = np.random.default_rng(seed)
@@ -365,6 +365,10 @@ def u8op_unit(path, op, seed, relu=False, shared=True):
         nodes.append(helper.make_node("MaxPool", ["xd"], ["a"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]))
         y = vals[0]
         yshape = [2, 12, 5, 5]
+    elif op == "MaxPoolCeil":  # unpadded, ceil_mode: the last column's windows hang past the input
+        nodes.append(helper.make_node("MaxPool", ["xd"], ["a"], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1))
+        y = vals[0]
+        yshape = [2, 12, 4, 5]
     elif op.startswith("AveragePool"):
         # "AveragePool": 3x3 stride 2 unpadded; "AveragePoolPadInc" / "AveragePoolPadExc": pads 1
         # with count_include_pad 1 / 0
@@ -378,18 +382,20 @@ def u8op_unit(path, op, seed, relu=False, shared=True):
         y = vals[0].mean(axis=(2, 3), keepdims=True)
         yshape = [2, 12, 1, 1]
     else:
-        attrs = {"alpha": 0.1} if op == "LeakyRelu" else {}
+        # HardSigmoid as PyTorch exports torch.nn.Hardsigmoid
+        attrs = {"LeakyRelu": {"alpha": 0.1}, "HardSigmoid": {"alpha": 1 / 6, "beta": 0.5}}.get(op, {})
         nodes.append(helper.make_node(op, ["xd"], ["a"], **attrs))
         v = vals[0].astype(np.float64)
         y = {"Sigmoid": lambda: 1 / (1 + np.exp(-v)), "Tanh": lambda: np.tanh(v),
              "LeakyRelu": lambda: np.where(v < 0, 0.1 * v, v),
-             "HardSwish": lambda: v * np.clip(v + 3, 0, 6) / 6}[op]().astype(np.float32)
+             "HardSwish": lambda: v * np.clip(v + 3, 0, 6) / 6,
+             "HardSigmoid": lambda: np.clip(v / 6 + 0.5, 0, 1)}[op]().astype(np.float32)
         yshape = shape
     last = "a"
     if relu:
         nodes.append(helper.make_node("Relu", ["a"], ["p"]))
         y, last = np.maximum(y, 0), "p"
-    if op in ("MaxPool", "Relu", "Clip", "Flatten", "Reshape") and shared:
+    if op in ("MaxPool", "MaxPoolCeil", "Relu", "Clip", "Flatten", "Reshape") and shared:
         so, zo = ins[0][1], ins[0][2]
     elif op in FIXED and shared:
         so, zo = FIXED[op]
@@ -414,6 +420,7 @@ U8OPS = {  # name -> (op, relu, kernel, want bit-identical)
     "add": ("Add", False, "xnn_add_nd_qu8", False),
     "add_relu": ("Add", True, "xnn_add_nd_qu8", False),
     "maxpool": ("MaxPool", False, "xnn_max_pooling2d_nhwc_u8", True),
+    "maxpool_ceil": ("MaxPoolCeil", False, "xnn_max_pooling2d_nhwc_u8", True),
     "global_avgpool": ("GlobalAveragePool", False, "xnn_global_average_pooling_nwc_qu8", False),
     "avgpool": ("AveragePool", False, "xnn_average_pooling2d_nhwc_qu8", False),
     "avgpool_pads_counted": ("AveragePoolPadInc", False, "xnn_average_pooling2d_nhwc_qu8", False),
@@ -427,17 +434,18 @@ U8OPS = {  # name -> (op, relu, kernel, want bit-identical)
     "clip": ("Clip", False, "xnn_clamp_nc_u8", True),
     # the plugin's own kernels: a table of the host's formula, and byte moves
     "hardswish": ("HardSwish", False, "qn_hardswish_lut_u8", True),
+    "hardsigmoid": ("HardSigmoid", False, "qn_hardsigmoid_lut_u8", True),
     "flatten": ("Flatten", False, "qn_flatten_u8", True),
     "reshape": ("Reshape", False, "qn_reshape_u8", True),
 }
 
 
 def case_u8ops(r, tmp):
-    """Add, Mul (+Relu; Mul also per channel), MaxPool, AveragePool (unpadded; padded with
+    """Add, Mul (+Relu; Mul also per channel), MaxPool (also with ceil_mode), AveragePool (unpadded; padded with
     count_include_pad=1), GlobalAveragePool, Sigmoid, Tanh, LeakyRelu, Relu and Clip units on
-    XNNPACK, HardSwish, Flatten (of an NHWC map: a transpose) and Reshape on the plugin's own
-    kernels, within one step of the host's run (MaxPool, Relu, Clip, HardSwish, Flatten and
-    Reshape identical); MaxPool and Flatten onto another grid, a padded AveragePool with
+    XNNPACK, HardSwish, HardSigmoid, Flatten (of an NHWC map: a transpose) and Reshape on the
+    plugin's own kernels, within one step of the host's run (MaxPool, Relu, Clip, HardSwish,
+    HardSigmoid, Flatten and Reshape identical); MaxPool and Flatten onto another grid, a padded AveragePool with
     count_include_pad=0 and Sigmoid with other than its fixed output qparams declined."""
     bad = []
     for i, (name, (op, relu, kernel, exact)) in enumerate(U8OPS.items()):
