@@ -166,6 +166,8 @@ def summary(rounds):
         cov = got[0].get("coverage") or {}
         out["plugin_units"] = cov.get("plugin_units")
         out["plugin_mac_share"] = cov.get("plugin_mac_share")
+        # the host's Q/DQ of the model's input and output: part of every int8 run
+        out["host_qdq_ms"] = statistics.median((r.get("coverage") or {}).get("host_qdq_ms", 0.0) for r in got)
     return out
 
 
@@ -247,7 +249,8 @@ def main():
         if q:
             print(f"{r['model']}, {r['threads']} thread(s): {q['plugin_units']} units on the plugin, "
                   f"{100 * (q['plugin_mac_share'] or 0):.1f}% of MACs, {q['xnn_calls_per_run']} xnn_run_operator "
-                  f"calls per run")
+                  f"calls per run; the host's Q/DQ of the input and output {q['host_qdq_ms']:.2f} ms "
+                  f"({100 * q['host_qdq_ms'] / q['median_ms']:.1f}% of the run)")
     return 1 if failed else 0
 
 
