@@ -22,7 +22,9 @@ For every model and thread count, --rounds rounds alternate, each timing --runs 
   qnnpack   `qhost bench --backend qnnpack --no-fp32` (the plugin's default, spin=off), with
             build/libqhost-xnn-run-timer.so preloaded: every xnn_run_operator call is timed,
             so the share of the run spent outside XNNPACK's operators (the adapter, setup
-            calls, the host) is 1 - (median per-run time inside them) / (median run time)
+            calls, the host) is 1 - (median per-run time inside them) / (median run time);
+            the plugin's own part of it is its units' time in the coverage (the host times
+            each kernel run) less the time inside XNNPACK
   spin_on   the same with --backend-opt spin=on (2 or more threads only; --no-spin-on skips)
   torch     PyTorch's qnnpack engine as above
   ort       tests/ort/ort_bench.js (ONNX Runtime) on the same QDQ file
@@ -134,6 +136,12 @@ def qhost_side(a, qdq, x, threads, backend, extra=(), timer=None):
     inside = [sum(calls[len(calls) - (i + 1) * k:len(calls) - i * k]) / 1e6 for i in range(a.runs)]
     out["xnn_ms"] = statistics.median(inside)
     out["outside_share"] = 1.0 - out["xnn_ms"] / out["median_ms"]
+    # the plugin's own share: its units' time (the host times each kernel's run, setup
+    # calls and checks included; the coverage gives the mean over the timed runs) less the
+    # mean time inside XNNPACK's operators over the same runs
+    units = (out.get("coverage") or {}).get("units", [])
+    plugin_ms = sum(u.get("time_ms", 0.0) for u in units if u.get("kernel", "").startswith(("xnn_", "qn_")))
+    out["adapter_share"] = (plugin_ms - statistics.mean(inside)) / out["median_ms"]
     out["xnn_calls_per_run"] = k
     return out, None
 
@@ -162,6 +170,7 @@ def summary(rounds):
            "min_ms": min(r["min_ms"] for r in got)}
     if "outside_share" in got[0]:
         out["outside_share"] = statistics.median(r["outside_share"] for r in got)
+        out["adapter_share"] = statistics.median(r["adapter_share"] for r in got)
         out["xnn_calls_per_run"] = got[0]["xnn_calls_per_run"]
         cov = got[0].get("coverage") or {}
         out["plugin_units"] = cov.get("plugin_units")
@@ -250,7 +259,8 @@ def main():
             print(f"{r['model']}, {r['threads']} thread(s): {q['plugin_units']} units on the plugin, "
                   f"{100 * (q['plugin_mac_share'] or 0):.1f}% of MACs, {q['xnn_calls_per_run']} xnn_run_operator "
                   f"calls per run; the host's Q/DQ of the input and output {q['host_qdq_ms']:.2f} ms "
-                  f"({100 * q['host_qdq_ms'] / q['median_ms']:.1f}% of the run)")
+                  f"({100 * q['host_qdq_ms'] / q['median_ms']:.1f}% of the run); the plugin's units outside "
+                  f"xnn_run_operator {100 * q['adapter_share']:.1f}% of the run")
     return 1 if failed else 0
 
 
