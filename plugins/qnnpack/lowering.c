@@ -136,7 +136,8 @@ static const char *analyze_conv(const QhHostApi *host, const QhGraphView *g, con
   else if (auto_pad && strcmp(auto_pad, "NOTSET") != 0 && strcmp(auto_pad, "VALID") != 0)
     return "auto_pad SAME is not supported";
   int64_t ks[2];
-  if (!uq_attr_ints(host, g, node, "strides", 2, 1, in->stride) || !uq_attr_ints(host, g, node, "pads", 4, 0, in->pad) ||
+  if (!uq_attr_ints(host, g, node, "strides", 2, 1, in->stride) ||
+      !uq_attr_ints(host, g, node, "pads", 4, 0, in->pad) ||
       !uq_attr_ints(host, g, node, "dilations", 2, 1, in->dil) ||
       !uq_attr_ints(host, g, node, "kernel_shape", 2, -1, ks))
     return "malformed strides, pads, dilations or kernel_shape";
@@ -169,9 +170,8 @@ QhStatus *qn_analyze(const QhHostApi *host, const QhGraphView *g, const QhNodeUn
   in->b_value = QH_INVALID_ID;
   const char *p = NULL;
   if (u->n_nodes == 2) {
-    if (uq_op_is(host, g, u->nodes[1], "Relu") || (kind == QN_CONV && uq_op_is(host, g, u->nodes[1], "Clip")))
-      in->relu = 1;
-    else
+    /* its range is XNNPACK's output_min / output_max (qn_output_range below) */
+    if (!uq_op_is(host, g, u->nodes[1], "Relu") && !(kind == QN_CONV && uq_op_is(host, g, u->nodes[1], "Clip")))
       p = "only Relu (after Conv: Relu or Clip) may follow the op";
   }
   if (!p && u->input_roles[0] != QH_ROLE_ACTIVATION)

@@ -1,10 +1,12 @@
 /* The qnnpack plugin's descriptor and instance: PyTorch's qnnpack backend semantics (mobile:
  * uint8 activations, per-tensor weights). Its BackendConfig (backend-config.c,
  * ../common/pytorch-backend-config.c) drives the host's annotator; its lowering (lowering.c,
- * xnn-kernels.c, xnn-u8ops.c, xnn-concat.c) runs Conv, Linear, Add, MaxPool, AveragePool,
- * GlobalAveragePool, Sigmoid, Tanh, LeakyRelu and Concat units on XNNPACK's operators. The instance owns
- * one pthreadpool sized by --threads, the only threads XNNPACK uses; xnn_initialize runs
- * once per process, its answer kept so that accept can decline when it failed. */
+ * xnn-kernels.c, xnn-u8ops.c, xnn-concat.c, own-u8ops.c) runs Conv (+Relu, +Clip), Linear, Add,
+ * Mul, Relu, Clip, the pools, Sigmoid, Tanh, LeakyRelu and Concat units on XNNPACK's
+ * operators, HardSwish, HardSigmoid, Flatten and Reshape on its own kernels. The instance
+ * owns one pthreadpool sized by --threads, the only threads XNNPACK uses, and the spin
+ * option (whether its workers spin between units); xnn_initialize runs once per process,
+ * its answer kept so that accept can decline when it failed. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,8 +77,8 @@ static const QhPluginDesc qnnpack_desc = {
     QH_STRUCT_HEADER(QhPluginDesc),
     .name = "qnnpack",
     .version = QHOST_PLUGIN_VERSION,
-    .description = "PyTorch qnnpack semantics (mobile); BackendConfig; Conv, Linear, Add, pooling, "
-                   "activation and Concat units on XNNPACK's operators",
+    .description = "PyTorch qnnpack semantics (mobile); BackendConfig; Conv, Linear, element-wise, pooling, "
+                   "activation, Concat and shape units on XNNPACK's operators",
     .flags = 0,
     .instance_create = instance_create,
     .instance_destroy = instance_destroy,

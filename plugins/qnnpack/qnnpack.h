@@ -24,8 +24,8 @@ enum { QN_CONV, QN_LINEAR };
 
 /* Everything accept and create learn about a unit. */
 typedef struct {
-  int kind, relu;   /* relu: a fused Relu or Clip narrows the output range to [lo, hi] */
-  uint8_t lo, hi;   /* the output's byte range, set by qn_analyze */
+  int kind;
+  uint8_t lo, hi;   /* the output's byte range (a fused Relu or Clip narrows it), set by qn_analyze */
   int w_kn;         /* linear: weight stored [K, N] (MatMul, Gemm transB=0) */
   int64_t n, k;     /* linear: output channels, reduction */
   int64_t co, ci, kh, kw, group, stride[2], pad[4], dil[2]; /* conv: ci per group */

@@ -139,7 +139,8 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
   if (!same) {
     drop_ops(k);
     for (size_t i = 0; i < n_inputs; i++) {
-      enum xnn_status s = xnn_create_copy_nc_x8((size_t)ch[i], (size_t)ch[i], (size_t)total, k->inst->xnn_flags, &k->op[i]);
+      enum xnn_status s =
+          xnn_create_copy_nc_x8((size_t)ch[i], (size_t)ch[i], (size_t)total, k->inst->xnn_flags, &k->op[i]);
       if (s != xnn_status_success) {
         k->op[i] = NULL;
         drop_ops(k);

@@ -2,23 +2,26 @@
  * xnn_create_add_nd_qu8 and Mul (+Relu) on xnn_create_multiply_nd_qu8 (same shapes, or
  * numpy broadcasting between equal ranks, which XNNPACK does), Relu and Clip on their
  * input's grid on xnn_create_clamp_nc_u8 (a clamp of the bytes at the host's
- * QuantizeLinear of the bounds), MaxPool on xnn_create_max_pooling2d_nhwc_u8, GlobalAveragePool
- * on xnn_create_global_average_pooling_nwc_qu8 and AveragePool on
+ * QuantizeLinear of the bounds), MaxPool on xnn_create_max_pooling2d_nhwc_u8,
+ * GlobalAveragePool on xnn_create_global_average_pooling_nwc_qu8 and AveragePool on
  * xnn_create_average_pooling2d_nhwc_qu8, channels-last, so that a ResNet's residual
  * blocks stay in NHWC uint8; Sigmoid, Tanh and LeakyRelu on XNNPACK's qu8 lookup-table
- * operators (element-wise: 4-D tensors channels-last like the rest, others as they are). The tables are built in float by XNNPACK
- * (f(dequantized input) * (1 / output scale), rounded to nearest even), so they differ from
- * the host's float math only near ties; Sigmoid and Tanh take only PyTorch's fixed output
- * qparams (1/256 with zero point 0, 1/128 with 128), anything else is refused at create.
- * Add requantizes both inputs onto the output's grid in XNNPACK's fixed point, Mul the
- * product of the centred inputs in fp32, the global pool its mean: within one step of the host's float QDQ math, not
+ * operators (element-wise: 4-D tensors channels-last like the rest, others as they are).
+ * The tables are built in float by XNNPACK (f(dequantized input) * (1 / output scale),
+ * rounded to nearest even), so they differ from the host's float math only near ties;
+ * Sigmoid and Tanh take only PyTorch's fixed output qparams (1/256 with zero point 0,
+ * 1/128 with 128), anything else is refused at create. Add requantizes both inputs onto
+ * the output's grid in XNNPACK's fixed point, Mul the product of the centred inputs in
+ * fp32, the global pool its mean: within one step of the host's float QDQ math, not
  * bit-identical. MaxPool only picks bytes, so it is exact, and is claimed only where the
- * input and output share qparams (XNNPACK's u8 max pooling does not requantize). XNNPACK
- * refuses some scale ratios at create; accept creates the operator (with one channel: the
- * checks do not depend on it) and declines what it refuses. The pools' operators need the
+ * input and output share qparams (XNNPACK's u8 max pooling does not requantize); with
+ * ceil_mode the windows hanging past the input become extra end padding. XNNPACK refuses
+ * some scale ratios at create; accept creates the operator (with one channel: the checks
+ * do not depend on it) and declines what it refuses. The pools' operators need the
  * channel count, which intermediate shapes often leave unknown until reshape: they are
- * created at kernel create when the graph knows it, else at the first reshape (no weights
- * to pack), and recreated only if the channel count changes. */
+ * created at kernel create when the graph knows it (and no ceil_mode padding waits for
+ * the input's size), else at the first reshape (no weights to pack), and recreated only if
+ * the channel count or that padding changes. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -258,9 +261,9 @@ static QhStatus *make_op(const QhHostApi *host, U8Op *k, int64_t channels, xnn_o
     break;
   case U_MAXPOOL:
     s = xnn_create_max_pooling2d_nhwc_u8((uint32_t)k->pad[0], (uint32_t)(k->pad[3] + k->xpad[1]),
-                                         (uint32_t)(k->pad[2] + k->xpad[0]),
-                                         (uint32_t)k->pad[1], (uint32_t)k->kh, (uint32_t)k->kw, (uint32_t)k->sh,
-                                         (uint32_t)k->sw, (uint32_t)k->dh, (uint32_t)k->dw, c, c, c, lo, hi, k->inst->xnn_flags, out);
+                                         (uint32_t)(k->pad[2] + k->xpad[0]), (uint32_t)k->pad[1], (uint32_t)k->kh,
+                                         (uint32_t)k->kw, (uint32_t)k->sh, (uint32_t)k->sw, (uint32_t)k->dh,
+                                         (uint32_t)k->dw, c, c, c, lo, hi, k->inst->xnn_flags, out);
     break;
   case U_AVGPOOL:
     s = xnn_create_average_pooling2d_nhwc_qu8((uint32_t)k->pad[0], (uint32_t)k->pad[3], (uint32_t)k->pad[2],
