@@ -243,6 +243,8 @@ PATTERN(add_relu, add_relu_ops, qn_add_kernel, qn_accept_u8op, 0);
 PATTERN(add, add_ops, qn_add_kernel, qn_accept_u8op, 0);
 PATTERN(maxpool, maxpool_ops, qn_maxpool_kernel, qn_accept_u8op, 0);
 PATTERN(global_avgpool, gap_ops, qn_gap_kernel, qn_accept_u8op, 0);
+static const char *const reducemean_ops[] = {"ReduceMean"};
+PATTERN(reducemean, reducemean_ops, qn_gap_kernel, qn_accept_u8op, 0); /* over H and W */
 static const char *const avgpool_ops[] = {"AveragePool"};
 PATTERN(avgpool, avgpool_ops, qn_avgpool_kernel, qn_accept_u8op, 0);
 static const char *const sigmoid_ops[] = {"Sigmoid"}, *const tanh_ops[] = {"Tanh"},
@@ -269,7 +271,7 @@ PATTERN_M(reshape, reshape_ops, qn_reshape_kernel, qn_accept_own, 0, 1u << 0); /
 static const QhLoweringPattern *const patterns[] = {
     &p_conv_relu, &p_conv_clip, &p_conv,    &p_linear_relu,    &p_linear,  &p_matmul_relu, &p_matmul,
     &p_add_relu,  &p_add,       &p_mul_relu, &p_mul,           &p_relu,    &p_clip,        &p_maxpool,
-    &p_avgpool,   &p_global_avgpool, &p_sigmoid, &p_tanh,      &p_leaky_relu, &p_hardswish, &p_hardsigmoid, &p_concat,
+    &p_avgpool,   &p_global_avgpool, &p_reducemean, &p_sigmoid, &p_tanh,      &p_leaky_relu, &p_hardswish, &p_hardsigmoid, &p_concat,
     &p_flatten,   &p_reshape};
 const QhLoweringOps qn_lowering = {QH_STRUCT_HEADER(QhLoweringOps), patterns,
                                    sizeof patterns / sizeof patterns[0]};

@@ -3,7 +3,8 @@
  * numpy broadcasting between equal ranks, which XNNPACK does), Relu and Clip on their
  * input's grid on xnn_create_clamp_nc_u8 (a clamp of the bytes at the host's
  * QuantizeLinear of the bounds), MaxPool on xnn_create_max_pooling2d_nhwc_u8,
- * GlobalAveragePool on xnn_create_global_average_pooling_nwc_qu8 and AveragePool on
+ * GlobalAveragePool (and ReduceMean over H and W) on
+ * xnn_create_global_average_pooling_nwc_qu8 and AveragePool on
  * xnn_create_average_pooling2d_nhwc_qu8, channels-last, so that a ResNet's residual
  * blocks stay in NHWC uint8; Sigmoid, Tanh and LeakyRelu on XNNPACK's qu8 lookup-table
  * operators (element-wise: 4-D tensors channels-last like the rest, others as they are).
@@ -40,6 +41,7 @@ typedef struct {
   uint8_t lo, hi; /* the output's byte range (a fused Relu; Relu and Clip units) */
   int64_t kh, kw, sh, sw, dh, dw, pad[4];
   int ceil;         /* MaxPool's ceil_mode: the last windows hang past the input */
+  int flatten_mean; /* a ReduceMean over H and W with keepdims=0: the global pool's [N, C] */
   int64_t xpad[2];  /* ... as extra bottom and right padding, which XNNPACK's max skips */
   const QhQParams *aq, *bq, *yq;
   xnn_operator_t xop;
@@ -100,6 +102,22 @@ static int broadcastable(const int64_t *a, int32_t ra, const int64_t *b, int32_t
   return 1;
 }
 
+/* A ReduceMean over the spatial axes of a 4-D tensor is a global average pool (mnasnet,
+ * shufflenet); keepdims=0 drops them, which the pool's [N, C] bytes already are. */
+static const char *reduce_mean_problem(const QhHostApi *host, const QhGraphView *g, uint32_t node, U8Op *k) {
+  int64_t ax[2];
+  if (host->node_input(g, node, 1) != QH_INVALID_ID)
+    return "ReduceMean with its axes as an input is not supported";
+  if (!uq_attr_ints(host, g, node, "axes", 2, -100, ax) || ax[0] == -100)
+    return "only ReduceMean over the two spatial axes (2 and 3) is supported";
+  for (int i = 0; i < 2; i++)
+    ax[i] = ax[i] < 0 ? ax[i] + 4 : ax[i];
+  if (!((ax[0] == 2 && ax[1] == 3) || (ax[0] == 3 && ax[1] == 2)))
+    return "only ReduceMean over the two spatial axes (2 and 3) is supported";
+  k->flatten_mean = uq_attr_int(host, g, node, "keepdims", 1) == 0;
+  return NULL;
+}
+
 static const char *analyze(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u, U8Op *k) {
   if (!u || u->struct_size < sizeof(QhNodeUnit) || u->n_nodes < 1 || u->n_nodes > 2 || !u->nodes ||
       u->n_inputs < 1 || !u->inputs || !u->input_roles || !u->input_qparams || u->n_outputs != 1 ||
@@ -116,7 +134,12 @@ static const char *analyze(const QhHostApi *host, const QhGraphView *g, const Qh
     k->op = U_MAXPOOL;
   else if (uq_op_is(host, g, node, "GlobalAveragePool"))
     k->op = U_GAP;
-  else if (uq_op_is(host, g, node, "AveragePool"))
+  else if (uq_op_is(host, g, node, "ReduceMean")) {
+    k->op = U_GAP;
+    const char *p = reduce_mean_problem(host, g, node, k);
+    if (p)
+      return p;
+  } else if (uq_op_is(host, g, node, "AveragePool"))
     k->op = U_AVGPOOL;
   else if (uq_op_is(host, g, node, "Sigmoid"))
     k->op = U_SIGMOID;
@@ -125,8 +148,8 @@ static const char *analyze(const QhHostApi *host, const QhGraphView *g, const Qh
   else if (uq_op_is(host, g, node, "LeakyRelu"))
     k->op = U_LEAKY;
   else
-    return "op other than Add, Mul, Relu, Clip, MaxPool, GlobalAveragePool, AveragePool, Sigmoid, Tanh or "
-           "LeakyRelu";
+    return "op other than Add, Mul, Relu, Clip, MaxPool, GlobalAveragePool, ReduceMean, AveragePool, Sigmoid, "
+           "Tanh or LeakyRelu";
   if (u->n_nodes == 2) {
     if (!IS_BINARY(k->op) || !uq_op_is(host, g, u->nodes[1], "Relu"))
       return "only Add and Mul fuse a following Relu";
@@ -378,6 +401,8 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
         return host->status_new(QH_ERR_UNSUPPORTED, "reshape: GlobalAveragePool over too many pixels for "
                                                     "XNNPACK's requantization");
       y->dims[1] = y->dims[2] = 1;
+      if (k->flatten_mean) /* ReduceMean, keepdims=0: [N, C] */
+        y->rank = 2, y->dims[1] = c, y->layout = QH_LAYOUT_ANY;
     } else {
       int64_t eh = k->h + k->pad[0] + k->pad[2] - ((k->kh - 1) * k->dh + 1);
       int64_t ew = k->w + k->pad[1] + k->pad[3] - ((k->kw - 1) * k->dw + 1);

@@ -381,6 +381,10 @@ def u8op_unit(path, op, seed, relu=False, shared=True):
         nodes.append(helper.make_node("GlobalAveragePool", ["xd"], ["a"]))
         y = vals[0].mean(axis=(2, 3), keepdims=True)
         yshape = [2, 12, 1, 1]
+    elif op == "ReduceMean":  # over H and W, keepdims=0 (mnasnet's head)
+        nodes.append(helper.make_node("ReduceMean", ["xd"], ["a"], axes=[2, 3], keepdims=0))
+        y = vals[0].mean(axis=(2, 3))
+        yshape = [2, 12]
     else:
         # HardSigmoid as PyTorch exports torch.nn.Hardsigmoid
         attrs = {"LeakyRelu": {"alpha": 0.1}, "HardSigmoid": {"alpha": 1 / 6, "beta": 0.5}}.get(op, {})
@@ -422,6 +426,7 @@ U8OPS = {  # name -> (op, relu, kernel, want bit-identical)
     "maxpool": ("MaxPool", False, "xnn_max_pooling2d_nhwc_u8", True),
     "maxpool_ceil": ("MaxPoolCeil", False, "xnn_max_pooling2d_nhwc_u8", True),
     "global_avgpool": ("GlobalAveragePool", False, "xnn_global_average_pooling_nwc_qu8", False),
+    "reducemean": ("ReduceMean", False, "xnn_global_average_pooling_nwc_qu8", False),
     "avgpool": ("AveragePool", False, "xnn_average_pooling2d_nhwc_qu8", False),
     "avgpool_pads_counted": ("AveragePoolPadInc", False, "xnn_average_pooling2d_nhwc_qu8", False),
     "sigmoid": ("Sigmoid", False, "xnn_sigmoid_nc_qu8", False),
@@ -442,7 +447,7 @@ U8OPS = {  # name -> (op, relu, kernel, want bit-identical)
 
 def case_u8ops(r, tmp):
     """Add, Mul (+Relu; Mul also per channel), MaxPool (also with ceil_mode), AveragePool (unpadded; padded with
-    count_include_pad=1), GlobalAveragePool, Sigmoid, Tanh, LeakyRelu, Relu and Clip units on
+    count_include_pad=1), GlobalAveragePool, ReduceMean over H and W, Sigmoid, Tanh, LeakyRelu, Relu and Clip units on
     XNNPACK, HardSwish, HardSigmoid, Flatten (of an NHWC map: a transpose) and Reshape on the
     plugin's own kernels, within one step of the host's run (MaxPool, Relu, Clip, HardSwish,
     HardSigmoid, Flatten and Reshape identical); MaxPool and Flatten onto another grid, a padded AveragePool with
