@@ -12,11 +12,12 @@
 
 #include "cli/cli.h"
 #include "core/error.h"
-#include "plugin/graph-view.h"
-#include "plugin/host-api-private.h"
-#include "plugin/host-private.h"
-#include "plugin/sdk-private.h"
-#include "plugin/status-private.h"
+#include "hostapi/graph-view.h"
+#include "hostapi/host-api-private.h"
+#include "hostapi/host-private.h"
+#include "hostapi/sdk-private.h"
+#include "lower/deploy-model.h"
+#include "hostapi/status-private.h"
 
 /* What one artefact may hold: deploy packages are weights plus metadata. */
 #define ARTIFACT_LIMIT ((gsize)4 << 30)
@@ -92,7 +93,7 @@ static gboolean deploy(QhPlugin *plugin, QhGraph *graph, const char *model, cons
                 g_strerror(errno));
     goto out;
   }
-  QhArtifact artifact = {QH_ARTIFACT_MAGIC, tmp, ARTIFACT_LIMIT, 0, digest};
+  QhArtifact artifact = {QH_ARTIFACT_MAGIC, tmp, ARTIFACT_LIMIT, 0, digest, qh_deploy_model_save};
   QhGraphView *view = qh_graph_view_new(graph, QH_VIEW_READ);
   QhStatus *st = desc->deploy->deploy(qh_plugin_instance(plugin), qh_host_api_get(), view, &artifact);
   qh_graph_view_free(view);

@@ -11,9 +11,9 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "plugin/host-api-private.h"
-#include "plugin/host-private.h"
-#include "plugin/status-private.h"
+#include "hostapi/host-api-private.h"
+#include "hostapi/host-private.h"
+#include "hostapi/status-private.h"
 
 #define CANARY_BYTE 0xA5
 

@@ -12,8 +12,8 @@
 #include <glib.h>
 
 #include "exec/plan.h"
-#include "exec/qdq-units.h"
-#include "plugin/sdk-private.h"
+#include "lower/qdq-units.h"
+#include "hostapi/sdk-private.h"
 
 G_BEGIN_DECLS
 

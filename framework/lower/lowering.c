@@ -11,13 +11,13 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "exec/qdq-units.h"
+#include "lower/qdq-units.h"
 #include "lower/kernel-node.h"
 #include "lower/prepare.h"
-#include "plugin/graph-view.h"
-#include "plugin/host-api-private.h"
-#include "plugin/host-private.h"
-#include "plugin/status-private.h"
+#include "hostapi/graph-view.h"
+#include "hostapi/host-api-private.h"
+#include "hostapi/host-private.h"
+#include "hostapi/status-private.h"
 
 struct QhLowering {
   QhGraph *graph;

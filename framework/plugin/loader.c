@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugin/host-api-private.h"
-#include "plugin/host-private.h"
+#include "hostapi/host-api-private.h"
+#include "hostapi/host-private.h"
 #include "plugin/plugin.h"
-#include "plugin/status-private.h"
+#include "hostapi/status-private.h"
 #include "plugin/validate-private.h"
 
 struct QhPlugin {

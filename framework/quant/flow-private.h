@@ -5,8 +5,8 @@
 
 #include "exec/plan.h"
 #include "exec/threadpool.h"
-#include "plugin/sdk-private.h"
-#include "quant/annotation.h"
+#include "hostapi/sdk-private.h"
+#include "hostapi/annotation.h"
 #include "quant/calib-data.h"
 #include "quant/flow.h"
 #include "quant/points.h"

@@ -4,10 +4,10 @@
 #include <math.h>
 #include <string.h>
 
-#include "plugin/host-api-private.h"
-#include "plugin/host-private.h"
-#include "plugin/status-private.h"
-#include "quant/annotation.h"
+#include "hostapi/host-api-private.h"
+#include "hostapi/host-private.h"
+#include "hostapi/status-private.h"
+#include "hostapi/annotation.h"
 #include "quant/observer-private.h"
 #include "quant/plugin-observer.h"
 

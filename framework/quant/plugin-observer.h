@@ -9,7 +9,7 @@
 #ifndef QH_QUANT_PLUGIN_OBSERVER_H
 #define QH_QUANT_PLUGIN_OBSERVER_H
 
-#include "plugin/sdk-private.h"
+#include "hostapi/sdk-private.h"
 #include "quant/observer.h"
 
 G_BEGIN_DECLS

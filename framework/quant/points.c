@@ -8,8 +8,8 @@
 
 #include "core/error.h"
 #include "core/log.h"
-#include "plugin/host-api-private.h"
-#include "plugin/status-private.h"
+#include "hostapi/host-api-private.h"
+#include "hostapi/status-private.h"
 #include "quant/points.h"
 
 static int edge_value(const QhGraph *g, const QhEdgeRef *e) {

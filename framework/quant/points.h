@@ -12,8 +12,8 @@
 
 #include "core/graph.h"
 #include "exec/plan.h"
-#include "plugin/sdk-private.h"
-#include "quant/annotation.h"
+#include "hostapi/sdk-private.h"
+#include "hostapi/annotation.h"
 #include "quant/observer.h"
 
 G_BEGIN_DECLS

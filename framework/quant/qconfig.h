@@ -20,7 +20,7 @@
 #include <glib.h>
 
 #include "core/graph.h"
-#include "plugin/sdk-private.h"
+#include "hostapi/sdk-private.h"
 #include "quant/observer.h"
 
 G_BEGIN_DECLS

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "quant/annotation.h"
+#include "hostapi/annotation.h"
 
 /* x -> a (Relu) -> b (Relu) -> c (Relu) -> d (Add c, x); node ids 0..3, value ids
  * x 0, va 1, vb 2, vc 3, vd 4. Nodes are added out of order (d first) so graph

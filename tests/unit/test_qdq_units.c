@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 #include "core/graph.h"
-#include "exec/qdq-units.h"
+#include "lower/qdq-units.h"
 #include "lower/prepare.h"
 #include "io/onnx.h"
 

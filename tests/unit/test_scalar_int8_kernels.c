@@ -14,11 +14,11 @@
 #include "core/error.h"
 #include "core/graph.h"
 #include "exec/int8-reference.h"
-#include "exec/qdq-units.h"
+#include "lower/qdq-units.h"
 #include "exec/threadpool.h"
-#include "plugin/graph-view.h"
-#include "plugin/host-api-private.h"
-#include "plugin/host-private.h"
+#include "hostapi/graph-view.h"
+#include "hostapi/host-api-private.h"
+#include "hostapi/host-private.h"
 #include "plugin/plugin.h"
 
 static GRand *rng;

@@ -1,11 +1,11 @@
 /* What the plugin-check files share: the state of one run, the graph-based checks
  * (check-graphs.c), the lowering checks (check-lowering.c) and the builder of their
  * small QDQ graphs, whose int8 power-of-two family lives in check-graphs-pow2.c. */
-#ifndef QH_PLUGIN_CHECK_PRIVATE_H
-#define QH_PLUGIN_CHECK_PRIVATE_H
+#ifndef QH_CONFORMANCE_CHECK_PRIVATE_H
+#define QH_CONFORMANCE_CHECK_PRIVATE_H
 
-#include "plugin/check.h"
-#include "plugin/sdk-private.h"
+#include "conformance/check.h"
+#include "hostapi/sdk-private.h"
 
 typedef struct {
   QhCheckReport *report;

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "exec/qdq-units.h"
+#include "lower/qdq-units.h"
 
 /* Every (node, slot) reading each value, from live nodes. */
 typedef struct {

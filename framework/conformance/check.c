@@ -7,11 +7,11 @@
 #include <math.h>
 #include <string.h>
 
-#include "plugin/capture-private.h"
-#include "plugin/check-private.h"
-#include "plugin/host-api-private.h"
-#include "plugin/host-private.h"
-#include "plugin/status-private.h"
+#include "conformance/capture-private.h"
+#include "conformance/check-private.h"
+#include "hostapi/host-api-private.h"
+#include "hostapi/host-private.h"
+#include "hostapi/status-private.h"
 
 void qh_check_add(QhCheckRun *run, QhCheckVerdict verdict, const char *name, const char *fmt, ...) {
   QhCheckResult *r = g_new0(QhCheckResult, 1);

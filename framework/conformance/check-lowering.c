@@ -23,8 +23,8 @@
 #include "core/error.h"
 #include "exec/plan.h"
 #include "lower/lowering.h"
-#include "plugin/check-private.h"
-#include "plugin/host-api-private.h"
+#include "conformance/check-private.h"
+#include "hostapi/host-api-private.h"
 
 #define SEED 20261122u
 /* How far from a half step (in output steps) the reference's value before rounding may

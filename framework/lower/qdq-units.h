@@ -14,13 +14,13 @@
  * Errors: QH_ERROR_INVALID naming the node for malformed quantization parameters
  * (non-positive or non-finite scales, a zero point array not matching the scales,
  * an axis out of range); a pattern that does not fit is simply not a match. */
-#ifndef QH_EXEC_QDQ_UNITS_H
-#define QH_EXEC_QDQ_UNITS_H
+#ifndef QH_LOWER_QDQ_UNITS_H
+#define QH_LOWER_QDQ_UNITS_H
 
 #include <glib.h>
 
 #include "core/graph.h"
-#include "plugin/sdk-private.h"
+#include "hostapi/sdk-private.h"
 
 G_BEGIN_DECLS
 

@@ -1,7 +1,7 @@
 /* The annotation store: quantization specs on graph edges, copied out of plugin
  * memory and checked field by field when set, then checked as a whole (sharing
  * targets, derived sources, sharing cycles) when annotation ends. */
-#include "quant/annotation.h"
+#include "hostapi/annotation.h"
 
 #include <inttypes.h>
 #include <math.h>

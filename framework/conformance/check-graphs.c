@@ -7,12 +7,13 @@
 #include <glib/gstdio.h>
 #include <string.h>
 
-#include "plugin/check-private.h"
-#include "plugin/graph-view.h"
-#include "plugin/host-api-private.h"
-#include "plugin/host-private.h"
-#include "plugin/status-private.h"
-#include "quant/annotation.h"
+#include "conformance/check-private.h"
+#include "hostapi/graph-view.h"
+#include "hostapi/host-api-private.h"
+#include "hostapi/host-private.h"
+#include "hostapi/status-private.h"
+#include "hostapi/annotation.h"
+#include "lower/deploy-model.h"
 
 /* ---- built-in graphs ---- */
 
@@ -382,7 +383,8 @@ void qh_check_deploy(QhCheckRun *run) {
       {FALSE, "uint8 Q/DQ graph (zero point 128)"}, {TRUE, "symmetric int8 Q/DQ graph (scale 2^-4)"}};
   char *declined = NULL;
   for (size_t i = 0; i < G_N_ELEMENTS(graphs); i++) {
-    QhArtifact artifact = {QH_ARTIFACT_MAGIC, dir, 64u << 20, 0, NULL}; /* no source file */
+    QhArtifact artifact = {QH_ARTIFACT_MAGIC, dir, 64u << 20, 0, NULL, /* no source file */
+                            qh_deploy_model_save};
     QhGraph *g = graph_qdq_typed(graphs[i].int8);
     QhGraphView *view = qh_graph_view_new(g, QH_VIEW_READ);
     QhStatus *st = run->desc->deploy->deploy(run->instance, qh_host_api_get(), view, &artifact);

@@ -25,12 +25,12 @@
  * Ownership: the set owns its copies; specs returned are borrowed until the spec is
  * replaced or the set is freed. The set refers to nodes by id and never to the graph,
  * which every call that needs it receives. Threading: not synchronised. */
-#ifndef QH_QUANT_ANNOTATION_H
-#define QH_QUANT_ANNOTATION_H
+#ifndef QH_HOSTAPI_ANNOTATION_H
+#define QH_HOSTAPI_ANNOTATION_H
 
 #include <glib.h>
 
-#include "plugin/sdk-private.h"
+#include "hostapi/sdk-private.h"
 
 G_BEGIN_DECLS
 
