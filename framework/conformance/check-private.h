@@ -5,13 +5,13 @@
 #define QH_CONFORMANCE_CHECK_PRIVATE_H
 
 #include "conformance/check.h"
+#include "backend/backend.h"
 #include "hostapi/sdk-private.h"
 
 typedef struct {
   QhCheckReport *report;
-  QhPlugin *plugin;
-  const QhPluginDesc *desc;
-  void *instance;
+  QhBackend *backend;       /* the gateway: every call into the plugin goes through it */
+  const QhPluginDesc *desc; /* its descriptor, for the groups' data */
 } QhCheckRun;
 
 void qh_check_add(QhCheckRun *run, QhCheckVerdict verdict, const char *name, const char *fmt, ...)

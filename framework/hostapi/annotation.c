@@ -688,3 +688,12 @@ gboolean qh_annotation_set_foreach(const QhAnnotationSet *set, const QhGraph *gr
   g_array_free(order, TRUE);
   return ok;
 }
+
+int32_t qh_annotation_default_role(const char *op_type, int slot) {
+  static const char *const weighted[] = {"Conv", "ConvTranspose", "Gemm", "MatMul"};
+  if (slot == 1 || slot == 2)
+    for (size_t i = 0; i < G_N_ELEMENTS(weighted); i++)
+      if (strcmp(op_type, weighted[i]) == 0)
+        return slot == 1 ? QH_ROLE_WEIGHT : QH_ROLE_BIAS;
+  return QH_ROLE_ACTIVATION;
+}

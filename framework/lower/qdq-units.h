@@ -84,11 +84,6 @@ GPtrArray *qh_qdq_match_units_with(const QhGraph *g, const QhLoweringPattern *co
  * pointer in out points into unit, valid while unit lives. */
 void qh_qdq_unit_to_abi(const QhQdqUnit *unit, QhNodeUnit *out);
 
-/* Default role of an input slot of the first op when the pattern gives none
- * (backend-config.h): slot 0 activation; Conv/ConvTranspose/Gemm/MatMul slots 1 and
- * 2 weight and bias; everything else activation. */
-int32_t qh_qdq_default_role(const char *op_type, int slot);
-
 G_END_DECLS
 
 #endif

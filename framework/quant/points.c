@@ -8,7 +8,6 @@
 
 #include "core/error.h"
 #include "core/log.h"
-#include "hostapi/host-api-private.h"
 #include "hostapi/status-private.h"
 #include "quant/points.h"
 
@@ -349,7 +348,7 @@ static QhQuantParams *derive(QhQuantPoints *pts, QhQuantPoint *pt, GError **erro
   } else {
     full_range(s->dtype, &out.quant_min, &out.quant_max);
   }
-  QhStatus *st = s->derive(s->derive_user_data, qh_host_api_get(), srcs, n, &out);
+  QhStatus *st = qh_backend_call_derive(pts->backend, s, srcs, n, &out);
   g_free(abi);
   g_free(srcs);
   if (st) {

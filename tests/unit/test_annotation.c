@@ -1,4 +1,4 @@
-/* Unit tests of the annotation set (quant/annotation.c): deep copies, whole-annotation
+/* Unit tests of the annotation set (hostapi/annotation.c): deep copies, whole-annotation
  * validation (shared targets, derived sources, sharing cycles, float roots), the
  * implicit sharing of an unannotated input edge with its producer's output, resolve,
  * and graph-order iteration. */

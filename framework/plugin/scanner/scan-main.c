@@ -8,7 +8,7 @@
 #include <json-glib/json-glib.h>
 #include <stdio.h>
 
-#include "conformance/capture-private.h"
+#include "plugin/capture-private.h"
 #include "plugin/plugin.h"
 
 int main(int argc, char **argv) {

@@ -2,8 +2,8 @@
  * descriptors 1 and 2 point at a temporary file between begin and end, and end says
  * how many bytes arrived. Not thread-safe: use around calls made from one thread while
  * no other thread prints. */
-#ifndef QH_CONFORMANCE_CAPTURE_PRIVATE_H
-#define QH_CONFORMANCE_CAPTURE_PRIVATE_H
+#ifndef QH_PLUGIN_CAPTURE_PRIVATE_H
+#define QH_PLUGIN_CAPTURE_PRIVATE_H
 
 #include <stdio.h>
 
