@@ -20,7 +20,7 @@ struct QhLowering {
   QhGraph *graph;
   QhBackend *backend;     /* borrowed: every plugin call goes through it */
   char *plugin_name;
-  QhPlan *shape_plan;     /* the QDQ graph's shapes (original node and value ids) */
+  QhPlan *shape_plan;     /* the QDQ graph's shapes (original ids), planned once by qh_lower_prepare */
   GPtrArray *units;       /* QhQdqUnit*, accepted, topological */
   GHashTable *declines;   /* first node id -> GString of "pattern: reason; ..." */
   GPtrArray *rows;        /* QhLoweringRow* */
@@ -209,7 +209,11 @@ static void make_rows(QhLowering *l) {
       unit_of[u->nodes[k]] = u;
   }
   l->rows = g_ptr_array_new_with_free_func(row_free);
-  const GArray *order = qh_plan_order(l->shape_plan);
+  /* the prepared graph's own order (the shape plan's still lists what prepare removed);
+   * the plan made it from this graph, so it cannot fail here */
+  GArray *order = NULL;
+  if (!qh_graph_topo_order(l->graph, &order, NULL))
+    order = g_array_new(FALSE, FALSE, sizeof(int));
   for (guint i = 0; i < order->len; i++) {
     int id = g_array_index(order, int, i);
     const QhNode *n = qh_graph_node(l->graph, id);
@@ -237,6 +241,7 @@ static void make_rows(QhLowering *l) {
     r->ops = g_string_free(ops, FALSE);
     g_ptr_array_add(l->rows, r);
   }
+  g_array_unref(order);
   g_free(unit_of);
 }
 
@@ -259,8 +264,7 @@ QhLowering *qh_lowering_new(QhGraph *graph, QhBackend *backend, const QhShape *i
   l->node_kernel = g_hash_table_new(g_direct_hash, g_direct_equal);
   l->node_row = g_hash_table_new(g_direct_hash, g_direct_equal);
   l->view = qh_graph_view_new(graph, QH_VIEW_READ);
-  if (!qh_lower_prepare(graph, input_shapes, error) ||
-      (l->shape_plan = qh_plan_new(graph, input_shapes, TRUE, error)) == NULL)
+  if ((l->shape_plan = qh_lower_prepare(graph, input_shapes, error)) == NULL)
     goto fail;
   l->units = qh_qdq_match_units_with(graph, lo->patterns, lo->n_patterns, accept_unit, l, error);
   if (l->units == NULL)
