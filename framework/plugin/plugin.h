@@ -5,7 +5,8 @@
  * Flow: qh_plugin_search_* lists candidate files in search order; qh_plugin_scan runs
  * each one's entry point in the helper program qhost-plugin-scan (a crash or a hang
  * there costs one line, not the runner); only the plugin chosen for the job is then
- * loaded in-process with qh_plugin_load and gets an instance.
+ * loaded in-process with qh_plugin_load. Its instance, and every call of its callbacks,
+ * belong to the gateway (backend/backend.h): nothing here calls a descriptor callback.
  *
  * Ownership: every object here is owned by the caller and freed with its _free
  * function. Threading: use from one thread. Errors: GError (QH_ERROR), one line
