@@ -188,7 +188,7 @@ int qh_cli_bench(int argc, char **argv) {
   QhGraph *graph = NULL, *fp32_graph = NULL;
   QhTensor **inputs = NULL;
   QhCliRunner *runner = NULL, *fp32_runner = NULL;
-  QhPlugin *plugin = NULL;
+  QhBackend *plugin = NULL;
   Bench x = {0};
   GError *error = NULL;
 
@@ -229,7 +229,7 @@ int qh_cli_bench(int argc, char **argv) {
     qh_error_prefix(&error, model);
     goto fail;
   }
-  x = (Bench){.model = model, .common = &common, .backend = plugin ? qh_plugin_info(plugin)->name : NULL,
+  x = (Bench){.model = model, .common = &common, .backend = plugin ? qh_backend_name(plugin) : NULL,
               .warmup = warmup, .runs = runs, .runner = runner, .graph = graph,
               .fp32_dropped = x.fp32_dropped};
   x.ms = g_new0(double, runs);
@@ -287,7 +287,7 @@ out:
     qh_cli_free_tensors(inputs, (int)graph->inputs->len);
   qh_cli_runner_free(runner);
   qh_cli_runner_free(fp32_runner);
-  qh_plugin_free(plugin);
+  qh_backend_free(plugin);
   qh_graph_free(graph);
   qh_graph_free(fp32_graph);
   g_free(x.ms);

@@ -11,6 +11,7 @@
 #include "core/tensor.h"
 #include "exec/plan.h"
 #include "lower/lowering.h"
+#include "backend/backend.h"
 #include "plugin/plugin.h"
 
 G_BEGIN_DECLS
@@ -77,7 +78,7 @@ typedef struct QhCliRunner QhCliRunner;
  * backend's kernels and rewritten in place (lower/lowering.h); the runner then owns
  * the lowering (qh_cli_runner_lowering). */
 QhCliRunner *qh_cli_runner_new(QhGraph *graph, QhTensor *const *inputs, int threads,
-                               QhPlugin *backend, GError **error);
+                               QhBackend *backend, GError **error);
 /* The runner's lowering, or NULL without a backend. Borrowed. */
 QhLowering *qh_cli_runner_lowering(const QhCliRunner *runner);
 /* The plan the runner runs (borrowed), for profiling. */
@@ -85,7 +86,7 @@ QhPlan *qh_cli_runner_plan(const QhCliRunner *runner);
 
 /* Find the backend plugin `name` (name or path) the common options' search
  * describes, load it and create its instance with --backend-opt and --threads. */
-QhPlugin *qh_cli_load_backend(const QhCliCommon *common, const char *name, GError **error);
+QhBackend *qh_cli_load_backend(const QhCliCommon *common, const char *name, GError **error);
 gboolean qh_cli_runner_run(QhCliRunner *runner, QhTensor ***outputs, GError **error);
 void qh_cli_runner_free(QhCliRunner *runner);
 

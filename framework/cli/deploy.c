@@ -12,11 +12,9 @@
 
 #include "cli/cli.h"
 #include "core/error.h"
-#include "plugin/graph-view.h"
-#include "plugin/host-api-private.h"
-#include "plugin/host-private.h"
-#include "plugin/sdk-private.h"
-#include "plugin/status-private.h"
+#include "hostapi/graph-view.h"
+#include "hostapi/host-private.h"
+#include "lower/deploy-model.h"
 
 /* What one artefact may hold: deploy packages are weights plus metadata. */
 #define ARTIFACT_LIMIT ((gsize)4 << 30)
@@ -69,11 +67,10 @@ static char *file_sha256(const char *path, GError **error) {
 }
 
 /* Run the plugin's deploy into a temporary sibling of dir; returns the bytes written. */
-static gboolean deploy(QhPlugin *plugin, QhGraph *graph, const char *model, const char *dir,
+static gboolean deploy(QhBackend *plugin, QhGraph *graph, const char *model, const char *dir,
                        gboolean force, gsize *written, GError **error) {
-  const QhPluginDesc *desc = qh_plugin_desc(plugin);
-  const char *name = qh_plugin_info(plugin)->name;
-  if (desc->struct_size < offsetof(QhPluginDesc, deploy) + sizeof desc->deploy || !desc->deploy) {
+  const char *name = qh_backend_name(plugin);
+  if (qh_backend_deploy_ops(plugin) == NULL) {
     g_set_error(error, QH_ERROR, QH_ERROR_UNSUPPORTED, "plugin '%s' has no deploy step", name);
     return FALSE;
   }
@@ -92,15 +89,13 @@ static gboolean deploy(QhPlugin *plugin, QhGraph *graph, const char *model, cons
                 g_strerror(errno));
     goto out;
   }
-  QhArtifact artifact = {QH_ARTIFACT_MAGIC, tmp, ARTIFACT_LIMIT, 0, digest};
+  QhArtifact artifact = {QH_ARTIFACT_MAGIC, tmp, ARTIFACT_LIMIT, 0, digest, qh_deploy_model_save};
   QhGraphView *view = qh_graph_view_new(graph, QH_VIEW_READ);
-  QhStatus *st = desc->deploy->deploy(qh_plugin_instance(plugin), qh_host_api_get(), view, &artifact);
+  gboolean deployed = qh_backend_deploy_graph(plugin, view, &artifact, error);
   qh_graph_view_free(view);
   artifact.magic = 0;
-  if (st) {
-    char *prefix = g_strdup_printf("%s: plugin '%s': deploy", model, name);
-    qh_status_to_gerror(st, prefix, error);
-    g_free(prefix);
+  if (!deployed) {
+    g_prefix_error(error, "%s: ", model);
   } else if (put_in_place(tmp, dir, force, error)) {
     *written = artifact.written;
     ok = TRUE;
@@ -128,7 +123,7 @@ int qh_cli_deploy(int argc, char **argv) {
       G_OPTION_ENTRY_NULL};
   int status = QH_EXIT_USAGE;
   QhGraph *graph = NULL;
-  QhPlugin *plugin = NULL;
+  QhBackend *plugin = NULL;
   GError *error = NULL;
   gsize written = 0;
   if (!qh_cli_parse("deploy", "MODEL.qdq.onnx",
@@ -153,10 +148,10 @@ int qh_cli_deploy(int argc, char **argv) {
   }
   if (!common.quiet)
     printf("deploy: %s: %" G_GSIZE_FORMAT " bytes written by plugin '%s'\n", output, written,
-           qh_plugin_info(plugin)->name);
+           qh_backend_name(plugin));
   status = QH_EXIT_OK;
 out:
-  qh_plugin_free(plugin);
+  qh_backend_free(plugin);
   qh_graph_free(graph);
   g_free(backend);
   g_free(output);

@@ -382,7 +382,7 @@ int qh_cli_inspect(int argc, char **argv) {
   if (argc != 2)
     return qh_cli_usage_error("inspect", argc < 2 ? "missing MODEL.onnx" : "more than one model given");
   GError *error = NULL;
-  QhPlugin *plugin = NULL;
+  QhBackend *plugin = NULL;
   QhGraph *graph = qh_cli_load_model(argv[1], &error);
   if (graph == NULL) {
     g_free(backend);
@@ -395,13 +395,13 @@ int qh_cli_inspect(int argc, char **argv) {
         (lowered = qh_cli_load_model(argv[1], &error)) == NULL ||
         (sm.lowering = qh_lowering_new(lowered, plugin, NULL, QH_LOWERING_DEFAULT, &error)) == NULL) {
       qh_error_prefix(&error, argv[1]);
-      qh_plugin_free(plugin);
+      qh_backend_free(plugin);
       qh_graph_free(lowered);
       qh_graph_free(graph);
       g_free(backend);
       return qh_cli_report(error);
     }
-    sm.backend = qh_plugin_info(plugin)->name;
+    sm.backend = qh_backend_name(plugin);
   }
   sm.plan = qh_plan_new(graph, NULL, TRUE, &error);
   if (sm.plan == NULL) {
@@ -425,7 +425,7 @@ int qh_cli_inspect(int argc, char **argv) {
   qh_plan_free(sm.plan);
   qh_lowering_free(sm.lowering);
   qh_graph_free(lowered);
-  qh_plugin_free(plugin);
+  qh_backend_free(plugin);
   qh_graph_free(graph);
   g_free(backend);
   return QH_EXIT_OK;

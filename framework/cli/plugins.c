@@ -5,7 +5,7 @@
 #include <stdio.h>
 
 #include "cli/cli.h"
-#include "plugin/sdk-private.h"
+#include "hostapi/sdk-private.h"
 
 static const char *const type_names[] = {"?", "bool", "int", "float", "string", "enum"};
 

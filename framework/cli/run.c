@@ -56,7 +56,7 @@ static gboolean report_accuracy(const QhTensor *logits, const char *labels_path,
 int qh_cli_run(int argc, char **argv) {
   char *input = NULL, *output = NULL, *labels = NULL, *backend = NULL;
   QhCliCommon common = {.uses_plugins = TRUE};
-  QhPlugin *plugin = NULL;
+  QhBackend *plugin = NULL;
   const GOptionEntry entries[] = {
       {"input", 'i', 0, G_OPTION_ARG_FILENAME, &input,
        "Input data: .npy for a single-input model, .npz keyed by input name", "X.npy|X.npz"},
@@ -118,7 +118,7 @@ out:
     qh_cli_free_tensors(inputs, (int)graph->inputs->len);
   }
   qh_cli_runner_free(runner);
-  qh_plugin_free(plugin);
+  qh_backend_free(plugin);
   qh_graph_free(graph);
   g_free(backend);
   g_free(input);

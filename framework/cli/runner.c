@@ -71,7 +71,7 @@ void qh_cli_runner_free(QhCliRunner *r) {
 }
 
 QhCliRunner *qh_cli_runner_new(QhGraph *graph, QhTensor *const *inputs, int threads,
-                               QhPlugin *backend, GError **error) {
+                               QhBackend *backend, GError **error) {
   int n = (int)graph->inputs->len;
   QhCliRunner *r = g_new0(QhCliRunner, 1);
   r->graph = graph;
@@ -135,13 +135,10 @@ QhCliRunner *qh_cli_runner_new(QhGraph *graph, QhTensor *const *inputs, int thre
 QhLowering *qh_cli_runner_lowering(const QhCliRunner *r) { return r->lowering; }
 QhPlan *qh_cli_runner_plan(const QhCliRunner *r) { return r->plan; }
 
-QhPlugin *qh_cli_load_backend(const QhCliCommon *common, const char *name, GError **error) {
+QhBackend *qh_cli_load_backend(const QhCliCommon *common, const char *name, GError **error) {
   QhPluginSearch search;
   qh_cli_plugin_search(common, &search);
-  QhPlugin *plugin = qh_plugin_find_and_load(&search, name, error);
-  if (plugin && !qh_plugin_create_instance(plugin, common->backend_opts, common->threads, error))
-    g_clear_pointer(&plugin, qh_plugin_free);
-  return plugin;
+  return qh_backend_open(&search, name, common->backend_opts, common->threads, error);
 }
 
 /* A view of row i of t (no copy). */
