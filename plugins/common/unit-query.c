@@ -120,3 +120,32 @@ const char *uq_bias_problem(const QhHostApi *host, const QhGraphView *g, const Q
   *bq = q;
   return NULL;
 }
+
+/* A float constant scalar input of node; def when the slot is empty. */
+static const char *const_scalar(const QhHostApi *host, const QhGraphView *g, uint32_t node, uint32_t slot,
+                                float def, float *out) {
+  *out = def;
+  uint32_t v = host->node_input(g, node, slot);
+  if (v == QH_INVALID_ID)
+    return NULL;
+  const void *d = NULL;
+  size_t n = 0;
+  if (!(host->value_flags(g, v) & QH_VALUE_CONSTANT) || host->value_dtype(g, v) != QH_DTYPE_FLOAT)
+    return "Clip bounds must be float constants";
+  QhStatus *st = host->value_data(g, v, &d, &n);
+  if (st || !d || n != sizeof(float)) {
+    host->status_free(st);
+    return "Clip bounds must be float scalars";
+  }
+  memcpy(out, d, sizeof *out);
+  return isnan(*out) ? "Clip bound is NaN" : NULL;
+}
+
+const char *uq_clip_bounds(const QhHostApi *host, const QhGraphView *g, uint32_t node, float *lo, float *hi) {
+  /* opset 6's Clip carries them as attributes */
+  const char *p;
+  float amin = uq_attr_float(host, g, node, "min", -INFINITY), amax = uq_attr_float(host, g, node, "max", INFINITY);
+  if ((p = const_scalar(host, g, node, 1, amin, lo)) || (p = const_scalar(host, g, node, 2, amax, hi)))
+    return p;
+  return *lo > *hi ? "Clip with min > max" : NULL;
+}

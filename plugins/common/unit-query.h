@@ -30,6 +30,9 @@ int uq_attr_ints(const QhHostApi *host, const QhGraphView *g, uint32_t node, con
  * with *b_value = QH_INVALID_ID and *bq = NULL. */
 const char *uq_bias_problem(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u, size_t slot,
                             int64_t n, uint32_t *b_value, const QhQParams **bq);
+/* NULL when Clip node's min and max (inputs 1 and 2, opset 11+; opset 6's attributes)
+ * are float constant scalars or absent (-INFINITY / INFINITY), then *lo and *hi hold them; otherwise why not. */
+const char *uq_clip_bounds(const QhHostApi *host, const QhGraphView *g, uint32_t node, float *lo, float *hi);
 /* The rank of value v with every dimension in dims, or -1 when any is unknown. */
 int32_t uq_known_shape(const QhHostApi *host, const QhGraphView *g, uint32_t v, int64_t *dims);
 

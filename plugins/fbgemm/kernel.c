@@ -4,6 +4,7 @@
  * (one im2col block per worker; none for depthwise); run splits the work over the host's
  * pool with parallel_for. Conv (dense or depthwise) is NHWC; linear takes any layout
  * (rows of K). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,6 +66,13 @@ static void requant_arrays(const FbInfo *in, const void *b, int64_t nc, float *b
   }
 }
 
+/* QuantizeLinear of a Clip bound as the host computes it: nearbyint(v / s) + z,
+ * saturated to uint8; infinities saturate too. */
+static int32_t quantize_bound(float v, float s, int32_t z) {
+  float q = nearbyintf(v / s) + (float)z;
+  return q < 0.0f ? 0 : q > 255.0f ? 255 : (int32_t)q;
+}
+
 static QhStatus *prepare(Kernel *k, const QhHostApi *host, const QhGraphView *g) {
   const FbInfo *in = &k->in;
   int64_t nc = in->kind == FB_CONV ? in->co : in->n;
@@ -109,6 +117,13 @@ static QhStatus *prepare(Kernel *k, const QhHostApi *host, const QhGraphView *g)
   int32_t zo = yq->zero_point[0];
   FbRequant rq = {.zx = in->xq->zero_point[0], .zo = zo, .lo = in->relu && zo > yq->quant_min ? zo : yq->quant_min,
                   .hi = k->inst->clamp_to_dtype ? 255 : yq->quant_max, .bias = bias, .mult = mult};
+  if (in->clip) {
+    /* the host's QuantizeLinear of the bounds (lowering.c: Clip on the shared grid) */
+    int32_t qlo = quantize_bound(in->clip_lo, yq->scale[0], zo), qhi = quantize_bound(in->clip_hi, yq->scale[0], zo);
+    rq.lo = qlo > rq.lo ? qlo : rq.lo;
+    rq.hi = qhi < rq.hi ? qhi : rq.hi;
+    rq.hi = rq.hi < rq.lo ? rq.lo : rq.hi; /* Clip entirely below the range clamp: the host's Q(lo) */
+  }
   int bad = in->dw ? fb_dw_pack(&k->dw, wr, nc, kk, &rq) : fb_pack(&k->pk, wr, nc, kk, &rq);
   free(wr), free(bias), free(mult);
   return bad ? host->status_new(QH_ERR_OUT_OF_MEMORY, "out of memory packing weights") : NULL;
