@@ -212,7 +212,7 @@ static int run_dw_case(int idx, const FbIsa *isas, size_t n_isas) {
   }
   fb_dw_ref(&c, x, w, &rq, ref);
   FbDwPacked pk;
-  if (fb_dw_pack(&pk, w, c.oc, taps, &rq) != 0) {
+  if (fb_dw_pack(&pk, w, c.oc, c.kh, c.kw, &rq) != 0) {
     fprintf(stderr, "out of memory\n");
     exit(1);
   }
@@ -221,7 +221,14 @@ static int run_dw_case(int idx, const FbIsa *isas, size_t n_isas) {
     for (int threads = 0; threads < 2 && !bad; threads++) {
       FbPool pool = {.run = reverse_pool, .n_workers = 3};
       memset(out, 0xA5, (size_t)yn + 1);
-      fb_dw_run(isas[t], &c, &pk, x, out, threads ? &pool : NULL);
+      size_t wsn = fb_dw_workspace(isas[t], &c, &pk, threads ? pool.n_workers : 1);
+      void *ws = wsn ? aligned_alloc(64, wsn) : NULL;
+      if (wsn && !ws) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+      }
+      fb_dw_run(isas[t], &c, &pk, x, out, ws, threads ? &pool : NULL);
+      free(ws);
       for (int64_t i = 0; i < yn; i++)
         if (out[i] != ref[i]) {
           fprintf(stderr,
