@@ -2,7 +2,8 @@
  * inputs by 4 s8 weights and adds them to an int32 lane, so each lane takes 4 kernel rows
  * of one channel at once. Per output row, the input rows its taps read are interleaved
  * once into the worker's row buffer: dword (g, column, channel) holds the inputs of kernel
- * rows 4g .. 4g+3 at that column, a padding row or column holding zx. Each output pixel is
+ * rows 4g .. 4g+3 at that column, a padding row or column reading a line of zx bytes
+ * (so the copy has no branches; a byte past the kernel's rows is 0 and meets weight 0). Each output pixel is
  * then, per 16 channels, groups x kw aligned loads and vpdpbusd against weights held in
  * registers, plus -zx * sum(w) (zsum), which cancels the zx every tap read: exactly
  * sum (x - zx) * w, as the scalar twin computes. A column serves every output pixel that
@@ -11,6 +12,7 @@
  * under the default MXCSR) and a masked byte store. Built with AVX-512 F/BW/VL/VNNI flags
  * of its own (CMakeLists.txt); the plugin calls it on its avx512vnni path only. */
 #include <immintrin.h>
+#include <string.h>
 
 #include "kernels.h"
 
@@ -21,40 +23,56 @@ static inline __attribute__((always_inline)) __m512i dpbusd(__m512i acc, __m512i
   return acc;
 }
 
-/* The row buffer for output row oy: v[(g * ncol + j) * cp + c], input column j - pl. */
-static void build_rows(const FbConv *c, const FbDwPacked *p, const uint8_t *img, int64_t oy, int32_t *v) {
+/* Columns of one group of nr kernel rows (compile-time nr, so the loads unroll without
+ * branches): every source pointer is valid, a row or column outside the image reading
+ * the zx line instead. */
+static inline __attribute__((always_inline)) void build_group(const uint8_t *const row[4], const uint8_t *zxl,
+                                                              int64_t iw, int64_t ic, int64_t pl, int64_t ncol,
+                                                              int64_t cp, int32_t *vg, const int nr) {
+  const int64_t full = ic / 16 * 16;
+  const __mmask16 tail = (__mmask16)((1u << (ic - full)) - 1u);
+  for (int64_t j = 0; j < ncol; j++) {
+    int64_t ix = j - pl;
+    int inside = ix >= 0 && ix < iw;
+    const uint8_t *s[4];
+    _Pragma("GCC unroll 4") for (int t = 0; t < nr; t++)
+      s[t] = inside && row[t] ? row[t] + ix * ic : zxl;
+    int32_t *dst = vg + j * cp;
+    int64_t cb = 0;
+    for (; cb < full; cb += 16) {
+      __m512i d = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(s[0] + cb)));
+      _Pragma("GCC unroll 4") for (int t = 1; t < nr; t++)
+        d = _mm512_or_si512(d, _mm512_slli_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(s[t] + cb))), 8 * t));
+      _mm512_store_si512((void *)(dst + cb), d);
+    }
+    if (tail) {
+      __m512i d = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(tail, s[0] + cb));
+      _Pragma("GCC unroll 4") for (int t = 1; t < nr; t++)
+        d = _mm512_or_si512(d, _mm512_slli_epi32(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(tail, s[t] + cb)), 8 * t));
+      _mm512_store_si512((void *)(dst + cb), d);
+    }
+  }
+}
+
+/* The row buffer for output row oy: v[(g * ncol + j) * cp + c], input column j - pl;
+ * zxl: ic bytes of zx. */
+static void build_rows(const FbConv *c, const FbDwPacked *p, const uint8_t *img, int64_t oy, int32_t *v,
+                       const uint8_t *zxl) {
   const int64_t ih = c->ih, iw = c->iw, ic = c->ic, cp = p->cp, ncol = fb_dw_cols(c), pl = c->pl;
   const int64_t iy0 = oy * c->sh - c->pt;
-  const __m512i zx4 = _mm512_set1_epi32((int32_t)((uint32_t)p->zx * 0x01010101u));
   for (int64_t g = 0; g < p->groups; g++) {
-    const uint8_t *row[4];
-    __m512i fill = _mm512_setzero_si512(); /* zx in the bytes of rows outside the image */
-    for (int t = 0; t < 4; t++) {
-      int64_t ky = 4 * g + t, iy = iy0 + ky * c->dh;
-      row[t] = ky < p->kh && iy >= 0 && iy < ih ? img + iy * iw * ic : NULL;
-      if (!row[t])
-        fill = _mm512_or_si512(fill, _mm512_set1_epi32((int32_t)((uint32_t)p->zx << (8 * t))));
+    const uint8_t *row[4] = {NULL, NULL, NULL, NULL};
+    int nr = p->kh - 4 * g < 4 ? (int)(p->kh - 4 * g) : 4;
+    for (int t = 0; t < nr; t++) {
+      int64_t iy = iy0 + (4 * g + t) * c->dh;
+      row[t] = iy >= 0 && iy < ih ? img + iy * iw * ic : NULL;
     }
     int32_t *vg = v + g * ncol * cp;
-    for (int64_t j = 0; j < ncol; j++) {
-      int64_t ix = j - pl;
-      int32_t *dst = vg + j * cp;
-      if (ix < 0 || ix >= iw) {
-        for (int64_t cb = 0; cb < cp; cb += 16)
-          _mm512_store_si512((void *)(dst + cb), zx4);
-        continue;
-      }
-      for (int64_t cb = 0; cb < cp; cb += 16) {
-        int64_t n = ic - cb < 16 ? ic - cb : 16;
-        __mmask16 mask = (__mmask16)((1u << n) - 1u);
-        __m512i d = fill;
-        for (int t = 0; t < 4; t++)
-          if (row[t]) {
-            __m512i b = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(mask, row[t] + ix * ic + cb));
-            d = _mm512_or_si512(d, _mm512_slli_epi32(b, 8 * t));
-          }
-        _mm512_store_si512((void *)(dst + cb), d);
-      }
+    switch (nr) {
+    case 4: build_group(row, zxl, iw, ic, pl, ncol, cp, vg, 4); break;
+    case 3: build_group(row, zxl, iw, ic, pl, ncol, cp, vg, 3); break;
+    case 2: build_group(row, zxl, iw, ic, pl, ncol, cp, vg, 2); break;
+    default: build_group(row, zxl, iw, ic, pl, ncol, cp, vg, 1); break;
     }
   }
 }
@@ -107,7 +125,9 @@ static inline __attribute__((always_inline)) void compute_row(const FbConv *c, c
 void fb_dw_row_avx512vnni(const FbConv *c, const FbDwPacked *p, const uint8_t *x, int64_t b, int64_t oy,
                           uint8_t *y, void *ws) {
   int32_t *v = ws;
-  build_rows(c, p, x + b * c->ih * c->iw * c->ic, oy, v);
+  uint8_t *zxl = (uint8_t *)ws + fb_dw_row_bytes(c, p);
+  memset(zxl, p->zx, (size_t)c->ic);
+  build_rows(c, p, x + b * c->ih * c->iw * c->ic, oy, v, zxl);
   uint8_t *orow = y + (b * c->oh + oy) * c->ow * c->oc;
   if (p->kw == 3 && p->groups == 1)
     compute_row(c, p, v, orow, 3, 1);

@@ -2,7 +2,7 @@
  * input channel; square 3x3 and 5x5 in the lowering, any size here): weights packed once
  * tap-major into int32 rows of the padded channel count, so the AVX2 path
  * (plugins/fbgemm/dw-avx2.c) loads one vector of channels per tap, and in dwords of 4
- * kernel rows for vpdpbusd (plugins/fbgemm/dw-avx512vnni.c); the portable C path; and
+ * kernel rows for vpdpbusd (plugins/fbgemm/dw-avx512vnni.c, dw-avxvnni.c); the portable C path; and
  * the driver that splits output rows over the caller's pool. Every path accumulates (x - zx) * w over the taps inside the image in int32 (a
  * padding tap would add (zx - zx) * w = 0, so skipping it is exact) and requantizes with
  * kernels.h's output rule, so each is bit-exact with the scalar twin, fb_dw_ref (ref.c).
@@ -107,17 +107,18 @@ static void dw_task(void *user, size_t i, uint32_t worker) {
 }
 
 size_t fb_dw_workspace(FbIsa isa, const FbConv *c, const FbDwPacked *p, uint32_t n_workers) {
-  if (isa != FB_ISA_AVX512VNNI)
+  if (isa != FB_ISA_AVX512VNNI && isa != FB_ISA_AVXVNNI)
     return 0;
-  size_t slice = ((size_t)(p->groups * fb_dw_cols(c) * p->cp) * 4 + 63) / 64 * 64;
+  size_t slice = fb_dw_row_bytes(c, p) + ((size_t)c->ic + 63) / 64 * 64;
   return slice * (n_workers ? n_workers : 1);
 }
 
 void fb_dw_run(FbIsa isa, const FbConv *c, const FbDwPacked *p, const uint8_t *x, uint8_t *y, void *ws,
                const FbPool *pool) {
   DwJob j = {.row = isa == FB_ISA_AVX512VNNI ? fb_dw_row_avx512vnni
-                    : isa == FB_ISA_AVX2   ? fb_dw_row_avx2
-                                           : fb_dw_row_c,
+                    : isa == FB_ISA_AVXVNNI  ? fb_dw_row_avxvnni
+                    : isa == FB_ISA_AVX2     ? fb_dw_row_avx2
+                                             : fb_dw_row_c,
              .c = c, .p = p, .x = x, .y = y, .ws = ws, .slice = fb_dw_workspace(isa, c, p, 1)};
   size_t rows = (size_t)(c->n * c->oh);
   /* with a row buffer, workers beyond the one the caller sized ws for must not run */

@@ -25,6 +25,7 @@ typedef enum {
   FB_ISA_REF,       /* the scalar twin: direct convolution, the oracle */
   FB_ISA_PACKED_C,  /* the packed-GEMM driver with a plain C micro-kernel (exact, any CPU) */
   FB_ISA_AVX2,      /* vpmaddubsw + vpmaddwd; blocks with bytes > 127 take an exact variant */
+  FB_ISA_AVXVNNI,   /* vpdpbusd on ymm (AVX-VNNI without AVX-512): exact for any uint8 */
   FB_ISA_AVX512VNNI /* vpdpbusd on zmm: exact for any uint8 */
 } FbIsa;
 
@@ -91,6 +92,8 @@ void fb_block_avx2_exact(const uint8_t *a, size_t lda, int64_t m, const FbPacked
                          int64_t p1, uint8_t *y, size_t ldy);
 /* 1 when one of the first k bytes of m rows is above 127 (AVX2). */
 int fb_rows_above_127(const uint8_t *a, size_t lda, int64_t m, int64_t k);
+void fb_block_avxvnni(const uint8_t *a, size_t lda, int64_t m, const FbPacked *pk, int64_t p0, int64_t p1,
+                      uint8_t *y, size_t ldy);
 void fb_block_avx512vnni(const uint8_t *a, size_t lda, int64_t m, const FbPacked *pk, int64_t p0,
                          int64_t p1, uint8_t *y, size_t ldy);
 
@@ -161,17 +164,24 @@ void fb_dw_row_c(const FbConv *c, const FbDwPacked *p, const uint8_t *x, int64_t
                  void *ws);
 void fb_dw_row_avx2(const FbConv *c, const FbDwPacked *p, const uint8_t *x, int64_t b, int64_t oy, uint8_t *y,
                     void *ws);
+void fb_dw_row_avxvnni(const FbConv *c, const FbDwPacked *p, const uint8_t *x, int64_t b, int64_t oy,
+                       uint8_t *y, void *ws);
 void fb_dw_row_avx512vnni(const FbConv *c, const FbDwPacked *p, const uint8_t *x, int64_t b, int64_t oy,
                           uint8_t *y, void *ws);
 /* Columns of the VNNI paths' row buffer: every input column an output row's taps reach,
  * padding included. */
 static inline int64_t fb_dw_cols(const FbConv *c) { return (c->ow - 1) * c->sw + (c->kw - 1) * c->dw + 1; }
-/* Workspace bytes fb_dw_run needs with isa on n_workers workers: the VNNI paths' row
- * buffer (the input rows one output row reads, 4 kernel rows interleaved per dword) per
- * worker, 64-byte multiples; 0 for the others. */
+/* Bytes of the VNNI paths' row buffer: the input rows one output row reads, 4 kernel
+ * rows interleaved per dword, a multiple of 64. */
+static inline size_t fb_dw_row_bytes(const FbConv *c, const FbDwPacked *p) {
+  return ((size_t)(p->groups * fb_dw_cols(c) * p->cp) * 4 + 63) / 64 * 64;
+}
+/* Workspace bytes fb_dw_run needs with isa on n_workers workers: per worker, the VNNI
+ * paths' row buffer and a line of ic zx bytes after it (64-byte multiples); 0 for the
+ * others. */
 size_t fb_dw_workspace(FbIsa isa, const FbConv *c, const FbDwPacked *p, uint32_t n_workers);
 /* The depthwise convolution with isa's row function (FB_ISA_PACKED_C: plain C;
- * FB_ISA_AVX2: vpmulld; FB_ISA_AVX512VNNI: vpdpbusd on zmm), output rows as tasks on pool
+ * FB_ISA_AVX2: vpmulld; FB_ISA_AVXVNNI / FB_ISA_AVX512VNNI: vpdpbusd on ymm / zmm), output rows as tasks on pool
  * (NULL: in order; at most n_workers workers); ws: fb_dw_workspace(isa, c, p, workers)
  * bytes, 64-byte aligned (NULL when that is 0). Reads nothing past x's end. */
 void fb_dw_run(FbIsa isa, const FbConv *c, const FbDwPacked *p, const uint8_t *x, uint8_t *y, void *ws,

@@ -56,6 +56,8 @@ static int isa_available(FbIsa isa) {
   switch (isa) {
   case FB_ISA_AVX2:
     return has("avx2");
+  case FB_ISA_AVXVNNI:
+    return has("avx2") && has("avxvnni");
   case FB_ISA_AVX512VNNI:
     return has("avx512f") && has("avx512bw") && has("avx512vl") && has("avx512vnni");
   default:
@@ -305,10 +307,10 @@ int main(int argc, char **argv) {
   }
   if (twin_sanity() || dw_twin_sanity())
     return 1;
-  const FbIsa all[] = {FB_ISA_PACKED_C, FB_ISA_AVX2, FB_ISA_AVX512VNNI};
-  FbIsa isas[3];
+  const FbIsa all[] = {FB_ISA_PACKED_C, FB_ISA_AVX2, FB_ISA_AVXVNNI, FB_ISA_AVX512VNNI};
+  FbIsa isas[4];
   size_t n = 0;
-  for (size_t i = 0; i < 3; i++) {
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
     if (only && strcmp(only, fb_isa_name(all[i])) != 0)
       continue;
     if (!isa_available(all[i])) {
