@@ -217,7 +217,7 @@ QhStatus *x86_analyze(void *instance, const QhHostApi *host, const QhGraphView *
   return p ? host->status_new(QH_ERR_UNSUPPORTED, p) : NULL;
 }
 
-/* The helpers the element-wise and pooling analysis (onednn-u8ops.c) shares. */
+/* The helpers the element-wise and pooling analysis (u8-ops-analyze.c) shares. */
 const char *x86_act_problem(const QhQParams *q, int output) { return uq_act_problem(q, output); }
 int64_t x86_attr_int(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *name,
                      int64_t def) {
