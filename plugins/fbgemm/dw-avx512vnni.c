@@ -122,17 +122,62 @@ static inline __attribute__((always_inline)) void compute_row(const FbConv *c, c
   }
 }
 
-void fb_dw_row_avx512vnni(const FbConv *c, const FbDwPacked *p, const uint8_t *x, int64_t b, int64_t oy,
-                          uint8_t *y, void *ws) {
-  int32_t *v = ws;
-  uint8_t *zxl = (uint8_t *)ws + fb_dw_row_bytes(c, p);
-  memset(zxl, p->zx, (size_t)c->ic);
-  build_rows(c, p, x + b * c->ih * c->iw * c->ic, oy, v, zxl);
-  uint8_t *orow = y + (b * c->oh + oy) * c->ow * c->oc;
+/* Output row oy from the row buffer of row oy - 1, for stride 1, dilation 1 and one group
+ * (kh <= 4): each dword's kernel rows move down one byte and the one new input row enters
+ * at byte kh - 1, so the rows already interleaved are not read again. */
+static void roll_rows(const FbConv *c, const FbDwPacked *p, const uint8_t *img, int64_t oy, int32_t *v,
+                      const uint8_t *zxl) {
+  const int64_t iw = c->iw, ic = c->ic, cp = p->cp, ncol = fb_dw_cols(c), pl = c->pl, iy = oy - c->pt + p->kh - 1;
+  const uint8_t *row = iy >= 0 && iy < c->ih ? img + iy * iw * ic : NULL;
+  const int64_t full = ic / 16 * 16;
+  const __mmask16 tail = (__mmask16)((1u << (ic - full)) - 1u);
+  const unsigned shift = (unsigned)(8 * (p->kh - 1));
+  for (int64_t j = 0; j < ncol; j++) {
+    int64_t ix = j - pl;
+    const uint8_t *s = row && ix >= 0 && ix < iw ? row + ix * ic : zxl;
+    int32_t *dst = v + j * cp;
+    int64_t cb = 0;
+    for (; cb < full; cb += 16) {
+      __m512i d = _mm512_srli_epi32(_mm512_load_si512((const void *)(dst + cb)), 8);
+      d = _mm512_or_si512(d, _mm512_sll_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(s + cb))),
+                                              _mm_cvtsi32_si128((int)shift)));
+      _mm512_store_si512((void *)(dst + cb), d);
+    }
+    if (tail) {
+      __m512i d = _mm512_srli_epi32(_mm512_load_si512((const void *)(dst + cb)), 8);
+      d = _mm512_or_si512(d, _mm512_sll_epi32(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(tail, s + cb)),
+                                              _mm_cvtsi32_si128((int)shift)));
+      _mm512_store_si512((void *)(dst + cb), d);
+    }
+  }
+}
+
+static void compute(const FbConv *c, const FbDwPacked *p, const int32_t *v, uint8_t *orow) {
   if (p->kw == 3 && p->groups == 1)
     compute_row(c, p, v, orow, 3, 1);
   else if (p->kw == 5 && p->groups == 2)
     compute_row(c, p, v, orow, 5, 2);
   else
     compute_row(c, p, v, orow, 0, 0);
+}
+
+void fb_dw_row_avx512vnni(const FbConv *c, const FbDwPacked *p, const uint8_t *x, int64_t b, int64_t oy,
+                          uint8_t *y, void *ws) {
+  fb_dw_rows_avx512vnni(c, p, x, b, oy, oy + 1, y, ws);
+}
+
+void fb_dw_rows_avx512vnni(const FbConv *c, const FbDwPacked *p, const uint8_t *x, int64_t b, int64_t oy0,
+                           int64_t oy1, uint8_t *y, void *ws) {
+  int32_t *v = ws;
+  uint8_t *zxl = (uint8_t *)ws + fb_dw_row_bytes(c, p);
+  memset(zxl, p->zx, (size_t)c->ic);
+  const uint8_t *img = x + b * c->ih * c->iw * c->ic;
+  const int roll = c->sh == 1 && c->dh == 1 && p->groups == 1;
+  for (int64_t oy = oy0; oy < oy1; oy++) {
+    if (roll && oy > oy0)
+      roll_rows(c, p, img, oy, v, zxl);
+    else
+      build_rows(c, p, img, oy, v, zxl);
+    compute(c, p, v, y + (b * c->oh + oy) * c->ow * c->oc);
+  }
 }

@@ -97,13 +97,21 @@ typedef struct {
   const uint8_t *x;
   uint8_t *y;
   uint8_t *ws;
-  size_t slice; /* workspace bytes per worker */
+  size_t slice;  /* workspace bytes per worker */
+  int64_t band;  /* output rows per task (the AVX-512 VNNI path; 1 otherwise) */
+  int64_t bands; /* tasks per image */
 } DwJob;
 
 static void dw_task(void *user, size_t i, uint32_t worker) {
   const DwJob *j = user;
-  j->row(j->c, j->p, j->x, (int64_t)i / j->c->oh, (int64_t)i % j->c->oh, j->y,
-         j->ws ? j->ws + worker * j->slice : NULL);
+  uint8_t *ws = j->ws ? j->ws + worker * j->slice : NULL;
+  if (j->band == 1) {
+    j->row(j->c, j->p, j->x, (int64_t)i / j->c->oh, (int64_t)i % j->c->oh, j->y, ws);
+    return;
+  }
+  int64_t b = (int64_t)i / j->bands, oy0 = (int64_t)i % j->bands * j->band;
+  int64_t oy1 = oy0 + j->band < j->c->oh ? oy0 + j->band : j->c->oh;
+  fb_dw_rows_avx512vnni(j->c, j->p, j->x, b, oy0, oy1, j->y, ws);
 }
 
 size_t fb_dw_workspace(FbIsa isa, const FbConv *c, const FbDwPacked *p, uint32_t n_workers) {
@@ -121,6 +129,16 @@ void fb_dw_run(FbIsa isa, const FbConv *c, const FbDwPacked *p, const uint8_t *x
                                              : fb_dw_row_c,
              .c = c, .p = p, .x = x, .y = y, .ws = ws, .slice = fb_dw_workspace(isa, c, p, 1)};
   size_t rows = (size_t)(c->n * c->oh);
+  j.band = 1, j.bands = c->oh;
+  uint32_t workers = pool && pool->run && pool->n_workers > 1 ? pool->n_workers : 1;
+  if (isa == FB_ISA_AVX512VNNI && c->sh == 1 && c->dh == 1 && p->groups == 1 && c->oh > 0) {
+    /* bands of rows, so that each task rolls its row buffer down; about 4 per worker */
+    int64_t want = (int64_t)workers * 4;
+    j.band = (c->n * c->oh + want - 1) / want;
+    j.band = j.band < 1 ? 1 : j.band > c->oh ? c->oh : j.band;
+    j.bands = (c->oh + j.band - 1) / j.band;
+    rows = (size_t)(c->n * j.bands);
+  }
   /* with a row buffer, workers beyond the one the caller sized ws for must not run */
   if (pool && pool->run && rows > 1 && (!ws || pool->n_workers > 1)) {
     pool->run(pool->runner, rows, dw_task, &j);

@@ -168,6 +168,10 @@ void fb_dw_row_avxvnni(const FbConv *c, const FbDwPacked *p, const uint8_t *x, i
                        uint8_t *y, void *ws);
 void fb_dw_row_avx512vnni(const FbConv *c, const FbDwPacked *p, const uint8_t *x, int64_t b, int64_t oy,
                           uint8_t *y, void *ws);
+/* Output rows [oy0, oy1) of image b on AVX-512 VNNI: with stride 1, dilation 1 and kh <= 4
+ * each row's buffer is rolled from the previous one (one new input row per output row). */
+void fb_dw_rows_avx512vnni(const FbConv *c, const FbDwPacked *p, const uint8_t *x, int64_t b, int64_t oy0,
+                           int64_t oy1, uint8_t *y, void *ws);
 /* Columns of the VNNI paths' row buffer: every input column an output row's taps reach,
  * padding included. */
 static inline int64_t fb_dw_cols(const FbConv *c) { return (c->ow - 1) * c->sw + (c->kw - 1) * c->dw + 1; }
