@@ -21,7 +21,7 @@ compared with the host's reference path.
   XNNPACK's operators within one step of the host, and declines the built-in Conv graphs
   (per-channel weights: XNNPACK's qu8 operators take one weight scale) with that reason;
 - the fbgemm plugin claims the Conv, linear, Add (+Relu), MaxPool and GlobalAveragePool
-  graphs within one step on every kernel path the CPU has, QHOST_CPU_DISABLE forcing AVX2 (whose exact variant takes these
+  graphs (Conv -> Q/DQ -> Clip whole, as x86 does) within one step on every kernel path the CPU has, QHOST_CPU_DISABLE forcing AVX2 (whose exact variant takes these
   full-range uint8 inputs) and the portable C one;
 - example_vitis (symmetric int8, power-of-two scales) declines the uint8 graphs and
   claims every int8 power-of-two one, each a PASS that differs from the host's
@@ -232,7 +232,7 @@ def case_no_lowering(r):
 FBGEMM = {
     "conv_relu": ("conv", "Conv+Relu", "conv_relu", "fbgemm_conv2d_nhwc_qu8_qs8w"),
     "conv": ("conv", "Conv", "conv", "fbgemm_conv2d_nhwc_qu8_qs8w"),
-    "conv_qdq_clip": ("conv", "Conv", "conv", "fbgemm_conv2d_nhwc_qu8_qs8w"),
+    "conv_qdq_clip": ("conv", "Conv+Clip", "conv_clip", "fbgemm_conv2d_nhwc_qu8_qs8w"),  # through the Q/DQ
     "gemm_relu": ("fc", "Gemm+Relu", "linear_relu", "fbgemm_linear_qu8_qs8w"),
     "gemm": ("fc", "Gemm", "linear", "fbgemm_linear_qu8_qs8w"),
     "matmul": ("matmul", "MatMul", "matmul", "fbgemm_linear_qu8_qs8w"),
@@ -246,7 +246,8 @@ FBGEMM = {
 def case_fbgemm(r):
     """fbgemm's kernels within one step of the host on each path this CPU has."""
     env = dict(r.env)
-    masks = ["", "avx512vnni,avxvnni", "avx512vnni,avxvnni,avx2"] if qhtest.qhost_sees_vnni() else \
+    # "avx512vnni" alone leaves the AVX-VNNI (ymm) path where the CPU has it
+    masks = ["", "avx512vnni", "avx512vnni,avxvnni", "avx512vnni,avxvnni,avx2"] if qhtest.qhost_sees_vnni() else \
         ["", "avx2"]
     try:
         for mask in masks:
