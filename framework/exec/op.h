@@ -87,6 +87,12 @@ extern const QhOpDef qh_ops_rnn[];         /* LSTM, GRU */
 extern const QhOpDef qh_ops_layernorm[];   /* LayerNormalization */
 extern const QhOpDef qh_ops_index_build[]; /* Range, ScatterND */
 extern const QhOpDef qh_ops_math[];        /* Sqrt, Erf, Exp, Neg, Not, Pow, Mod, Equal, Less, Greater, Where, Expand */
+extern const QhOpDef qh_ops_tile_split[];    /* Tile, Split */
+extern const QhOpDef qh_ops_instancenorm[];   /* InstanceNormalization */
+extern const QhOpDef qh_ops_index_elements[]; /* GatherElements, Trilu, CumSum */
+extern const QhOpDef qh_ops_topk[];           /* TopK */
+extern const QhOpDef qh_ops_einsum[];         /* Einsum */
+extern const QhOpDef qh_ops_dynamic_quant[];  /* DynamicQuantizeLinear, MatMulInteger */
 
 G_END_DECLS
 
