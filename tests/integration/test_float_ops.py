@@ -395,6 +395,44 @@ def case_bad_input(r, tmp):
             "node 'c1' (Celu): operator Celu is not supported by qhost's reference kernels; nor are Softsign, Mish")
 
 
+def case_hostile(r, tmp):
+    """The issue's hostile inputs for the new ops: one error line each, in the 1 GiB the
+    runner allows, no output file."""
+    helper = qhtest.onnx_modules()[2]
+    x = f32(4)
+    consts = [("s", np.array(0, np.int64)), ("l", np.array(1 << 40, np.int64)), ("d", np.array(1, np.int64))]
+    xi = np.zeros(4, np.int64)
+    m = model([helper.make_node("Range", ["s", "l", "d"], ["rg"], name="range"),
+               helper.make_node("Add", ["x", "rg"], ["y"])], ("x", xi), "y", consts, out_dtype=np.int64)
+    refused(r, tmp, m, xi, "range_2_40", "node 'range' (Range): output 'rg': shape's element count exceeds the limit")
+    m = model([helper.make_node("Expand", ["x", "s"], ["y"], name="expand")], ("x", x), "y",
+              [("s", np.array([1 << 20, 1 << 20, 4], np.int64))])
+    refused(r, tmp, m, x, "expand_huge", "node 'expand' (Expand): output 'y': shape's element count exceeds the limit")
+    m = model([helper.make_node("Tile", ["x", "r"], ["y"], name="tile")], ("x", x), "y",
+              [("r", np.array([1 << 62], np.int64))])
+    refused(r, tmp, m, x, "tile_huge", "node 'tile' (Tile): dimension 0 would be 4 x")
+    xm = f32(3, 4)
+    m = model([helper.make_node("Einsum", ["x", "w"], ["y"], equation="ij,jk->i k!", name="es")], ("x", xm), "y",
+              [("w", f32(4, 2))])
+    refused(r, tmp, m, xm, "einsum_unparsable", "node 'es' (Einsum): equation 'ij,jk->ik!' does not parse")
+    xs = f32(5, 2, 4)  # LSTM weights that disagree: W says hidden 3, R hidden 2
+    m = model([helper.make_node("LSTM", ["x", "W", "R"], ["y"], hidden_size=3, name="lstm")], ("x", xs), "y",
+              [("W", f32(1, 12, 4)), ("R", f32(1, 8, 2))])
+    refused(r, tmp, m, xs, "lstm_inconsistent", "node 'lstm' (LSTM): R must be float32 of shape [1, 12, 3]")
+    m = model([helper.make_node("GRU", ["x", "W", "R"], ["y"], hidden_size=2, name="gru")], ("x", xs), "y",
+              [("W", f32(1, 6, 5)), ("R", f32(1, 6, 2))])
+    refused(r, tmp, m, xs, "gru_input_size", "node 'gru' (GRU): W must be float32 of shape [1, 6, 4]")
+    m = model([helper.make_node("Split", ["x", "s"], ["a", "b"], name="split"),
+               helper.make_node("Add", ["a", "b"], ["y"])], ("x", x), "y", [("s", np.array([3, 3], np.int64))])
+    refused(r, tmp, m, x, "split_sum", "node 'split' (Split): split sums to 6, not the axis length 4")
+    m = model([helper.make_node("GatherElements", ["x", "i"], ["y"], name="ge")], ("x", x), "y",
+              [("i", np.array([0, 4], np.int64))])
+    refused(r, tmp, m, x, "gatherelements_range", "node 'ge' (GatherElements): index 4 is out of range [-4, 4)")
+    m = model([helper.make_node("TopK", ["x", "k"], ["y", "i"], name="topk")], ("x", x), "y",
+              [("k", np.array([5], np.int64))])
+    refused(r, tmp, m, x, "topk_k", "node 'topk' (TopK): K = 5 is outside [0, 4]")
+
+
 CASES = {
     "lstm_forms": case_lstm_forms,
     "gru_forms": case_gru_forms,
@@ -409,6 +447,7 @@ CASES = {
     "index_elements": case_index_elements,
     "dynamic_quant": case_dynamic_quant,
     "bad_input": case_bad_input,
+    "hostile": case_hostile,
 }
 
 if __name__ == "__main__":
