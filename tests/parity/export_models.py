@@ -26,6 +26,11 @@ Models:
                 from the tokens (for the encoder and the decoder's memory attention),
                 a causal target mask from torch.triu (Trilu), the target the tokens'
                 first 8; opset 14
+  ops_mix       one small model calling the torch functions whose exports need the
+                newer host kernels (GroupNorm and InstanceNorm1d -> InstanceNormalization,
+                split, einsum, topk, gather -> GatherElements, cumsum, argmax, norm ->
+                ReduceL2, max/amin/prod/sum over a dim, triu/tril -> Trilu, repeat -> Tile,
+                maximum/minimum, log, reciprocal, abs, &), outputs concatenated; opset 14
   convnext_block a ConvNeXt block: 7x7 depthwise conv, LayerNorm, Linear, GELU (Erf),
                 Linear, residual
   swin_block    torchvision's SwinTransformerBlock with a shifted window (the mask
@@ -51,7 +56,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 EXAMPLES = os.path.join(ROOT, "examples")
 OPSET = 13
-OPSETS = {"transformer": 14}
+OPSETS = {"transformer": 14, "ops_mix": 14}
 
 
 class Tutorial(nn.Module):
@@ -134,6 +139,37 @@ class Seq2Seq(nn.Module):
         return self.head(h)
 
 
+class OpsMix(nn.Module):
+    """The torch functions behind the newer float ops, on x of shape [2, 4, 6]."""
+
+    def __init__(self):
+        super().__init__()
+        self.gn = nn.GroupNorm(2, 4)
+        self.inorm = nn.InstanceNorm1d(4, affine=True)
+        self.w = nn.Parameter(torch.randn(6, 5))
+
+    def forward(self, x):
+        a = self.gn(x.unsqueeze(-1)).squeeze(-1)
+        b = self.inorm(x)
+        q, k = torch.split(a, [1, 3], dim=1)
+        c = torch.einsum("bij,jk->bik", b, self.w)
+        s = torch.einsum("bci,bdi->bcd", a, b)
+        v, i = torch.topk(c, 3, dim=-1)
+        g = torch.gather(c, 2, i)
+        cs = torch.cumsum(x, dim=-1)
+        am = torch.argmax(x, dim=-1, keepdim=True).float()
+        n = torch.norm(x, p=2, dim=-1, keepdim=True)
+        mx, _ = torch.max(x, dim=1, keepdim=True)
+        t = torch.triu(s, diagonal=1) + torch.tril(s)
+        r = k.repeat(1, 2, 1)
+        mm = torch.maximum(torch.minimum(x, cs), -x.abs())
+        lg = torch.log(x.abs() + 1) * torch.reciprocal(x.abs() + 2)
+        ands = ((x > 0) & (cs > 0)).float()
+        p = x.prod(dim=-1, keepdim=True) + x.sum(dim=-1, keepdim=True) + x.amin(dim=-1, keepdim=True)
+        parts = (v, g, cs, am, n, mx, t, r, mm, lg, ands, p, q)
+        return torch.cat([t.flatten(1) for t in parts], 1)
+
+
 class ConvNeXtBlock(nn.Module):
     """torchvision's CNBlock at a small size (LayerNorm on channels-last, GELU)."""
 
@@ -205,6 +241,8 @@ def build(name):
         return Recurrent(name).eval(), tokens(2, 10)
     if name == "transformer":
         return Seq2Seq().eval(), tokens(2, 12)
+    if name == "ops_mix":
+        return OpsMix().eval(), torch.randn(2, 4, 6)
     if name.startswith("convnext_block"):
         return ConvNeXtBlock().eval(), torch.randn(2, 16, 8, 8)
     if name == "swin_block":
@@ -285,13 +323,18 @@ def export(outdir, name):
         assert name.split("_")[0].upper() in ops, f"{onnx_path}: {sorted(set(ops))}"
     if name == "transformer":
         assert {"Trilu", "Where"} <= set(ops), f"{onnx_path}: {sorted(set(ops))}"
+    if name == "ops_mix":
+        want = {"InstanceNormalization", "Split", "Einsum", "TopK", "GatherElements", "CumSum", "ArgMax",
+                "ReduceL2", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSum", "Trilu", "Tile", "Max", "Min",
+                "Log", "Reciprocal", "Abs", "And"}
+        assert want <= set(ops), f"{onnx_path}: lacks {sorted(want - set(ops))}"
     if name == "swin_block":
         assert {"Range", "ScatterND"} <= set(ops), f"{onnx_path}: {sorted(set(ops))}"
     return onnx_path
 
 
 MODELS = ("tutorial", "tutorial_nobn", "mlp", "resnet18", "mobilenet_v2", "digits", "text_encoder",
-          "text_encoder17", "lstm", "gru", "lstm_bi", "transformer", "convnext_block", "convnext_block17", "swin_block")
+          "text_encoder17", "lstm", "gru", "lstm_bi", "transformer", "ops_mix", "convnext_block", "convnext_block17", "swin_block")
 
 
 def main(argv):
