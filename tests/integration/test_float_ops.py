@@ -321,6 +321,10 @@ def case_index_elements(r, tmp):
         idx = RNG.integers(-d, d, (2, 3, 4)).astype(np.int64)
         m = model([helper.make_node("GatherElements", ["x", "i"], ["y"], axis=axis)], ("x", x), "y", [("i", idx)])
         agree(r, tmp, m, x, f"gatherelements_axis{axis}")
+    for axis in (1, -1):  # Gather on an inner axis with negative indices (relative positions, heads)
+        idx = np.array([[0, -1], [2, 1]], np.int64)
+        m = model([helper.make_node("Gather", ["x", "i"], ["y"], axis=axis)], ("x", x), "y", [("i", idx)])
+        agree(r, tmp, m, x, f"gather_axis{axis}")
     for upper in (0, 1):
         for k in (None, 2, -1):
             ins, inits = (["x"], []) if k is None else (["x", "k"], [("k", np.array(k, np.int64))])
