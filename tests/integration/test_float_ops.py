@@ -354,7 +354,9 @@ def case_dynamic_quant(r, tmp):
     xp = np.abs(x)  # all positive: zero point 0
     outputs_of(r, tmp, node, xp, [], ["q", "z"], "dql_positive", out_dtypes=[np.uint8, np.uint8])
     # ONNX Runtime's dynamic MatMul: DQL -> MatMulInteger -> Cast -> Mul by both scales
-    for wdt, wzp in ((np.int8, None), (np.uint8, np.array(131, np.uint8)), (np.int8, RNG.integers(-3, 3, 6).astype(np.int8))):
+    forms = ((np.int8, None), (np.uint8, np.array(131, np.uint8)),
+             (np.int8, RNG.integers(-3, 3, 6).astype(np.int8)))  # b_zero_point per column
+    for wdt, wzp in forms:
         lo, hi = (-128, 128) if wdt == np.int8 else (0, 256)
         w = RNG.integers(lo, hi, (8, 6)).astype(wdt)
         ins = ["q", "w", "z"] + (["wz"] if wzp is not None else [])

@@ -334,7 +334,8 @@ def export(outdir, name):
 
 
 MODELS = ("tutorial", "tutorial_nobn", "mlp", "resnet18", "mobilenet_v2", "digits", "text_encoder",
-          "text_encoder17", "lstm", "gru", "lstm_bi", "transformer", "ops_mix", "convnext_block", "convnext_block17", "swin_block")
+          "text_encoder17", "lstm", "gru", "lstm_bi", "transformer", "ops_mix", "convnext_block",
+          "convnext_block17", "swin_block")
 
 
 def main(argv):

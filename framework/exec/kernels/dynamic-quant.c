@@ -64,8 +64,8 @@ typedef struct {
   gboolean a_per_row, b_per_col;
 } Mmi;
 
-static gboolean zero_point_ok(const QhNode *node, const QhTensor *zp, const QhTensor *of, int64_t per, const char *what,
-                              const char *per_what, gboolean *per_out, GError **error) {
+static gboolean zero_point_ok(const QhNode *node, const QhTensor *zp, const QhTensor *of, int64_t per,
+                              const char *what, const char *per_what, gboolean *per_out, GError **error) {
   *per_out = FALSE;
   if (zp == NULL)
     return TRUE;
@@ -82,13 +82,15 @@ static gboolean zero_point_ok(const QhNode *node, const QhTensor *zp, const QhTe
     return TRUE;
   }
   char *s = qh_shape_to_string(&zp->shape);
-  qh_kernel_fail(error, node, QH_ERROR_UNSUPPORTED, "%s of shape %s: only a scalar or one per %s (%" G_GINT64_FORMAT
-                 ") is supported", what, s, per_what, per);
+  qh_kernel_fail(error, node, QH_ERROR_UNSUPPORTED,
+                 "%s of shape %s: only a scalar or one per %s (%" G_GINT64_FORMAT ") is supported", what, s,
+                 per_what, per);
   g_free(s);
   return FALSE;
 }
 
-static gboolean mmi_shapes(const QhNode *node, const QhTensor *const *inputs, int n_inputs, Mmi *g, GError **error) {
+static gboolean mmi_shapes(const QhNode *node, const QhTensor *const *inputs, int n_inputs, Mmi *g,
+                           GError **error) {
   for (int i = 0; i < 2; i++)
     if (!qh_kernel_check_dtype(node, inputs, n_inputs, i, error, QH_DTYPE_U8, QH_DTYPE_S8, 0))
       return FALSE;
@@ -201,8 +203,8 @@ static gboolean mmi_run(QhExecContext *ctx, const QhNode *node, const QhTensor *
   return TRUE;
 }
 
-static int64_t mmi_macs(const QhNode *node, const QhTensor *const *inputs, int n_inputs, const QhTensor *outputs,
-                        int n_outputs) {
+static int64_t mmi_macs(const QhNode *node, const QhTensor *const *inputs, int n_inputs,
+                        const QhTensor *outputs, int n_outputs) {
   (void)outputs, (void)n_outputs;
   Mmi g;
   return mmi_shapes(node, inputs, n_inputs, &g, NULL) ? g.batch * g.M * g.K * g.N : 0;

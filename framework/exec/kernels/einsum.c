@@ -35,7 +35,7 @@ typedef struct {
   int axis_label[MAX_OPERANDS][QH_MAX_RANK];
   int n_out;
   int out_label[QH_MAX_RANK];
-  int64_t size[MAX_LABELS];       /* -1: label unused */
+  int64_t size[MAX_LABELS]; /* -1: label unused */
   int64_t stride[MAX_OPERANDS][MAX_LABELS];
   gboolean in_op[MAX_OPERANDS][MAX_LABELS];
   gboolean in_out[MAX_LABELS];
@@ -94,14 +94,16 @@ static gboolean bad_equation(const QhNode *node, const char *eq, const char *why
   return qh_kernel_fail(error, node, QH_ERROR_INVALID, "equation '%s' does not parse: %s", eq, why);
 }
 
-static gboolean parse(const QhNode *node, const QhTensor *const *inputs, int n_inputs, Eq *q, GError **error) {
+static gboolean parse(const QhNode *node, const QhTensor *const *inputs, int n_inputs, Eq *q,
+                      GError **error) {
   const char *raw = NULL;
   if (!qh_node_attr_get_string(node, "equation", NULL, &raw, error))
     return FALSE;
   if (raw == NULL)
     return qh_kernel_fail(error, node, QH_ERROR_INVALID, "attribute 'equation' is missing");
   if (n_inputs > MAX_OPERANDS)
-    return qh_kernel_fail(error, node, QH_ERROR_UNSUPPORTED, "%d operands (at most %d)", n_inputs, MAX_OPERANDS);
+    return qh_kernel_fail(error, node, QH_ERROR_UNSUPPORTED, "%d operands (at most %d)", n_inputs,
+                          MAX_OPERANDS);
   for (int k = 0; k < n_inputs; k++)
     if (!qh_kernel_check_dtype(node, inputs, n_inputs, k, error, QH_DTYPE_F32, 0))
       return FALSE;

@@ -19,8 +19,10 @@ static gboolean ge_axis(const QhNode *node, const QhTensor *const *inputs, int n
     return FALSE;
   const QhShape *d = &inputs[0]->shape, *ix = &inputs[1]->shape;
   if (d->rank == 0 || ix->rank != d->rank)
-    return qh_kernel_fail(error, node, QH_ERROR_INVALID, "data (rank %d) and indices (rank %d) must have the "
-                          "same rank >= 1", d->rank, ix->rank);
+    return qh_kernel_fail(error, node, QH_ERROR_INVALID,
+                          "data (rank %d) and indices (rank %d) must have the "
+                          "same rank >= 1",
+                          d->rank, ix->rank);
   return qh_kernel_axis(node, a, d->rank, axis, error);
 }
 
@@ -34,8 +36,9 @@ static gboolean ge_infer(const QhNode *node, const QhTensor *const *inputs, int 
   for (int i = 0; i < d->rank; i++)
     if (i != axis && ix->dims[i] > d->dims[i])
       return qh_kernel_fail(error, node, QH_ERROR_INVALID,
-                            "indices dimension %d (%" G_GINT64_FORMAT ") exceeds data's (%" G_GINT64_FORMAT ")", i,
-                            ix->dims[i], d->dims[i]);
+                            "indices dimension %d (%" G_GINT64_FORMAT ") exceeds data's (%" G_GINT64_FORMAT
+                            ")",
+                            i, ix->dims[i], d->dims[i]);
   outputs[0].dtype = inputs[0]->dtype;
   outputs[0].shape = *ix;
   outputs[0].data = NULL;
@@ -58,8 +61,9 @@ static gboolean ge_run(QhExecContext *ctx, const QhNode *node, const QhTensor *c
     int64_t k = ix->dtype == QH_DTYPE_S64 ? ((const int64_t *)ix->data)[e] : ((const int32_t *)ix->data)[e];
     if (k < -dim || k >= dim)
       return qh_kernel_fail(error, node, QH_ERROR_INVALID,
-                            "index %" G_GINT64_FORMAT " is out of range [-%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
-                            ") on axis %d", k, dim, dim, axis);
+                            "index %" G_GINT64_FORMAT " is out of range [-%" G_GINT64_FORMAT
+                            ", %" G_GINT64_FORMAT ") on axis %d",
+                            k, dim, dim, axis);
     if (k < 0)
       k += dim;
     int64_t off = 0;
@@ -103,8 +107,8 @@ static gboolean trilu_k(const QhNode *node, const QhTensor *const *inputs, int n
   return TRUE;
 }
 
-static gboolean trilu_infer(const QhNode *node, const QhTensor *const *inputs, int n_inputs, QhTensor *outputs,
-                            int n_outputs, GError **error) {
+static gboolean trilu_infer(const QhNode *node, const QhTensor *const *inputs, int n_inputs,
+                            QhTensor *outputs, int n_outputs, GError **error) {
   (void)n_outputs;
   int64_t k;
   gboolean upper;
@@ -177,8 +181,8 @@ static gboolean cumsum_infer(const QhNode *node, const QhTensor *const *inputs, 
   return TRUE;
 }
 
-static gboolean cumsum_run(QhExecContext *ctx, const QhNode *node, const QhTensor *const *inputs, int n_inputs,
-                           QhTensor *const *outputs, int n_outputs, GError **error) {
+static gboolean cumsum_run(QhExecContext *ctx, const QhNode *node, const QhTensor *const *inputs,
+                           int n_inputs, QhTensor *const *outputs, int n_outputs, GError **error) {
   (void)ctx, (void)n_outputs;
   int axis;
   gboolean ex, rev;

@@ -17,7 +17,8 @@ static gboolean check(const QhNode *node, const QhTensor *const *inputs, int n_i
     return FALSE;
   const QhShape *x = &inputs[0]->shape;
   if (x->rank < 3)
-    return qh_kernel_fail(error, node, QH_ERROR_INVALID, "input must be N x C x D1 ..., not rank %d", x->rank);
+    return qh_kernel_fail(error, node, QH_ERROR_INVALID, "input must be N x C x D1 ..., not rank %d",
+                          x->rank);
   for (int i = 1; i < 3; i++)
     if (inputs[i]->shape.rank != 1 || inputs[i]->shape.dims[0] != x->dims[1])
       return qh_kernel_fail(error, node, QH_ERROR_INVALID,

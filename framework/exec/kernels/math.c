@@ -2,8 +2,9 @@
  * transformer and recurrent exports use around their matrix products: the unary
  * Sqrt, Erf, Exp, Neg, Log, Reciprocal (float32), Abs (float32, int64, int32) and Not
  * (bool); the broadcasting Pow, Mod, Equal, Less, Greater, And and Where; the
- * variadic Min and Max (folded one input at a time into the output); and Expand. LayerNorm exported at opsets below 17 is
- * ReduceMean/Sub/Pow/Sqrt/Div, GELU is Erf, attention masks are Equal/Where/Expand.
+ * variadic Min and Max (folded one input at a time into the output); and Expand.
+ * LayerNorm exported at opsets below 17 is ReduceMean/Sub/Pow/Sqrt/Div, GELU is Erf,
+ * attention masks are Equal/Where/Expand.
  * Every op here is a plain loop over the output, one ONNX formula per element, so it
  * is its own reference (no naive twin); operands of the output's shape are read
  * directly, broadcast ones through per-dimension strides. */
@@ -134,7 +135,8 @@ static gboolean infer(const QhNode *node, const QhTensor *const *inputs, int n_i
     /* any number of inputs: broadcast them here, fold them one by one in run */
     QhShape acc = inputs[0] ? inputs[0]->shape : (QhShape){0};
     for (int i = 0; i < n_inputs; i++) {
-      if (!qh_kernel_check_dtype(node, inputs, n_inputs, i, error, QH_DTYPE_F32, QH_DTYPE_S64, QH_DTYPE_S32, 0))
+      if (!qh_kernel_check_dtype(node, inputs, n_inputs, i, error, QH_DTYPE_F32, QH_DTYPE_S64,
+                                 QH_DTYPE_S32, 0))
         return FALSE;
       if (inputs[i]->dtype != inputs[0]->dtype)
         return qh_kernel_fail(error, node, QH_ERROR_INVALID, "input types differ (%s and %s)",
@@ -356,7 +358,8 @@ static gboolean run(QhExecContext *ctx, const QhNode *node, const QhTensor *cons
                     QhTensor *const *outputs, int n_outputs, GError **error) {
   (void)n_outputs;
   Job j = {.op = op_of(node), .out = outputs[0]};
-  int n = j.op == OP_WHERE ? 3 : j.op == OP_EXPAND || j.op == OP_MIN || j.op == OP_MAX || n_inputs < 2 ? 1 : 2;
+  gboolean one = j.op == OP_EXPAND || j.op == OP_MIN || j.op == OP_MAX || n_inputs < 2;
+  int n = j.op == OP_WHERE ? 3 : one ? 1 : 2;
   const QhShape *shapes[MAX_OPERANDS];
   for (int k = 0; k < n; k++) {
     j.in[k] = inputs[k];

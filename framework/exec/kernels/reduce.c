@@ -172,12 +172,17 @@ static gboolean run(QhExecContext *ctx, const QhNode *node, const QhTensor *cons
       acc[w.off] = fold_i(r, acc[w.off], v);
     }
     for (int64_t i = 0; i < n_out; i++) {
-      if (wide)
-        ((int64_t *)outputs[0]->data)[i] = acc[i];
-      else /* int32 Max/Min of an empty set saturates to the type's bound */
-        ((int32_t *)outputs[0]->data)[i] = (int32_t)(r == RED_MAX && acc[i] == INT64_MIN   ? G_MININT32
-                                                     : r == RED_MIN && acc[i] == INT64_MAX ? G_MAXINT32
-                                                                                           : (int32_t)(uint32_t)acc[i]);
+      int64_t v = acc[i];
+      if (wide) {
+        ((int64_t *)outputs[0]->data)[i] = v;
+        continue;
+      }
+      /* int32: Max/Min of an empty set is the type's bound; sums and products wrap */
+      if (r == RED_MAX && v == INT64_MIN)
+        v = G_MININT32;
+      else if (r == RED_MIN && v == INT64_MAX)
+        v = G_MAXINT32;
+      ((int32_t *)outputs[0]->data)[i] = (int32_t)(uint32_t)(uint64_t)v;
     }
     qh_aligned_free(acc);
     return TRUE;

@@ -39,16 +39,16 @@ static gboolean tile_repeats(const QhNode *node, const QhTensor *const *inputs, 
                    "repeats has %" G_GINT64_FORMAT " entries for an input of rank %d", n, rank);
   for (int i = 0; ok && i < rank; i++) {
     if (v[i] < 0)
-      ok = qh_kernel_fail(error, node, QH_ERROR_INVALID, "repeats[%d] is negative (%" G_GINT64_FORMAT ")",
-                          i, v[i]);
+      ok = qh_kernel_fail(error, node, QH_ERROR_INVALID, "repeats[%d] is negative (%" G_GINT64_FORMAT ")", i,
+                          v[i]);
     repeats[i] = v[i];
   }
   g_free(v);
   return ok;
 }
 
-static gboolean tile_infer(const QhNode *node, const QhTensor *const *inputs, int n_inputs,
-                           QhTensor *outputs, int n_outputs, GError **error) {
+static gboolean tile_infer(const QhNode *node, const QhTensor *const *inputs, int n_inputs, QhTensor *outputs,
+                           int n_outputs, GError **error) {
   (void)n_outputs;
   int64_t repeats[QH_MAX_RANK];
   if (!tile_repeats(node, inputs, n_inputs, repeats, error))
@@ -66,8 +66,8 @@ static gboolean tile_infer(const QhNode *node, const QhTensor *const *inputs, in
   return set_output(node, &outputs[0], inputs[0]->dtype, &out, error);
 }
 
-static gboolean tile_run(QhExecContext *ctx, const QhNode *node, const QhTensor *const *inputs,
-                         int n_inputs, QhTensor *const *outputs, int n_outputs, GError **error) {
+static gboolean tile_run(QhExecContext *ctx, const QhNode *node, const QhTensor *const *inputs, int n_inputs,
+                         QhTensor *const *outputs, int n_outputs, GError **error) {
   (void)ctx, (void)n_outputs;
   int64_t repeats[QH_MAX_RANK];
   if (!tile_repeats(node, inputs, n_inputs, repeats, error))
@@ -148,14 +148,16 @@ static gboolean split_sizes(const QhNode *node, const QhTensor *const *inputs, i
                         "split has %" G_GINT64_FORMAT " entries for %d outputs", n, n_outputs);
   for (int i = 0; ok && i < n_outputs; i++) {
     if (attr[i] < 0 || attr[i] > dim)
-      ok = qh_kernel_fail(error, node, QH_ERROR_INVALID, "split[%d] = %" G_GINT64_FORMAT " is outside [0, %"
-                          G_GINT64_FORMAT "]", i, attr[i], dim);
+      ok = qh_kernel_fail(error, node, QH_ERROR_INVALID,
+                          "split[%d] = %" G_GINT64_FORMAT " is outside [0, %" G_GINT64_FORMAT "]", i, attr[i],
+                          dim);
     else
       total += sizes[i] = attr[i];
   }
   if (ok && total != dim)
     ok = qh_kernel_fail(error, node, QH_ERROR_INVALID,
-                        "split sums to %" G_GINT64_FORMAT ", not the axis length %" G_GINT64_FORMAT, total, dim);
+                        "split sums to %" G_GINT64_FORMAT ", not the axis length %" G_GINT64_FORMAT, total,
+                        dim);
   g_free(owned);
   return ok;
 }
@@ -177,8 +179,8 @@ static gboolean split_infer(const QhNode *node, const QhTensor *const *inputs, i
   return TRUE;
 }
 
-static gboolean split_run(QhExecContext *ctx, const QhNode *node, const QhTensor *const *inputs,
-                          int n_inputs, QhTensor *const *outputs, int n_outputs, GError **error) {
+static gboolean split_run(QhExecContext *ctx, const QhNode *node, const QhTensor *const *inputs, int n_inputs,
+                          QhTensor *const *outputs, int n_outputs, GError **error) {
   (void)ctx;
   int axis;
   int64_t sizes[MAX_SPLIT];

@@ -96,7 +96,8 @@ static gboolean run(QhExecContext *ctx, const QhNode *node, const QhTensor *cons
     return TRUE;
   Pair *pairs = g_try_new(Pair, dim);
   if (pairs == NULL)
-    return qh_kernel_fail(error, node, QH_ERROR_NOMEM, "out of memory for %" G_GINT64_FORMAT " elements", dim);
+    return qh_kernel_fail(error, node, QH_ERROR_NOMEM, "out of memory for %" G_GINT64_FORMAT " elements",
+                          dim);
   for (int64_t o = 0; o < outer; o++)
     for (int64_t i = 0; i < inner; i++) {
       for (int64_t t = 0; t < dim; t++) {
