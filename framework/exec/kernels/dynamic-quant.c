@@ -9,8 +9,13 @@
  * empty), zero point = round-half-even(clamp(0 - min / scale, 0, 255)), and
  * y = clamp(round-half-even(x / scale) + zero point, 0, 255). MatMulInteger is
  * NumPy's matmul on (a - a_zero_point) and (b - b_zero_point) with batch broadcasting;
- * its sums wrap modulo 2^32 as int32 accumulators do. Both are plain loops, their own
- * reference; the integer kernels that run fast live in the backends. */
+ * its sums wrap modulo 2^32 as int32 accumulators do. DynamicQuantizeLinear is a plain
+ * loop. MatMulInteger's fast path runs each batch matrix as a double-precision GEMM
+ * (OpenBLAS dgemm) on the zero-point-shifted operands: every product is at most 255^2
+ * and every sum of fewer than 2^37 of them is an exact integer in double, so the result
+ * is exact; its naive twin is the integer triple loop. The int8 kernels that run fast
+ * live in the backends; these are the host's reference. */
+#include <cblas.h>
 #include <math.h>
 #include <string.h>
 
@@ -170,8 +175,8 @@ static int64_t batch_offset(const QhShape *batch, int64_t bi, const QhShape *s, 
   return off;
 }
 
-static gboolean mmi_run(QhExecContext *ctx, const QhNode *node, const QhTensor *const *inputs, int n_inputs,
-                        QhTensor *const *outputs, int n_outputs, GError **error) {
+static gboolean mmi_run_naive(QhExecContext *ctx, const QhNode *node, const QhTensor *const *inputs,
+                              int n_inputs, QhTensor *const *outputs, int n_outputs, GError **error) {
   (void)ctx, (void)n_outputs;
   Mmi g;
   if (!mmi_shapes(node, inputs, n_inputs, &g, error))
@@ -203,6 +208,49 @@ static gboolean mmi_run(QhExecContext *ctx, const QhNode *node, const QhTensor *
   return TRUE;
 }
 
+/* Matrix bi's operands as doubles, zero points subtracted. */
+static void shifted(const QhTensor *t, int64_t off, int64_t rows, int64_t cols, const QhTensor *zp,
+                    gboolean per_row, gboolean per_col, double *out) {
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t c = 0; c < cols; c++) {
+      int32_t z = zp == NULL ? 0 : int8_at(zp, per_row ? r : per_col ? c : 0);
+      out[r * cols + c] = (double)(int8_at(t, off + r * cols + c) - z);
+    }
+}
+
+static gboolean mmi_run(QhExecContext *ctx, const QhNode *node, const QhTensor *const *inputs, int n_inputs,
+                        QhTensor *const *outputs, int n_outputs, GError **error) {
+  Mmi g;
+  if (!mmi_shapes(node, inputs, n_inputs, &g, error))
+    return FALSE;
+  if (g.M > G_MAXINT || g.N > G_MAXINT || g.K > G_MAXINT || g.K >= (INT64_C(1) << 37))
+    return mmi_run_naive(ctx, node, inputs, n_inputs, outputs, n_outputs, error);
+  const QhTensor *a = inputs[0], *b = inputs[1];
+  const QhTensor *azp = n_inputs > 2 ? inputs[2] : NULL, *bzp = n_inputs > 3 ? inputs[3] : NULL;
+  double *ad = g_try_new(double, MAX(g.M * g.K, 1)), *bd = g_try_new(double, MAX(g.K * g.N, 1)),
+         *cd = g_try_new0(double, MAX(g.M * g.N, 1));
+  gboolean ok = ad && bd && cd;
+  if (!ok)
+    qh_kernel_fail(error, node, QH_ERROR_NOMEM,
+                   "out of memory for a %" G_GINT64_FORMAT " x %" G_GINT64_FORMAT " x %" G_GINT64_FORMAT
+                   " product",
+                   g.M, g.K, g.N);
+  int32_t *y = outputs[0]->data;
+  for (int64_t bi = 0; ok && bi < g.batch; bi++) {
+    shifted(a, batch_offset(&g.batch_shape, bi, &a->shape, g.M * g.K), g.M, g.K, azp, g.a_per_row, FALSE, ad);
+    shifted(b, batch_offset(&g.batch_shape, bi, &b->shape, g.K * g.N), g.K, g.N, bzp, FALSE, g.b_per_col, bd);
+    if (g.M > 0 && g.N > 0 && g.K > 0)
+      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)g.M, (int)g.N, (int)g.K, 1.0, ad, (int)g.K,
+                  bd, (int)g.N, 0.0, cd, (int)g.N);
+    for (int64_t e = 0; e < g.M * g.N; e++) /* exact integers; int32 wraps as accumulators would */
+      y[bi * g.M * g.N + e] = g.K > 0 ? (int32_t)(uint32_t)(uint64_t)(int64_t)cd[e] : 0;
+  }
+  g_free(ad);
+  g_free(bd);
+  g_free(cd);
+  return ok;
+}
+
 static int64_t mmi_macs(const QhNode *node, const QhTensor *const *inputs, int n_inputs,
                         const QhTensor *outputs, int n_outputs) {
   (void)outputs, (void)n_outputs;
@@ -212,6 +260,6 @@ static int64_t mmi_macs(const QhNode *node, const QhTensor *const *inputs, int n
 
 const QhOpDef qh_ops_dynamic_quant[] = {
     {"DynamicQuantizeLinear", 1, 1, 1, 3, dql_infer, dql_run, NULL, NULL},
-    {"MatMulInteger", 2, 4, 1, 1, mmi_infer, mmi_run, NULL, mmi_macs},
+    {"MatMulInteger", 2, 4, 1, 1, mmi_infer, mmi_run, mmi_run_naive, mmi_macs},
     {NULL},
 };
