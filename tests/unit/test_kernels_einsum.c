@@ -104,6 +104,9 @@ static void test_errors(void) {
   expect_einsum_error("ijk,jk->i", 2, 2, d23, 2, d34, QH_ERROR_INVALID, "term 0 has 3 letters for input 0");
   expect_einsum_error("ij,kj->ik", 2, 2, d23, 2, d34, QH_ERROR_INVALID, "label j has sizes 3 and 4");
   expect_einsum_error(NULL, 1, 2, d23, 0, NULL, QH_ERROR_INVALID, "attribute 'equation' is missing");
+  char *longeq = g_strnfill(300, 'i');
+  expect_einsum_error(longeq, 1, 2, d23, 0, NULL, QH_ERROR_INVALID, "equation of 300 characters (at most 256)");
+  g_free(longeq);
   /* 2^21 x 2^21 x 2^2: more than 2^40 multiply-adds, refused before any work */
   expect_einsum_error("i,j,k->ijk", 1, 1, DIMS(4), 0, NULL, QH_ERROR_INVALID, "more terms than inputs");
   Case *c = case_new("Einsum", 3, 1);

@@ -101,6 +101,10 @@ static gboolean parse(const QhNode *node, const QhTensor *const *inputs, int n_i
     return FALSE;
   if (raw == NULL)
     return qh_kernel_fail(error, node, QH_ERROR_INVALID, "attribute 'equation' is missing");
+  /* far above any real equation; keeps error lines that quote it short */
+  if (strlen(raw) > 256)
+    return qh_kernel_fail(error, node, QH_ERROR_INVALID, "equation of %zu characters (at most 256)",
+                          strlen(raw));
   if (n_inputs > MAX_OPERANDS)
     return qh_kernel_fail(error, node, QH_ERROR_UNSUPPORTED, "%d operands (at most %d)", n_inputs,
                           MAX_OPERANDS);
