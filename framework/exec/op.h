@@ -77,7 +77,7 @@ extern const QhOpDef qh_ops_pool[];        /* MaxPool, AveragePool, GlobalAverag
 extern const QhOpDef qh_ops_elementwise[]; /* Add, Sub, Mul, Div */
 extern const QhOpDef qh_ops_activation[];  /* Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish, Softmax */
 extern const QhOpDef qh_ops_norm[];        /* BatchNormalization */
-extern const QhOpDef qh_ops_reduce[];      /* ReduceMean */
+extern const QhOpDef qh_ops_reduce[];      /* ReduceMean, ReduceSum/Max/Min/Prod/L2, ArgMax */
 extern const QhOpDef qh_ops_qdq[];         /* QuantizeLinear, DequantizeLinear */
 extern const QhOpDef qh_ops_shape[];       /* Shape, Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Identity, Dropout, Constant, Concat */
 extern const QhOpDef qh_ops_index[];       /* Gather, Slice, Pad */
@@ -86,7 +86,14 @@ extern const QhOpDef qh_ops_cast[];        /* Cast, ConstantOfShape */
 extern const QhOpDef qh_ops_rnn[];         /* LSTM, GRU */
 extern const QhOpDef qh_ops_layernorm[];   /* LayerNormalization */
 extern const QhOpDef qh_ops_index_build[]; /* Range, ScatterND */
-extern const QhOpDef qh_ops_math[];        /* Sqrt, Erf, Exp, Neg, Not, Pow, Mod, Equal, Less, Greater, Where, Expand */
+extern const QhOpDef qh_ops_math[];        /* Sqrt, Erf, Exp, Neg, Log, Reciprocal, Abs, Not, Pow, Mod, Equal,
+                                              Less, Greater, And, Where, Expand, Min, Max */
+extern const QhOpDef qh_ops_tile_split[];    /* Tile, Split */
+extern const QhOpDef qh_ops_instancenorm[];   /* InstanceNormalization */
+extern const QhOpDef qh_ops_index_elements[]; /* GatherElements, Trilu, CumSum */
+extern const QhOpDef qh_ops_topk[];           /* TopK */
+extern const QhOpDef qh_ops_einsum[];         /* Einsum */
+extern const QhOpDef qh_ops_dynamic_quant[];  /* DynamicQuantizeLinear, MatMulInteger */
 
 G_END_DECLS
 

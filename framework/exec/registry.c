@@ -9,6 +9,8 @@ static const QhOpDef *const families[] = {
     qh_ops_conv,       qh_ops_gemm, qh_ops_pool, qh_ops_elementwise, qh_ops_activation,
     qh_ops_norm,       qh_ops_reduce, qh_ops_qdq, qh_ops_shape,      qh_ops_index,
     qh_ops_resize,     qh_ops_cast, qh_ops_math, qh_ops_rnn, qh_ops_layernorm, qh_ops_index_build,
+    qh_ops_tile_split, qh_ops_instancenorm, qh_ops_index_elements, qh_ops_topk, qh_ops_einsum,
+    qh_ops_dynamic_quant,
 };
 
 static const QhOpDef **all_ops;

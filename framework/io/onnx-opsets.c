@@ -7,7 +7,10 @@
  * 23), cross-read with docs/Changelog.md. A new schema version counts as a change
  * even when only the accepted types grew (e.g. Conv-22 added bfloat16), because
  * the table cannot tell which changes are harmless. Ops that are not in the table
- * are refused above opset 17. */
+ * are refused above opset 17. The entries of the transformer and recurrent ops (Equal
+ * to MatMulInteger) were read from the same file at commit
+ * f7546912001bc31e92a238b17068a21b373d882e, which agrees with the first on every
+ * older entry up to opset 23. */
 #include "io/onnx.h"
 
 #include <string.h>
@@ -20,43 +23,84 @@ typedef struct {
 } OpChanges;
 
 static const OpChanges changes[] = {
+    {"Abs", {0}},
     {"Add", {0}},
+    {"And", {0}},
+    {"ArgMax", {0}},
     {"AveragePool", {19, 22, 0}},
     {"BatchNormalization", {0}},
+    {"Cast", {19, 21, 23, 0}},
     {"Clip", {0}},
     {"Concat", {0}},
     {"Constant", {19, 21, 23, 0}},
+    {"ConstantOfShape", {20, 21, 23, 0}},
     {"Conv", {22, 0}},
     {"ConvTranspose", {22, 0}},
+    {"CumSum", {0}},
     {"DequantizeLinear", {19, 21, 23, 0}},
     {"Div", {0}},
     {"Dropout", {22, 0}},
+    {"DynamicQuantizeLinear", {0}},
+    {"Einsum", {0}},
+    {"Equal", {19, 0}},
+    {"Erf", {0}},
+    {"Exp", {0}},
+    {"Expand", {0}},
     {"Flatten", {21, 23, 0}},
+    {"GRU", {22, 0}},
     {"Gather", {0}},
+    {"GatherElements", {0}},
     {"Gemm", {0}},
     {"GlobalAveragePool", {22, 0}},
+    {"Greater", {0}},
     {"HardSigmoid", {22, 0}},
     {"HardSwish", {22, 0}},
     {"Identity", {19, 21, 23, 0}},
+    {"InstanceNormalization", {22, 0}},
+    {"LSTM", {22, 0}},
+    {"LayerNormalization", {0}},
     {"LeakyRelu", {0}},
+    {"Less", {0}},
+    {"Log", {0}},
     {"MatMul", {0}},
+    {"MatMulInteger", {0}},
+    {"Max", {0}},
     {"MaxPool", {22, 0}},
+    {"Min", {0}},
+    {"Mod", {0}},
     {"Mul", {0}},
+    {"Neg", {0}},
+    {"Not", {0}},
     {"Pad", {18, 19, 21, 23}},
+    {"Pow", {0}},
     {"QuantizeLinear", {19, 21, 23, 0}},
+    {"Range", {0}},
+    {"Reciprocal", {0}},
+    {"ReduceL2", {18, 0}},
+    {"ReduceMax", {18, 20, 0}},
     {"ReduceMean", {18, 0}},
+    {"ReduceMin", {18, 20, 0}},
+    {"ReduceProd", {18, 0}},
+    {"ReduceSum", {0}},
     {"Relu", {0}},
     {"Reshape", {19, 21, 23, 0}},
     {"Resize", {18, 19, 0}},
+    {"ScatterND", {18, 0}},
     {"Shape", {19, 21, 23, 0}},
     {"Sigmoid", {0}},
     {"Slice", {0}},
     {"Softmax", {0}},
+    {"Split", {18, 0}},
+    {"Sqrt", {0}},
     {"Squeeze", {21, 23, 0}},
     {"Sub", {0}},
     {"Tanh", {0}},
+    {"Tile", {0}},
+    {"TopK", {0}},
     {"Transpose", {21, 23, 0}},
+    {"Trilu", {0}},
     {"Unsqueeze", {21, 23, 0}},
+    {"Where", {0}},
 };
 
 int qh_onnx_op_first_change_after_17(const char *op_type, int64_t opset) {

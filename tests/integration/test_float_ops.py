@@ -32,7 +32,8 @@ def model(nodes, x, out, inits=(), opset=13, out_dtype=np.float32):
     named out, of out_dtype (its shape left to inference)."""
     onnx, TensorProto, helper, numpy_helper = qhtest.onnx_modules()
     types = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int64): TensorProto.INT64,
-             np.dtype(np.bool_): TensorProto.BOOL}
+             np.dtype(np.bool_): TensorProto.BOOL, np.dtype(np.int32): TensorProto.INT32,
+             np.dtype(np.uint8): TensorProto.UINT8}
     name, arr = x
     graph = helper.make_graph(
         nodes, "g", [helper.make_tensor_value_info(name, types[arr.dtype], list(arr.shape))],
@@ -61,7 +62,9 @@ def both(r, tmp, m, x, tag):
 def agree(r, tmp, m, x, tag):
     a, b = both(r, tmp, m, x, tag)
     assert a.shape == b.shape and a.dtype == b.dtype, f"{tag}: {a.shape} {a.dtype} vs ORT {b.shape} {b.dtype}"
-    if a.dtype == np.float32:
+    if a.size == 0:
+        print(f"{tag}: both empty, shape {a.shape}")
+    elif a.dtype == np.float32:
         rel = float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-30))
         print(f"{tag}: max relative difference {rel:.3g} over {a.size} elements")
         assert rel <= 1e-4, f"{tag}: {rel:.3g} from ONNX Runtime"
@@ -184,6 +187,185 @@ def case_layernorm(r, tmp):
         agree(r, tmp, model([node, ident], ("x", x), "out", inits, opset=17), x, f"layernorm_{out}")
 
 
+
+def outputs_of(r, tmp, node, x, inits, outs, tag, opset=13, out_dtypes=None):
+    """Compare each output of a multi-output node through an Identity."""
+    helper = qhtest.onnx_modules()[2]
+    for i, out in enumerate(outs):
+        ident = helper.make_node("Identity", [out], ["out"])
+        dt = out_dtypes[i] if out_dtypes else np.float32
+        agree(r, tmp, model([node, ident], ("x", x), "out", inits, opset=opset, out_dtype=dt), x,
+              f"{tag}_{out}")
+
+
+def case_elementwise_more(r, tmp):
+    ort_compare.require_ort()
+    helper = qhtest.onnx_modules()[2]
+    x = f32(2, 3, 4)
+    for op, xi in (("Log", np.abs(x) + 0.1), ("Abs", x), ("Reciprocal", x + np.sign(x))):
+        agree(r, tmp, model([helper.make_node(op, ["x"], ["y"])], ("x", xi), "y"), xi, op.lower())
+    xi = RNG.integers(-50, 50, (3, 4)).astype(np.int64)
+    agree(r, tmp, model([helper.make_node("Abs", ["x"], ["y"])], ("x", xi), "y", out_dtype=np.int64), xi,
+          "abs_int64")
+    # variadic Min/Max with three-way broadcasting, one input, and int64
+    for op in ("Min", "Max"):
+        m = model([helper.make_node(op, ["x", "a", "b"], ["y"])], ("x", x), "y",
+                  [("a", f32(3, 1)), ("b", f32(4))])
+        agree(r, tmp, m, x, f"{op.lower()}_three")
+        agree(r, tmp, model([helper.make_node(op, ["x"], ["y"])], ("x", x), "y"), x, f"{op.lower()}_one")
+        m = model([helper.make_node(op, ["x", "a"], ["y"])], ("x", xi), "y",
+                  [("a", np.array([[3], [-7], [0]], np.int64))], out_dtype=np.int64)
+        agree(r, tmp, m, xi, f"{op.lower()}_int64")
+    cond = RNG.random((3, 1, 4)) < 0.5
+    m = model([helper.make_node("And", ["x", "b"], ["y"])], ("x", cond), "y",
+              [("b", RNG.random((2, 1)) < 0.5)], out_dtype=np.bool_)
+    agree(r, tmp, m, cond, "and_broadcast")
+    xe = np.zeros((0, 4), np.float32)
+    m = model([helper.make_node("Max", ["x", "a"], ["y"])], ("x", xe), "y", [("a", f32(4))])
+    agree(r, tmp, m, xe, "max_empty")
+
+
+def case_reduce(r, tmp):
+    ort_compare.require_ort()
+    helper = qhtest.onnx_modules()[2]
+    x = f32(2, 3, 4, 5)
+    for op in ("ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL2"):
+        for axes, keep in (([1, -1], 1), ([0], 0), (None, 0), ([-2], 1)):
+            tag = f"{op.lower()}_{'all' if axes is None else '_'.join(map(str, axes))}_k{keep}"
+            if op == "ReduceSum":  # axes as input from opset 13
+                ins, inits = ["x"], []
+                if axes is not None:
+                    ins, inits = ["x", "ax"], [("ax", np.array(axes, np.int64))]
+                node = helper.make_node(op, ins, ["y"], keepdims=keep)
+            else:
+                inits = []
+                node = helper.make_node(op, ["x"], ["y"], keepdims=keep, **({} if axes is None else {"axes": axes}))
+            agree(r, tmp, model([node], ("x", x), "y", inits), x, tag)
+    # axes as an input came to the others at opset 18, which the loader refuses for them
+    m = model([helper.make_node("ReduceMax", ["x", "ax"], ["y"], keepdims=0, name="rm")], ("x", x), "y",
+              [("ax", np.array([2], np.int64))], opset=18)
+    refused(r, tmp, m, x, "reducemax_opset18", "node 'rm' (ReduceMax): ReduceMax changed in opset 18")
+    xi = RNG.integers(-9, 9, (3, 4)).astype(np.int64)
+    for op in ("ReduceSum", "ReduceMax"):
+        ins, inits = (["x", "ax"], [("ax", np.array([1], np.int64))]) if op == "ReduceSum" else (["x"], [])
+        attrs = {} if op == "ReduceSum" else {"axes": [1]}
+        m = model([helper.make_node(op, ins, ["y"], **attrs)], ("x", xi), "y", inits, out_dtype=np.int64)
+        agree(r, tmp, m, xi, f"{op.lower()}_int64")
+    # an empty reduced axis: the sum of nothing is 0
+    xe = np.zeros((3, 0), np.float32)
+    m = model([helper.make_node("ReduceSum", ["x", "ax"], ["y"], keepdims=0)], ("x", xe), "y",
+              [("ax", np.array([1], np.int64))])
+    agree(r, tmp, m, xe, "reducesum_empty")
+    for axis, keep, last in ((1, 1, 0), (-1, 0, 0), (0, 0, 1)):
+        xa = np.round(f32(3, 4, 5) * 2) / 2  # ties, for select_last_index
+        node = helper.make_node("ArgMax", ["x"], ["y"], axis=axis, keepdims=keep, select_last_index=last)
+        agree(r, tmp, model([node], ("x", xa), "y", out_dtype=np.int64), xa, f"argmax_{axis}_k{keep}_l{last}")
+
+
+def case_tile_split(r, tmp):
+    ort_compare.require_ort()
+    helper = qhtest.onnx_modules()[2]
+    x = f32(2, 3, 4)
+    for reps in ([1, 2, 3], [3, 1, 1], [2, 0, 1]):
+        m = model([helper.make_node("Tile", ["x", "r"], ["y"])], ("x", x), "y", [("r", np.array(reps, np.int64))])
+        agree(r, tmp, m, x, "tile_" + "_".join(map(str, reps)))
+    # split as input (opset 13), equal parts, a zero-length part, a negative axis
+    node = helper.make_node("Split", ["x", "s"], ["a", "b", "c"], axis=-1)
+    outputs_of(r, tmp, node, x, [("s", np.array([1, 0, 3], np.int64))], ["a", "b", "c"], "split_input")
+    node = helper.make_node("Split", ["x"], ["a", "b", "c"], axis=1)
+    outputs_of(r, tmp, node, x, [], ["a", "c"], "split_equal")
+
+
+def case_instancenorm(r, tmp):
+    ort_compare.require_ort()
+    helper = qhtest.onnx_modules()[2]
+    for shape in ((2, 3, 5, 4), (2, 3, 7)):
+        x = f32(*shape, scale=3.0) + 1.0
+        node = helper.make_node("InstanceNormalization", ["x", "s", "b"], ["y"], epsilon=1e-3)
+        m = model([node], ("x", x), "y", [("s", f32(3)), ("b", f32(3))])
+        agree(r, tmp, m, x, f"instancenorm_rank{len(shape)}")
+
+
+EINSUM_FORMS = [
+    ("bhqd,bhkd->bhqk", [(2, 3, 5, 4), (2, 3, 6, 4)]),   # attention scores
+    ("bhqk,bhkd->bhqd", [(2, 3, 5, 6), (2, 3, 6, 4)]),   # attention context
+    ("bij,jk->bik", [(2, 3, 4), (4, 5)]),                # batched projection
+    ("...ij,...jk->...ik", [(2, 3, 4), (1, 4, 5)]),      # ellipsis, broadcast
+    ("ij,kj", [(3, 4), (5, 4)]),                         # implicit output (ik)
+    ("i,j->ij", [(3,), (4,)]),                           # outer product
+    ("ii->i", [(4, 4)]),                                 # diagonal
+    ("ij->ji", [(3, 4)]),                                # transpose
+    ("bij->b", [(2, 3, 4)]),                             # sum
+    ("bn,anm,bm->ba", [(2, 3), (4, 3, 5), (2, 5)]),      # bilinear, three operands
+    ("ij,jk->ik", [(0, 4), (4, 5)]),                     # empty
+]
+
+
+def case_einsum(r, tmp):
+    ort_compare.require_ort()
+    helper = qhtest.onnx_modules()[2]
+    for i, (eq, shapes) in enumerate(EINSUM_FORMS):
+        x = f32(*shapes[0])
+        names = ["x"] + [f"w{k}" for k in range(1, len(shapes))]
+        inits = [(n, f32(*s)) for n, s in zip(names[1:], shapes[1:])]
+        m = model([helper.make_node("Einsum", names, ["y"], equation=eq)], ("x", x), "y", inits, opset=12 + 1)
+        agree(r, tmp, m, x, f"einsum_{i}_{eq.replace(',', '_').replace('->', '_to_').replace('...', 'E')}")
+
+
+def case_index_elements(r, tmp):
+    ort_compare.require_ort()
+    helper = qhtest.onnx_modules()[2]
+    x = f32(3, 4, 5)
+    for axis in (0, -1, 1):
+        d = x.shape[axis]
+        idx = RNG.integers(-d, d, (2, 3, 4)).astype(np.int64)
+        m = model([helper.make_node("GatherElements", ["x", "i"], ["y"], axis=axis)], ("x", x), "y", [("i", idx)])
+        agree(r, tmp, m, x, f"gatherelements_axis{axis}")
+    for axis in (1, -1):  # Gather on an inner axis with negative indices (relative positions, heads)
+        idx = np.array([[0, -1], [2, 1]], np.int64)
+        m = model([helper.make_node("Gather", ["x", "i"], ["y"], axis=axis)], ("x", x), "y", [("i", idx)])
+        agree(r, tmp, m, x, f"gather_axis{axis}")
+    for upper in (0, 1):
+        for k in (None, 2, -1):
+            ins, inits = (["x"], []) if k is None else (["x", "k"], [("k", np.array(k, np.int64))])
+            m = model([helper.make_node("Trilu", ins, ["y"], upper=upper)], ("x", x), "y", inits, opset=14)
+            agree(r, tmp, m, x, f"trilu_u{upper}_k{k}")
+    xi = RNG.integers(-5, 5, (3, 4)).astype(np.int64)
+    for ex, rev in ((0, 0), (1, 0), (0, 1), (1, 1)):
+        m = model([helper.make_node("CumSum", ["x", "a"], ["y"], exclusive=ex, reverse=rev)], ("x", x), "y",
+                  [("a", np.array(-2, np.int64))], opset=14)
+        agree(r, tmp, m, x, f"cumsum_ex{ex}_rev{rev}")
+        m = model([helper.make_node("CumSum", ["x", "a"], ["y"], exclusive=ex, reverse=rev)], ("x", xi), "y",
+                  [("a", np.array([1], np.int64))], opset=14, out_dtype=np.int64)
+        agree(r, tmp, m, xi, f"cumsum_int64_ex{ex}_rev{rev}")
+    xt = np.round(f32(3, 6, 4) * 2) / 2  # ties: equal values come out in index order
+    for axis, largest, k in ((1, 1, 3), (-1, 0, 2), (1, 1, 0)):
+        node = helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=axis, largest=largest)
+        outputs_of(r, tmp, node, xt, [("k", np.array([k], np.int64))], ["v", "i"], f"topk_{axis}_{largest}_{k}",
+                   out_dtypes=[np.float32, np.int64])
+
+
+def case_dynamic_quant(r, tmp):
+    ort_compare.require_ort()
+    helper = qhtest.onnx_modules()[2]
+    x = f32(2, 5, 8, scale=2.0) + 0.5
+    node = helper.make_node("DynamicQuantizeLinear", ["x"], ["q", "s", "z"])
+    outputs_of(r, tmp, node, x, [], ["q", "s", "z"], "dql", out_dtypes=[np.uint8, np.float32, np.uint8])
+    xp = np.abs(x)  # all positive: zero point 0
+    outputs_of(r, tmp, node, xp, [], ["q", "z"], "dql_positive", out_dtypes=[np.uint8, np.uint8])
+    # ONNX Runtime's dynamic MatMul: DQL -> MatMulInteger -> Cast -> Mul by both scales
+    forms = ((np.int8, None), (np.uint8, np.array(131, np.uint8)),
+             (np.int8, RNG.integers(-3, 3, 6).astype(np.int8)))  # b_zero_point per column
+    for wdt, wzp in forms:
+        lo, hi = (-128, 128) if wdt == np.int8 else (0, 256)
+        w = RNG.integers(lo, hi, (8, 6)).astype(wdt)
+        ins = ["q", "w", "z"] + (["wz"] if wzp is not None else [])
+        inits = [("w", w)] + ([("wz", wzp)] if wzp is not None else [])
+        nodes = [node, helper.make_node("MatMulInteger", ins, ["y"])]
+        tag = f"matmulinteger_{np.dtype(wdt).name}_{'none' if wzp is None else wzp.size}"
+        agree(r, tmp, model(nodes, ("x", x), "y", inits, out_dtype=np.int32), x, tag)
+
+
 def refused(r, tmp, m, x, tag, want):
     onnx = qhtest.onnx_modules()[0]
     path, xp = os.path.join(tmp, f"{tag}.onnx"), os.path.join(tmp, f"{tag}.x.npy")
@@ -219,13 +401,59 @@ def case_bad_input(r, tmp):
             "node 'c1' (Celu): operator Celu is not supported by qhost's reference kernels; nor are Softsign, Mish")
 
 
+def case_hostile(r, tmp):
+    """The issue's hostile inputs for the new ops: one error line each, in the 1 GiB the
+    runner allows, no output file."""
+    helper = qhtest.onnx_modules()[2]
+    x = f32(4)
+    consts = [("s", np.array(0, np.int64)), ("l", np.array(1 << 40, np.int64)), ("d", np.array(1, np.int64))]
+    xi = np.zeros(4, np.int64)
+    m = model([helper.make_node("Range", ["s", "l", "d"], ["rg"], name="range"),
+               helper.make_node("Add", ["x", "rg"], ["y"])], ("x", xi), "y", consts, out_dtype=np.int64)
+    refused(r, tmp, m, xi, "range_2_40", "node 'range' (Range): output 'rg': shape's element count exceeds the limit")
+    m = model([helper.make_node("Expand", ["x", "s"], ["y"], name="expand")], ("x", x), "y",
+              [("s", np.array([1 << 20, 1 << 20, 4], np.int64))])
+    refused(r, tmp, m, x, "expand_huge", "node 'expand' (Expand): output 'y': shape's element count exceeds the limit")
+    m = model([helper.make_node("Tile", ["x", "r"], ["y"], name="tile")], ("x", x), "y",
+              [("r", np.array([1 << 62], np.int64))])
+    refused(r, tmp, m, x, "tile_huge", "node 'tile' (Tile): dimension 0 would be 4 x")
+    xm = f32(3, 4)
+    m = model([helper.make_node("Einsum", ["x", "w"], ["y"], equation="ij,jk->i k!", name="es")], ("x", xm), "y",
+              [("w", f32(4, 2))])
+    refused(r, tmp, m, xm, "einsum_unparsable", "node 'es' (Einsum): equation 'ij,jk->ik!' does not parse")
+    xs = f32(5, 2, 4)  # LSTM weights that disagree: W says hidden 3, R hidden 2
+    m = model([helper.make_node("LSTM", ["x", "W", "R"], ["y"], hidden_size=3, name="lstm")], ("x", xs), "y",
+              [("W", f32(1, 12, 4)), ("R", f32(1, 8, 2))])
+    refused(r, tmp, m, xs, "lstm_inconsistent", "node 'lstm' (LSTM): R must be float32 of shape [1, 12, 3]")
+    m = model([helper.make_node("GRU", ["x", "W", "R"], ["y"], hidden_size=2, name="gru")], ("x", xs), "y",
+              [("W", f32(1, 6, 5)), ("R", f32(1, 6, 2))])
+    refused(r, tmp, m, xs, "gru_input_size", "node 'gru' (GRU): W must be float32 of shape [1, 6, 4]")
+    m = model([helper.make_node("Split", ["x", "s"], ["a", "b"], name="split"),
+               helper.make_node("Add", ["a", "b"], ["y"])], ("x", x), "y", [("s", np.array([3, 3], np.int64))])
+    refused(r, tmp, m, x, "split_sum", "node 'split' (Split): split sums to 6, not the axis length 4")
+    m = model([helper.make_node("GatherElements", ["x", "i"], ["y"], name="ge")], ("x", x), "y",
+              [("i", np.array([0, 4], np.int64))])
+    refused(r, tmp, m, x, "gatherelements_range", "node 'ge' (GatherElements): index 4 is out of range [-4, 4)")
+    m = model([helper.make_node("TopK", ["x", "k"], ["y", "i"], name="topk")], ("x", x), "y",
+              [("k", np.array([5], np.int64))])
+    refused(r, tmp, m, x, "topk_k", "node 'topk' (TopK): K = 5 is outside [0, 4]")
+
+
 CASES = {
     "lstm_forms": case_lstm_forms,
     "gru_forms": case_gru_forms,
     "math": case_math,
     "index_build": case_index_build,
     "layernorm": case_layernorm,
+    "elementwise_more": case_elementwise_more,
+    "reduce": case_reduce,
+    "tile_split": case_tile_split,
+    "instancenorm": case_instancenorm,
+    "einsum": case_einsum,
+    "index_elements": case_index_elements,
+    "dynamic_quant": case_dynamic_quant,
     "bad_input": case_bad_input,
+    "hostile": case_hostile,
 }
 
 if __name__ == "__main__":

@@ -21,12 +21,23 @@ Models:
                 the tokens, Equal/Where/Expand), a linear head; int64 tokens
   lstm, gru     token embedding, a 2-layer nn.LSTM / a bidirectional nn.GRU, a linear
                 head on the last step; int64 tokens
+  lstm_bi       the same over a 2-layer bidirectional nn.LSTM
+  transformer   an encoder-decoder nn.Transformer (2 + 2 layers): source padding mask
+                from the tokens (for the encoder and the decoder's memory attention),
+                a causal target mask from torch.triu (Trilu), the target the tokens'
+                first 8; opset 14
+  ops_mix       one small model calling the torch functions whose exports need the
+                newer host kernels (GroupNorm and InstanceNorm1d -> InstanceNormalization,
+                split, einsum, topk, gather -> GatherElements, cumsum, argmax, norm ->
+                ReduceL2, max/amin/prod/sum over a dim, triu/tril -> Trilu, repeat -> Tile,
+                maximum/minimum, log, reciprocal, abs, &), outputs concatenated; opset 14
   convnext_block a ConvNeXt block: 7x7 depthwise conv, LayerNorm, Linear, GELU (Erf),
                 Linear, residual
   swin_block    torchvision's SwinTransformerBlock with a shifted window (the mask
                 built with Range/ScatterND, a training-mode Dropout of ratio 0)
 A name ending in "17" (text_encoder17, convnext_block17) is exported at opset 17,
-where nn.LayerNorm becomes one LayerNormalization node; the others at opset 13.
+where nn.LayerNorm becomes one LayerNormalization node; transformer at opset 14 (the
+first with Trilu); the others at opset 13.
 """
 import os
 import shutil
@@ -45,6 +56,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 EXAMPLES = os.path.join(ROOT, "examples")
 OPSET = 13
+OPSETS = {"transformer": 14, "ops_mix": 14}
 
 
 class Tutorial(nn.Module):
@@ -94,6 +106,8 @@ class Recurrent(nn.Module):
         self.emb = nn.Embedding(200, 16)
         if kind == "lstm":
             self.rnn = nn.LSTM(16, 24, num_layers=2, batch_first=True)
+        elif kind == "lstm_bi":
+            self.rnn = nn.LSTM(16, 24, num_layers=2, batch_first=True, bidirectional=True)
         else:
             self.rnn = nn.GRU(16, 24, batch_first=True, bidirectional=True)
         self.head = nn.Linear(24 if kind == "lstm" else 48, 5)
@@ -101,6 +115,59 @@ class Recurrent(nn.Module):
     def forward(self, tokens):
         y, _ = self.rnn(self.emb(tokens))
         return self.head(y[:, -1])
+
+
+class Seq2Seq(nn.Module):
+    """A masked encoder-decoder: source padding masked in the encoder and in the
+    decoder's attention to memory, the target causal."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(200, 32)
+        self.tf = nn.Transformer(32, 4, num_encoder_layers=2, num_decoder_layers=2, dim_feedforward=64,
+                                 dropout=0.0, batch_first=True)
+        self.head = nn.Linear(32, 7)
+
+    def forward(self, tokens):
+        src, tgt = tokens, tokens[:, :8]
+        pad = tokens == 0
+        n = tgt.shape[1]
+        causal = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
+        causal = torch.zeros(n, n).masked_fill(causal, float("-inf"))
+        h = self.tf(self.emb(src), self.emb(tgt), tgt_mask=causal, src_key_padding_mask=pad,
+                    memory_key_padding_mask=pad)
+        return self.head(h)
+
+
+class OpsMix(nn.Module):
+    """The torch functions behind the newer float ops, on x of shape [2, 4, 6]."""
+
+    def __init__(self):
+        super().__init__()
+        self.gn = nn.GroupNorm(2, 4)
+        self.inorm = nn.InstanceNorm1d(4, affine=True)
+        self.w = nn.Parameter(torch.randn(6, 5))
+
+    def forward(self, x):
+        a = self.gn(x.unsqueeze(-1)).squeeze(-1)
+        b = self.inorm(x)
+        q, k = torch.split(a, [1, 3], dim=1)
+        c = torch.einsum("bij,jk->bik", b, self.w)
+        s = torch.einsum("bci,bdi->bcd", a, b)
+        v, i = torch.topk(c, 3, dim=-1)
+        g = torch.gather(c, 2, i)
+        cs = torch.cumsum(x, dim=-1)
+        am = torch.argmax(x, dim=-1, keepdim=True).float()
+        n = torch.norm(x, p=2, dim=-1, keepdim=True)
+        mx, _ = torch.max(x, dim=1, keepdim=True)
+        t = torch.triu(s, diagonal=1) + torch.tril(s)
+        r = k.repeat(1, 2, 1)
+        mm = torch.maximum(torch.minimum(x, cs), -x.abs())
+        lg = torch.log(x.abs() + 1) * torch.reciprocal(x.abs() + 2)
+        ands = ((x > 0) & (cs > 0)).float()
+        p = x.prod(dim=-1, keepdim=True) + x.sum(dim=-1, keepdim=True) + x.amin(dim=-1, keepdim=True)
+        parts = (v, g, cs, am, n, mx, t, r, mm, lg, ands, p, q)
+        return torch.cat([t.flatten(1) for t in parts], 1)
 
 
 class ConvNeXtBlock(nn.Module):
@@ -170,8 +237,12 @@ def build(name):
         return model, torch.randn(1, 3, 224, 224)
     if name.startswith("text_encoder"):
         return TextEncoder().eval(), tokens(2, 12)
-    if name in ("lstm", "gru"):
+    if name in ("lstm", "gru", "lstm_bi"):
         return Recurrent(name).eval(), tokens(2, 10)
+    if name == "transformer":
+        return Seq2Seq().eval(), tokens(2, 12)
+    if name == "ops_mix":
+        return OpsMix().eval(), torch.randn(2, 4, 6)
     if name.startswith("convnext_block"):
         return ConvNeXtBlock().eval(), torch.randn(2, 16, 8, 8)
     if name == "swin_block":
@@ -225,7 +296,7 @@ def export(outdir, name):
             # The exporter warns about folding in training-amenable mode; the
             # model is in eval mode, so its parameters are final.
             warnings.filterwarnings("ignore", message=".*constant folding be turned off.*")
-            torch.onnx.export(model, x, onnx_path, opset_version=17 if name.endswith("17") else OPSET,
+            torch.onnx.export(model, x, onnx_path, opset_version=OPSETS.get(name, 17 if name.endswith("17") else OPSET),
                               input_names=["input"], output_names=["output"],
                               training=mode, do_constant_folding=True)
     with torch.no_grad():
@@ -248,15 +319,23 @@ def export(outdir, name):
         assert "LayerNormalization" in ops, f"{onnx_path}: expected LayerNormalization: {ops}"
     if name == "text_encoder":
         assert {"Equal", "Where", "Pow", "Sqrt"} <= set(ops), f"{onnx_path}: {sorted(set(ops))}"
-    if name in ("lstm", "gru"):
-        assert name.upper() in ops, f"{onnx_path}: {sorted(set(ops))}"
+    if name in ("lstm", "gru", "lstm_bi"):
+        assert name.split("_")[0].upper() in ops, f"{onnx_path}: {sorted(set(ops))}"
+    if name == "transformer":
+        assert {"Trilu", "Where"} <= set(ops), f"{onnx_path}: {sorted(set(ops))}"
+    if name == "ops_mix":
+        want = {"InstanceNormalization", "Split", "Einsum", "TopK", "GatherElements", "CumSum", "ArgMax",
+                "ReduceL2", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSum", "Trilu", "Tile", "Max", "Min",
+                "Log", "Reciprocal", "Abs", "And"}
+        assert want <= set(ops), f"{onnx_path}: lacks {sorted(want - set(ops))}"
     if name == "swin_block":
         assert {"Range", "ScatterND"} <= set(ops), f"{onnx_path}: {sorted(set(ops))}"
     return onnx_path
 
 
 MODELS = ("tutorial", "tutorial_nobn", "mlp", "resnet18", "mobilenet_v2", "digits", "text_encoder",
-          "text_encoder17", "lstm", "gru", "convnext_block", "convnext_block17", "swin_block")
+          "text_encoder17", "lstm", "gru", "lstm_bi", "transformer", "ops_mix", "convnext_block",
+          "convnext_block17", "swin_block")
 
 
 def main(argv):

@@ -1,8 +1,10 @@
 /* Reference kernels of the elementwise math, comparison and selection ops that
  * transformer and recurrent exports use around their matrix products: the unary
- * Sqrt, Erf, Exp, Neg (float32) and Not (bool); the broadcasting Pow, Mod, Equal,
- * Less, Greater and Where; and Expand. LayerNorm exported at opsets below 17 is
- * ReduceMean/Sub/Pow/Sqrt/Div, GELU is Erf, attention masks are Equal/Where/Expand.
+ * Sqrt, Erf, Exp, Neg, Log, Reciprocal (float32), Abs (float32, int64, int32) and Not
+ * (bool); the broadcasting Pow, Mod, Equal, Less, Greater, And and Where; the
+ * variadic Min and Max (folded one input at a time into the output); and Expand.
+ * LayerNorm exported at opsets below 17 is ReduceMean/Sub/Pow/Sqrt/Div, GELU is Erf,
+ * attention masks are Equal/Where/Expand.
  * Every op here is a plain loop over the output, one ONNX formula per element, so it
  * is its own reference (no naive twin); operands of the output's shape are read
  * directly, broadcast ones through per-dimension strides. */
@@ -74,9 +76,9 @@ static gboolean broadcast_n(const QhNode *node, int n, const QhShape *const *in,
 /* ---- ops ---------------------------------------------------------------------- */
 
 typedef enum {
-  OP_SQRT, OP_ERF, OP_EXP, OP_NEG, OP_NOT,     /* unary */
-  OP_POW, OP_MOD, OP_EQUAL, OP_LESS, OP_GREATER, /* binary */
-  OP_WHERE, OP_EXPAND
+  OP_SQRT, OP_ERF, OP_EXP, OP_NEG, OP_LOG, OP_RECIPROCAL, OP_ABS, OP_NOT, /* unary */
+  OP_POW, OP_MOD, OP_EQUAL, OP_LESS, OP_GREATER, OP_AND,                  /* binary */
+  OP_WHERE, OP_EXPAND, OP_MIN, OP_MAX
 } MathOp;
 
 static MathOp op_of(const QhNode *node) {
@@ -85,7 +87,9 @@ static MathOp op_of(const QhNode *node) {
     MathOp op;
   } names[] = {{"Sqrt", OP_SQRT},   {"Erf", OP_ERF},     {"Exp", OP_EXP},       {"Neg", OP_NEG},
                {"Not", OP_NOT},     {"Pow", OP_POW},     {"Mod", OP_MOD},       {"Equal", OP_EQUAL},
-               {"Less", OP_LESS},   {"Greater", OP_GREATER}, {"Where", OP_WHERE}, {"Expand", OP_EXPAND}};
+               {"Less", OP_LESS},   {"Greater", OP_GREATER}, {"Where", OP_WHERE}, {"Expand", OP_EXPAND},
+               {"Log", OP_LOG},     {"Reciprocal", OP_RECIPROCAL}, {"Abs", OP_ABS}, {"And", OP_AND},
+               {"Min", OP_MIN},     {"Max", OP_MAX}};
   for (size_t i = 0; i < G_N_ELEMENTS(names); i++)
     if (strcmp(node->op_type, names[i].name) == 0)
       return names[i].op;
@@ -111,11 +115,41 @@ static gboolean infer(const QhNode *node, const QhTensor *const *inputs, int n_i
   const QhShape *shapes[MAX_OPERANDS] = {NULL};
   int n = 0;
   switch (op) {
-  case OP_SQRT: case OP_ERF: case OP_EXP: case OP_NEG:
+  case OP_SQRT: case OP_ERF: case OP_EXP: case OP_NEG: case OP_LOG: case OP_RECIPROCAL:
     if (!qh_kernel_check_dtype(node, inputs, n_inputs, 0, error, QH_DTYPE_F32, 0))
       return FALSE;
     shapes[n++] = &inputs[0]->shape;
     break;
+  case OP_ABS:
+    if (!qh_kernel_check_dtype(node, inputs, n_inputs, 0, error, QH_DTYPE_F32, QH_DTYPE_S64, QH_DTYPE_S32, 0))
+      return FALSE;
+    shapes[n++] = &inputs[0]->shape;
+    break;
+  case OP_AND:
+    for (int i = 0; i < 2; i++)
+      if (!qh_kernel_check_dtype(node, inputs, n_inputs, i, error, QH_DTYPE_BOOL, 0))
+        return FALSE;
+    shapes[n++] = &inputs[0]->shape, shapes[n++] = &inputs[1]->shape;
+    break;
+  case OP_MIN: case OP_MAX: {
+    /* any number of inputs: broadcast them here, fold them one by one in run */
+    QhShape acc = inputs[0] ? inputs[0]->shape : (QhShape){0};
+    for (int i = 0; i < n_inputs; i++) {
+      if (!qh_kernel_check_dtype(node, inputs, n_inputs, i, error, QH_DTYPE_F32, QH_DTYPE_S64,
+                                 QH_DTYPE_S32, 0))
+        return FALSE;
+      if (inputs[i]->dtype != inputs[0]->dtype)
+        return qh_kernel_fail(error, node, QH_ERROR_INVALID, "input types differ (%s and %s)",
+                              qh_dtype_name(inputs[0]->dtype), qh_dtype_name(inputs[i]->dtype));
+      const QhShape *two[2] = {&acc, &inputs[i]->shape};
+      if (!broadcast_n(node, 2, two, &acc, error))
+        return FALSE;
+    }
+    outputs[0].dtype = out_dt;
+    outputs[0].shape = acc;
+    outputs[0].data = NULL;
+    return TRUE;
+  }
   case OP_NOT:
     if (!qh_kernel_check_dtype(node, inputs, n_inputs, 0, error, QH_DTYPE_BOOL, 0))
       return FALSE;
@@ -210,8 +244,34 @@ static inline int64_t mod_floor(int64_t a, int64_t b) {
   return r != 0 && (r < 0) != (b < 0) ? r + b : r;
 }
 
+static inline float unary_f32(MathOp op, float v) {
+  switch (op) {
+  case OP_SQRT: return sqrtf(v);
+  case OP_ERF: return erff(v);
+  case OP_EXP: return expf(v);
+  case OP_LOG: return logf(v);
+  case OP_RECIPROCAL: return 1.0f / v;
+  case OP_ABS: return fabsf(v);
+  default: return -v;
+  }
+}
+
 static void unary_task(void *arg, int64_t begin, int64_t end) {
   const Job *j = arg;
+  if (j->op == OP_ABS && j->in[0]->dtype == QH_DTYPE_S64) {
+    const int64_t *x = j->in[0]->data;
+    int64_t *y = j->out->data;
+    for (int64_t i = begin; i < end; i++) /* INT64_MIN stays itself, as in two's complement */
+      y[i] = x[i] < 0 ? (int64_t)(0 - (uint64_t)x[i]) : x[i];
+    return;
+  }
+  if (j->op == OP_ABS && j->in[0]->dtype == QH_DTYPE_S32) {
+    const int32_t *x = j->in[0]->data;
+    int32_t *y = j->out->data;
+    for (int64_t i = begin; i < end; i++)
+      y[i] = x[i] < 0 ? (int32_t)(0 - (uint32_t)x[i]) : x[i];
+    return;
+  }
   if (j->op == OP_NOT) {
     const uint8_t *x = j->in[0]->data;
     uint8_t *y = j->out->data;
@@ -221,10 +281,8 @@ static void unary_task(void *arg, int64_t begin, int64_t end) {
   }
   const float *x = j->in[0]->data;
   float *y = j->out->data;
-  for (int64_t i = begin; i < end; i++) {
-    float v = x[i];
-    y[i] = j->op == OP_SQRT ? sqrtf(v) : j->op == OP_ERF ? erff(v) : j->op == OP_EXP ? expf(v) : -v;
-  }
+  for (int64_t i = begin; i < end; i++)
+    y[i] = unary_f32(j->op, x[i]);
 }
 
 static void broadcast_task(void *arg, int64_t begin, int64_t end) {
@@ -261,6 +319,26 @@ static void broadcast_task(void *arg, int64_t begin, int64_t end) {
       ((uint8_t *)j->out->data)[i] = (uint8_t)c;
       break;
     }
+    case OP_AND:
+      ((uint8_t *)j->out->data)[i] =
+          (uint8_t)(((const uint8_t *)a->data)[off[0]] && ((const uint8_t *)b->data)[off[1]]);
+      break;
+    case OP_MIN: case OP_MAX: {
+      /* a is the output itself (the inputs folded so far), b the next input; a NaN
+       * on either side wins, as in NumPy's minimum/maximum and ONNX Runtime */
+      gboolean mx = j->op == OP_MAX;
+      if (a->dtype == QH_DTYPE_F32) {
+        float x = ((const float *)a->data)[off[0]], y = ((const float *)b->data)[off[1]];
+        ((float *)j->out->data)[i] = isnan(x) ? x : isnan(y) ? y : mx ? (y > x ? y : x) : (y < x ? y : x);
+      } else if (a->dtype == QH_DTYPE_S64) {
+        int64_t x = ((const int64_t *)a->data)[off[0]], y = ((const int64_t *)b->data)[off[1]];
+        ((int64_t *)j->out->data)[i] = mx ? MAX(x, y) : MIN(x, y);
+      } else {
+        int32_t x = ((const int32_t *)a->data)[off[0]], y = ((const int32_t *)b->data)[off[1]];
+        ((int32_t *)j->out->data)[i] = mx ? MAX(x, y) : MIN(x, y);
+      }
+      break;
+    }
     case OP_WHERE: {
       const QhTensor *src = ((const uint8_t *)a->data)[off[0]] ? j->in[1] : j->in[2];
       int64_t o = ((const uint8_t *)a->data)[off[0]] ? off[1] : off[2];
@@ -280,7 +358,8 @@ static gboolean run(QhExecContext *ctx, const QhNode *node, const QhTensor *cons
                     QhTensor *const *outputs, int n_outputs, GError **error) {
   (void)n_outputs;
   Job j = {.op = op_of(node), .out = outputs[0]};
-  int n = j.op == OP_WHERE ? 3 : j.op == OP_EXPAND || n_inputs < 2 ? 1 : 2;
+  gboolean one = j.op == OP_EXPAND || j.op == OP_MIN || j.op == OP_MAX || n_inputs < 2;
+  int n = j.op == OP_WHERE ? 3 : one ? 1 : 2;
   const QhShape *shapes[MAX_OPERANDS];
   for (int k = 0; k < n; k++) {
     j.in[k] = inputs[k];
@@ -292,6 +371,19 @@ static gboolean run(QhExecContext *ctx, const QhNode *node, const QhTensor *cons
         return qh_kernel_fail(error, node, QH_ERROR_INVALID,
                               "integer Mod by zero (divisor element %" G_GINT64_FORMAT ")", i);
   int64_t total = qh_tensor_numel(outputs[0]);
+  if (j.op == OP_MIN || j.op == OP_MAX) {
+    /* the output starts as input 0 broadcast, then takes each further input in turn */
+    Job first = {.op = OP_EXPAND, .in = {inputs[0]}, .out = outputs[0]};
+    walk_init(&first.walk, &outputs[0]->shape, 1, shapes);
+    qh_thread_pool_parallel_for(ctx->pool, total, PAR_GRAIN, broadcast_task, &first);
+    for (int k = 1; k < n_inputs; k++) {
+      Job fold = {.op = j.op, .in = {outputs[0], inputs[k]}, .out = outputs[0]};
+      const QhShape *pair[2] = {&outputs[0]->shape, &inputs[k]->shape};
+      walk_init(&fold.walk, &outputs[0]->shape, 2, pair);
+      qh_thread_pool_parallel_for(ctx->pool, total, PAR_GRAIN, broadcast_task, &fold);
+    }
+    return TRUE;
+  }
   if (j.op <= OP_NOT) {
     qh_thread_pool_parallel_for(ctx->pool, total, PAR_GRAIN, unary_task, &j);
     return TRUE;
@@ -308,5 +400,8 @@ const QhOpDef qh_ops_math[] = {
     {"Mod", 2, 2, 1, 1, infer, run, NULL, NULL},     {"Equal", 2, 2, 1, 1, infer, run, NULL, NULL},
     {"Less", 2, 2, 1, 1, infer, run, NULL, NULL},    {"Greater", 2, 2, 1, 1, infer, run, NULL, NULL},
     {"Where", 3, 3, 1, 1, infer, run, NULL, NULL},   {"Expand", 2, 2, 1, 1, infer, run, NULL, NULL},
+    {"Log", 1, 1, 1, 1, infer, run, NULL, NULL},     {"Reciprocal", 1, 1, 1, 1, infer, run, NULL, NULL},
+    {"Abs", 1, 1, 1, 1, infer, run, NULL, NULL},     {"And", 2, 2, 1, 1, infer, run, NULL, NULL},
+    {"Min", 1, 64, 1, 1, infer, run, NULL, NULL},    {"Max", 1, 64, 1, 1, infer, run, NULL, NULL},
     {NULL},
 };

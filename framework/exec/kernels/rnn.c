@@ -78,10 +78,16 @@ static gboolean check_input(const QhNode *node, const QhTensor *const *inputs, i
   gboolean ok = t->dtype == QH_DTYPE_F32 && t->shape.rank == rank;
   for (int d = 0; ok && d < rank; d++)
     ok = t->shape.dims[d] == dims[d];
-  if (!ok)
-    return qh_kernel_fail(error, node, QH_ERROR_INVALID, "%s must be float32 of shape [%" G_GINT64_FORMAT
-                          ", %" G_GINT64_FORMAT "%s", what, dims[0], dims[1],
-                          rank == 3 ? ", ...]" : "]");
+  if (!ok) {
+    QhShape want = qh_shape_make(rank, dims);
+    char *ws = qh_shape_to_string(&want), *hs = qh_shape_to_string(&t->shape);
+    qh_kernel_fail(error, node, QH_ERROR_INVALID,
+                   "%s must be float32 of shape %s (from X and hidden_size), not %s %s", what, ws,
+                   qh_dtype_name(t->dtype), hs);
+    g_free(ws);
+    g_free(hs);
+    return FALSE;
+  }
   return TRUE;
 }
 
