@@ -237,6 +237,65 @@ static void test_quantize_from_memory(const char *dir) {
   qhost_options_free(options);
 }
 
+/* Shards calibrated apart and merged; bench, inspect, the plugin listing and plugin-check
+ * return the reports the runner prints. */
+static void test_flows(const char *dir) {
+  char stats[2][512], merged[512];
+  QhostOptions *options = NULL;
+  OK(qhost_options_new(&options));
+  OK(qhost_options_set_plugin_dir(options, QH_BUILD_PLUGIN_DIR));
+  OK(qhost_options_set_backend(options, "x86"));
+  OK(qhost_options_set_calibration_file(options, calib_path));
+  int64_t total = 0;
+  for (int i = 0; i < 2; i++) {
+    snprintf(stats[i], sizeof stats[i], "%s/shard%d.stats", dir, i);
+    int64_t samples = 0, points = 0;
+    OK(qhost_options_set_shard(options, i, 2));
+    OK(qhost_calibrate(model_path, options, stats[i], &samples, &points));
+    CHECK(samples > 0 && points > 0);
+    total += samples;
+  }
+  CHECK(total == 256); /* digits_calib.npy */
+  QhostOptions *merge = NULL;
+  OK(qhost_options_new(&merge));
+  OK(qhost_options_set_plugin_dir(merge, QH_BUILD_PLUGIN_DIR));
+  OK(qhost_options_set_backend(merge, "x86"));
+  OK(qhost_options_add_stats_file(merge, stats[0]));
+  OK(qhost_options_add_stats_file(merge, stats[1]));
+  snprintf(merged, sizeof merged, "%s/merged.qdq.onnx", dir);
+  char *text = NULL;
+  OK(qhost_quantize(model_path, merge, merged, NULL, &text));
+  CHECK(text && strstr(text, "256 calibration samples"));
+  qhost_string_free(text);
+  /* a statistics file of another backend's flow is refused, naming it */
+  OK(qhost_options_set_backend(merge, "fbgemm"));
+  EXPECT(qhost_quantize(model_path, merge, merged, NULL, NULL), QHOST_STATUS_MISMATCH, stats[0]);
+  qhost_options_free(merge);
+
+  OK(qhost_options_set_bench_runs(options, 1, 2));
+  OK(qhost_bench(merged, options, QHOST_FORMAT_JSON, &text));
+  CHECK(strstr(text, "\"median_ms\"") && strstr(text, "\"path\" : \"plugin:x86\"") && strstr(text, "\"coverage\""));
+  qhost_string_free(text);
+  QhostModel *model = NULL;
+  OK(qhost_model_load(merged, &model));
+  OK(qhost_model_inspect(model, NULL, QHOST_FORMAT_TEXT, &text));
+  CHECK(strstr(text, "quantized: yes"));
+  qhost_string_free(text);
+  qhost_model_free(model);
+  char *warnings = NULL;
+  OK(qhost_plugins_list(options, QHOST_FORMAT_JSON, &text, &warnings));
+  CHECK(strstr(text, "\"x86\"") && warnings != NULL);
+  qhost_string_free(text);
+  qhost_string_free(warnings);
+  int conforms = -1;
+  OK(qhost_plugin_check("x86", options, QHOST_FORMAT_TEXT, &text, &conforms));
+  CHECK(conforms == 1 && strstr(text, "conforms: yes"));
+  qhost_string_free(text);
+  EXPECT(qhost_plugin_check("no_such_plugin", options, QHOST_FORMAT_TEXT, &text, &conforms),
+         QHOST_STATUS_INVALID, "no plugin named 'no_such_plugin'");
+  qhost_options_free(options);
+}
+
 typedef struct {
   QhostSession *session;
   QhostTensor input;
@@ -313,6 +372,7 @@ int main(void) {
   test_null_handles();
   test_model_and_tensors();
   test_quantize_from_memory(dir);
+  test_flows(dir);
   test_two_threads(dir);
   char cmd[600];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
