@@ -95,6 +95,43 @@ static gboolean open_dir(QhCalibSource *s, GError **error) {
   return fit_shape(s, in, &rows, &s->shapes[0], error);
 }
 
+/* Take one array per graph input from members (QhNamedTensor*, matched by name;
+ * samples along the first axis): the .npz source, and arrays given in memory. */
+static gboolean take_arrays(QhCalibSource *s, GPtrArray *members, GError **error) {
+  const QhGraph *graph = s->graph;
+  const char *path = s->path;
+  gboolean ok = TRUE;
+  s->arrays = g_new0(QhTensor *, s->n_inputs);
+  for (int i = 0; i < s->n_inputs && ok; i++) {
+    const QhValue *in = qh_graph_value(graph, g_array_index(graph->inputs, int, i));
+    for (guint k = 0; k < members->len; k++) {
+      QhNamedTensor *nt = members->pdata[k];
+      if (strcmp(nt->name, in->name) == 0 && s->arrays[i] == NULL) {
+        s->arrays[i] = nt->tensor;
+        nt->tensor = NULL;
+      }
+    }
+    if (s->arrays[i] == NULL) {
+      g_set_error(error, QH_ERROR, QH_ERROR_MISMATCH, "%s: no array named '%s' (the model's input)", path,
+                  in->name);
+      ok = FALSE;
+    } else if (s->arrays[i]->shape.rank < 1) {
+      g_set_error(error, QH_ERROR, QH_ERROR_MISMATCH, "%s: '%s' has no sample axis", path, in->name);
+      ok = FALSE;
+    } else {
+      int64_t n = s->arrays[i]->shape.dims[0];
+      if (i > 0 && n != s->count) {
+        g_set_error(error, QH_ERROR, QH_ERROR_MISMATCH, "%s: '%s' has %" G_GINT64_FORMAT
+                    " samples, the first input %" G_GINT64_FORMAT, path, in->name, n, s->count);
+        ok = FALSE;
+      }
+      s->count = n;
+      ok = ok && fit_shape(s, in, &s->arrays[i]->shape, &s->shapes[i], error);
+    }
+  }
+  return ok;
+}
+
 QhCalibSource *qh_calib_open(const char *path, const QhGraph *graph, GError **error) {
   QhCalibSource *s = g_new0(QhCalibSource, 1);
   s->path = g_strdup(path);
@@ -117,38 +154,9 @@ QhCalibSource *qh_calib_open(const char *path, const QhGraph *graph, GError **er
   } else if (g_str_has_suffix(path, ".npz")) {
     s->kind = SOURCE_NPZ;
     GPtrArray *members = qh_npz_read(path, error);
-    ok = members != NULL;
-    if (ok) {
-      s->arrays = g_new0(QhTensor *, s->n_inputs);
-      for (int i = 0; i < s->n_inputs && ok; i++) {
-        const QhValue *in = qh_graph_value(graph, g_array_index(graph->inputs, int, i));
-        for (guint k = 0; k < members->len; k++) {
-          QhNamedTensor *nt = members->pdata[k];
-          if (strcmp(nt->name, in->name) == 0 && s->arrays[i] == NULL) {
-            s->arrays[i] = nt->tensor;
-            nt->tensor = NULL;
-          }
-        }
-        if (s->arrays[i] == NULL) {
-          g_set_error(error, QH_ERROR, QH_ERROR_MISMATCH, "%s: no array named '%s' (the model's input)", path,
-                      in->name);
-          ok = FALSE;
-        } else if (s->arrays[i]->shape.rank < 1) {
-          g_set_error(error, QH_ERROR, QH_ERROR_MISMATCH, "%s: '%s' has no sample axis", path, in->name);
-          ok = FALSE;
-        } else {
-          int64_t n = s->arrays[i]->shape.dims[0];
-          if (i > 0 && n != s->count) {
-            g_set_error(error, QH_ERROR, QH_ERROR_MISMATCH, "%s: '%s' has %" G_GINT64_FORMAT
-                        " samples, the first input %" G_GINT64_FORMAT, path, in->name, n, s->count);
-            ok = FALSE;
-          }
-          s->count = n;
-          ok = ok && fit_shape(s, in, &s->arrays[i]->shape, &s->shapes[i], error);
-        }
-      }
+    ok = members != NULL && take_arrays(s, members, error);
+    if (members)
       g_ptr_array_unref(members);
-    }
   } else {
     s->kind = SOURCE_NPY;
     if (s->n_inputs != 1) {
@@ -169,6 +177,42 @@ QhCalibSource *qh_calib_open(const char *path, const QhGraph *graph, GError **er
   }
   if (ok && s->count < 1) {
     g_set_error(error, QH_ERROR, QH_ERROR_INVALID, "%s: no calibration samples", path);
+    ok = FALSE;
+  }
+  if (!ok) {
+    qh_calib_close(s);
+    return NULL;
+  }
+  return s;
+}
+
+QhCalibSource *qh_calib_open_arrays(const char *label, const QhGraph *graph, const GPtrArray *arrays,
+                                    GError **error) {
+  QhCalibSource *s = g_new0(QhCalibSource, 1);
+  s->kind = SOURCE_NPZ;
+  s->path = g_strdup(label);
+  s->graph = graph;
+  s->n_inputs = (int)graph->inputs->len;
+  s->shapes = g_new0(QhShape, MAX(s->n_inputs, 1));
+  gboolean ok = TRUE;
+  if (s->n_inputs < 1) {
+    g_set_error(error, QH_ERROR, QH_ERROR_INVALID, "%s: the model has no inputs to calibrate with", label);
+    ok = FALSE;
+  } else {
+    /* take_arrays moves what it matches: hand it copies */
+    GPtrArray *copies = g_ptr_array_new_with_free_func((GDestroyNotify)qh_named_tensor_free);
+    for (guint k = 0; k < arrays->len && ok; k++) {
+      const QhNamedTensor *nt = arrays->pdata[k];
+      QhNamedTensor *c = g_new0(QhNamedTensor, 1);
+      c->name = g_strdup(nt->name);
+      g_ptr_array_add(copies, c);
+      ok = (c->tensor = qh_tensor_copy(nt->tensor, error)) != NULL;
+    }
+    ok = ok && take_arrays(s, copies, error);
+    g_ptr_array_unref(copies);
+  }
+  if (ok && s->count < 1) {
+    g_set_error(error, QH_ERROR, QH_ERROR_INVALID, "%s: no calibration samples", label);
     ok = FALSE;
   }
   if (!ok) {

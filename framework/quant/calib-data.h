@@ -21,6 +21,11 @@ G_BEGIN_DECLS
 typedef struct QhCalibSource QhCalibSource;
 
 QhCalibSource *qh_calib_open(const char *path, const QhGraph *graph, GError **error);
+/* The same from arrays in memory: arrays holds QhNamedTensor* (io/npy.h), one per model
+ * input, named after it, samples along the first axis (copied; arrays is unchanged).
+ * label names the source in errors. */
+QhCalibSource *qh_calib_open_arrays(const char *label, const QhGraph *graph, const GPtrArray *arrays,
+                                    GError **error);
 void qh_calib_close(QhCalibSource *source);
 /* Number of samples (>= 1: an empty source is refused at open). */
 int64_t qh_calib_count(const QhCalibSource *source);

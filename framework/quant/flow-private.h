@@ -41,6 +41,8 @@ typedef struct {
   GHashTable *weight_sqnr;        /* value name -> double* (dB) */
 } QhFlow;
 
+/* The calibration source the options name: arrays in memory or the calib_path file. */
+QhCalibSource *qh_flow_open_calib(const QhFlow *f, GError **error);
 /* Before a plugin's annotate: each live node's annotation state (its ANNOTATED mark
  * and whether each edge resolves to a quantizing spec), indexed by node id (NULL for
  * removed nodes). Owned by the caller (g_ptr_array_unref). */
@@ -61,7 +63,8 @@ gboolean qh_flow_plugin_fake_quantize(QhFlow *f, const QhTensor *t,
 /* After convert: run the probe on the QDQ graph and compute the SQNRs. */
 gboolean qh_flow_probe_quantized(QhFlow *f, GError **error);
 void qh_flow_probe_free(QhFlow *f);
-/* Print the report (unless quiet) and write --report JSON. */
+/* Print the report (unless quiet, or into report_text_out) and write --report JSON (and
+ * report_json_out). */
 gboolean qh_flow_report(QhFlow *f, GError **error);
 
 #endif

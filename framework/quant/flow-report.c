@@ -5,6 +5,7 @@
  * (schema_version 1, written atomically). */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -211,7 +212,7 @@ static gboolean load_probe(QhFlow *f, GError **error) {
     if (src == NULL)
       return FALSE;
   } else if (src == NULL && f->opt->calib_path) {
-    own = src = qh_calib_open(f->opt->calib_path, f->graph, error);
+    own = src = qh_flow_open_calib(f, error);
     if (src == NULL)
       return FALSE;
   }
@@ -411,7 +412,7 @@ static const char *observer_of(const QhQuantPoint *pt) {
   return pt->spec->kind == QH_SPEC_FIXED ? "fixed" : pt->spec->kind == QH_SPEC_DERIVED ? "derived" : "?";
 }
 
-static void print_text(const QhFlow *f, GArray *rows) {
+static void print_text(FILE *out, const QhFlow *f, GArray *rows) {
   const QhQuantizeOptions *o = f->opt;
   int nq = 0, nf = 0;
   GHashTableIter it;
@@ -419,17 +420,17 @@ static void print_text(const QhFlow *f, GArray *rows) {
   g_hash_table_iter_init(&it, f->report->nodes);
   while (g_hash_table_iter_next(&it, NULL, &value))
     ((QhQuantReportEntry *)value)->quantized ? nq++ : nf++;
-  printf("%s -> %s: backend %s, %" G_GINT64_FORMAT " calibration samples\n", o->model_path, o->output_path,
+  fprintf(out, "%s -> %s: backend %s, %" G_GINT64_FORMAT " calibration samples\n", o->model_path, o->output_path,
          f->name, f->samples);
-  printf("nodes: %d quantized, %d float\n", nq, nf);
+  fprintf(out, "nodes: %d quantized, %d float\n", nq, nf);
   for (int i = 0; i < qh_graph_n_nodes(f->graph); i++) {
     const QhQuantReportEntry *e = g_hash_table_lookup(f->report->nodes, GINT_TO_POINTER(i));
     if (e == NULL || e->quantized)
       continue;
     const QhNode *n = qh_graph_node(f->graph, i);
-    printf("  float  %s (%s): %s\n", n->name, n->op_type, e->reason ? e->reason : "");
+    fprintf(out, "  float  %s (%s): %s\n", n->name, n->op_type, e->reason ? e->reason : "");
   }
-  printf("tensors, worst SQNR first:\n");
+  fprintf(out, "tensors, worst SQNR first:\n");
   for (guint i = 0; i < rows->len; i++) {
     const Row *r = &g_array_index(rows, Row, i);
     const QhQuantParams *q = r->pt->qparams;
@@ -439,17 +440,17 @@ static void print_text(const QhFlow *f, GArray *rows) {
     else
       g_snprintf(sq, sizeof sq, "%.1f dB", r->sqnr);
     if (q->n == 1)
-      printf("  %-8s %-40s %-5s scale %-13.9g zero point %-4d %-28s SQNR %s\n", strcmp(r->kind, "activation") == 0 ? "act" : r->kind,
+      fprintf(out, "  %-8s %-40s %-5s scale %-13.9g zero point %-4d %-28s SQNR %s\n", strcmp(r->kind, "activation") == 0 ? "act" : r->kind,
              r->pt->name, dtype_word(q->dtype), (double)q->scale[0], q->zero_point[0], observer_of(r->pt), sq);
     else
-      printf("  %-8s %-40s %-5s %d channels (axis %d)              %-28s SQNR %s\n", strcmp(r->kind, "activation") == 0 ? "act" : r->kind,
+      fprintf(out, "  %-8s %-40s %-5s %d channels (axis %d)              %-28s SQNR %s\n", strcmp(r->kind, "activation") == 0 ? "act" : r->kind,
              r->pt->name, dtype_word(q->dtype), q->n, q->ch_axis, observer_of(r->pt), sq);
   }
   for (guint i = 0; f->output_sqnr && i < f->output_sqnr->len; i++)
-    printf("output %s: SQNR %.1f dB\n", qh_graph_value(f->graph, g_array_index(f->graph->outputs, int, i))->name,
+    fprintf(out, "output %s: SQNR %.1f dB\n", qh_graph_value(f->graph, g_array_index(f->graph->outputs, int, i))->name,
            *(double *)f->output_sqnr->pdata[i]);
   for (guint i = 0; i < f->report->notes->len; i++)
-    printf("note: %s\n", (const char *)f->report->notes->pdata[i]);
+    fprintf(out, "note: %s\n", (const char *)f->report->notes->pdata[i]);
 }
 
 static void add_double(JsonBuilder *b, const char *member, double v) {
@@ -562,18 +563,35 @@ static char *report_json(const QhFlow *f, GArray *rows) {
 gboolean qh_flow_report(QhFlow *f, GError **error) {
   GArray *rows = rows_of(f);
   gboolean ok = TRUE;
-  if (f->opt->report_path) {
+  if (f->opt->report_path || f->opt->report_json_out) {
     char *text = report_json(f, rows);
     GError *local = NULL;
-    ok = g_file_set_contents(f->opt->report_path, text, -1, &local);
+    if (f->opt->report_path)
+      ok = g_file_set_contents(f->opt->report_path, text, -1, &local);
     if (!ok) {
       g_set_error(error, QH_ERROR, QH_ERROR_IO, "%s", local->message);
       g_error_free(local);
     }
+    if (ok && f->opt->report_json_out)
+      *f->opt->report_json_out = g_steal_pointer(&text);
     g_free(text);
   }
-  if (ok && !f->opt->quiet)
-    print_text(f, rows);
+  if (ok && f->opt->report_text_out) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    if (out == NULL) {
+      g_set_error(error, QH_ERROR, QH_ERROR_NOMEM, "no memory for the report");
+      ok = FALSE;
+    } else {
+      print_text(out, f, rows);
+      fclose(out);
+      *f->opt->report_text_out = g_strdup(buf);
+      free(buf);
+    }
+  } else if (ok && !f->opt->quiet) {
+    print_text(stdout, f, rows);
+  }
   g_array_unref(rows);
   return ok;
 }

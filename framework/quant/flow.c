@@ -90,7 +90,12 @@ static gboolean annotate(QhFlow *f, GError **error) {
   g_strfreev(observers);
   if (f->mapping == NULL)
     return FALSE;
-  if (f->opt->config_path && !qh_qconfig_mapping_load_file(f->mapping, f->opt->config_path, error))
+  if (f->opt->config_json &&
+      !qh_qconfig_mapping_load_data(f->mapping, f->opt->config_path ? f->opt->config_path : "qconfig",
+                                    f->opt->config_json, error))
+    return FALSE;
+  if (!f->opt->config_json && f->opt->config_path &&
+      !qh_qconfig_mapping_load_file(f->mapping, f->opt->config_path, error))
     return FALSE;
   if (f->bc && !qh_backend_annotate(f->bc, f->graph, f->mapping, f->set, f->report, error))
     return FALSE;
@@ -149,8 +154,14 @@ static QhObserver *load_observer(gpointer data, const QhQuantPoint *pt, const gu
 
 /* ---- calibration ---- */
 
+QhCalibSource *qh_flow_open_calib(const QhFlow *f, GError **error) {
+  if (f->opt->calib_arrays)
+    return qh_calib_open_arrays(f->opt->calib_path, f->graph, f->opt->calib_arrays, error);
+  return qh_calib_open(f->opt->calib_path, f->graph, error);
+}
+
 static gboolean open_plan(QhFlow *f, GError **error) {
-  f->calib = qh_calib_open(f->opt->calib_path, f->graph, error);
+  f->calib = qh_flow_open_calib(f, error);
   if (f->calib == NULL)
     return FALSE;
   f->plan = qh_plan_new(f->graph, qh_calib_shapes(f->calib), FALSE, error);
@@ -338,6 +349,10 @@ gboolean qh_calibrate(const QhQuantizeOptions *opt, GError **error) {
   if (ok && !opt->quiet)
     printf("%s: %" G_GINT64_FORMAT " samples, %u quantization points\n", opt->output_path, f.samples,
            f.points->points->len);
+  if (ok && opt->samples_out)
+    *opt->samples_out = f.samples;
+  if (ok && opt->points_out)
+    *opt->points_out = f.points->points->len;
   flow_clear(&f);
   return ok;
 }

@@ -32,6 +32,14 @@ typedef struct {
   int shard_count;
   gboolean progress;           /* draw a progress bar on stderr */
   gboolean quiet;              /* no report on stdout */
+  /* for the embedding API (qhost.h): */
+  const GPtrArray *calib_arrays; /* QhNamedTensor* in memory, used instead of reading
+                                    calib_path (which then only names them), or NULL */
+  const char *config_json;     /* a qconfig as JSON text (config_path names it), or NULL */
+  char **report_json_out;      /* receives the report as JSON (g_free), or NULL */
+  char **report_text_out;      /* receives the text report (g_free), or NULL */
+  int64_t *samples_out;        /* calibrate: receives the samples seen, or NULL */
+  int64_t *points_out;         /* calibrate: receives the points saved, or NULL */
 } QhQuantizeOptions;
 
 /* qhost quantize: write the QDQ model (and report). */

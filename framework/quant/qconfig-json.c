@@ -683,13 +683,16 @@ static gboolean parse_layer(Ctx *c, JsonNode *root, QhQConfigLayer *layer) {
   return TRUE;
 }
 
-QhQConfigLayer *qh_qconfig_layer_load(const char *path, const char *const *known_observers,
-                                      GError **error) {
+QhQConfigLayer *qh_qconfig_layer_load(const char *path, const char *data,
+                                      const char *const *known_observers, GError **error) {
   g_return_val_if_fail(path != NULL, NULL);
   char *text = NULL;
   gsize len = 0;
   GError *err = NULL;
-  if (!g_file_get_contents(path, &text, &len, &err)) {
+  if (data != NULL) {
+    text = g_strdup(data);
+    len = strlen(data);
+  } else if (!g_file_get_contents(path, &text, &len, &err)) {
     g_set_error(error, QH_ERROR, QH_ERROR_IO, "%s", err->message);
     g_error_free(err);
     return NULL;

@@ -51,9 +51,10 @@ typedef struct {
 
 /* Read and check path (strict JSON, known keys and types, observer arguments checked
  * for host observers; known_observers, NULL-terminated or NULL, are a plugin's and
- * take any arguments). */
-QhQConfigLayer *qh_qconfig_layer_load(const char *path, const char *const *known_observers,
-                                      GError **error);
+ * take any arguments). With data non-NULL, data is the JSON text and path only names
+ * it in errors. */
+QhQConfigLayer *qh_qconfig_layer_load(const char *path, const char *data,
+                                      const char *const *known_observers, GError **error);
 void qh_qconfig_layer_free(QhQConfigLayer *layer);
 
 /* Check a config built from a file or a backend the same way: dtype, qscheme and range

@@ -515,9 +515,14 @@ static void drop_uses_global(GPtrArray *list) {
 }
 
 gboolean qh_qconfig_mapping_load_file(QhQConfigMapping *mapping, const char *path, GError **error) {
+  return qh_qconfig_mapping_load_data(mapping, path, NULL, error);
+}
+
+gboolean qh_qconfig_mapping_load_data(QhQConfigMapping *mapping, const char *path, const char *data,
+                                      GError **error) {
   g_return_val_if_fail(mapping != NULL && path != NULL, FALSE);
   QhQConfigLayer *layer =
-      qh_qconfig_layer_load(path, (const char *const *)mapping->known_observers, error);
+      qh_qconfig_layer_load(path, data, (const char *const *)mapping->known_observers, error);
   if (layer == NULL)
     return FALSE;
   QhQConfigItem *global = NULL;

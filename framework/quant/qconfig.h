@@ -46,6 +46,9 @@ void qh_qconfig_mapping_free(QhQConfigMapping *mapping);
 /* Layer a --config file over the mapping (see the file comment). On error the mapping
  * is unchanged. */
 gboolean qh_qconfig_mapping_load_file(QhQConfigMapping *mapping, const char *path, GError **error);
+/* The same from JSON text (data); label names it in errors. */
+gboolean qh_qconfig_mapping_load_data(QhQConfigMapping *mapping, const char *label, const char *data,
+                                      GError **error);
 
 /* The qconfig for a node of graph, or NULL when the mapping has no entry for it (no
  * global and no matching entry). */

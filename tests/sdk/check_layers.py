@@ -3,7 +3,7 @@
 
 framework/'s folders, lowest first (docs/design.md, "Folders and arrows"):
 
-  core < io < exec < hostapi < plugin < backend < quant < lower < conformance < cli
+  core < io < exec < hostapi < plugin < backend < quant < lower < conformance < flows < api < cli
 
 (a) A file may include headers of its own folder and of folders before it, never of
     one after it: `#include "F/..."` in framework/G/ needs order(F) <= order(G).
@@ -31,7 +31,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 FRAMEWORK = os.path.join(ROOT, "framework")
 SDK = os.path.join(ROOT, "sdk", "include", "qhost")
 
-ORDER = ["core", "io", "exec", "hostapi", "plugin", "backend", "quant", "lower", "conformance", "cli"]
+ORDER = ["core", "io", "exec", "hostapi", "plugin", "backend", "quant", "lower", "conformance", "flows", "api",
+         "cli"]
 BELOW_ALL = {"qhost", "onnx"}  # the plugin SDK's headers; code generated from onnx.proto
 GATEWAY = "backend"
 HOST_TABLE_HOME = "hostapi"

@@ -1,18 +1,19 @@
-/* `qhost bench`: warm-up, then repeated timed runs of a model, on the host's
- * reference path or (--backend) lowered to a plugin's int8 kernels; prints median,
- * min and max latency, the ratio to the model's fp32 twin timed in the same run
- * (in alternating blocks of runs), and with a backend the coverage table (text, or JSON with
- * --json). */
+/* Bench (qhost_bench, `qhost bench`): warm-up, then repeated timed runs of a model, on
+ * the host's reference path or lowered to a plugin's int8 kernels; reports median, min
+ * and max latency, the ratio to the model's fp32 twin timed in the same run (in
+ * alternating blocks of runs), and with a backend the coverage table, as text or JSON. */
 #include <json-glib/json-glib.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
-#include "cli/coverage.h"
+#include "flows/coverage.h"
+#include "flows/flows.h"
 #include "core/error.h"
 #include "lower/strip-qdq.h"
 #include "exec/blas.h"
 #include "io/npy.h"
+#include "io/onnx.h"
 
 static int compare_doubles(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -50,7 +51,7 @@ static QhTensor **synthetic_inputs(const QhGraph *graph, GError **error) {
   return t;
 fail:
   g_rand_free(rng);
-  qh_cli_free_tensors(t, n);
+  qh_tensors_free(t, n);
   return NULL;
 }
 
@@ -60,14 +61,15 @@ static double median_of_sorted(const double *v, int n) {
 
 typedef struct {
   const char *model;
-  const QhCliCommon *common;
+  FILE *out;
+  int threads;
   const char *backend;   /* NULL: host reference */
   int warmup, runs;
   int profiled_runs;     /* runs of the model while the plan profiled (for the coverage) */
   double *ms;            /* sorted */
   double *fp32_ms;       /* sorted, or NULL when there is no fp32 twin */
   int fp32_dropped;      /* Q/DQ pairs dropped to make the fp32 twin */
-  QhCliRunner *runner;
+  QhRunner *runner;
   const QhGraph *graph;  /* the (lowered) graph the runner runs */
 } Bench;
 
@@ -94,7 +96,7 @@ static void print_json(const Bench *x) {
   json_builder_set_member_name(b, "blas");
   json_builder_add_string_value(b, qh_blas_describe());
   json_builder_set_member_name(b, "threads");
-  json_builder_add_int_value(b, x->common->threads);
+  json_builder_add_int_value(b, x->threads);
   json_builder_set_member_name(b, "warmup");
   json_builder_add_int_value(b, x->warmup);
   json_builder_set_member_name(b, "runs");
@@ -115,127 +117,98 @@ static void print_json(const Bench *x) {
     else
       json_builder_add_null_value(b);
   }
-  QhLowering *l = qh_cli_runner_lowering(x->runner);
+  QhLowering *l = qh_runner_lowering(x->runner);
   if (l) {
-    QhCliCoverage c;
-    QhPlan *plan = qh_cli_runner_plan(x->runner);
-    qh_cli_coverage_compute(l, x->graph, plan, x->profiled_runs, &c);
+    QhCoverage c;
+    QhPlan *plan = qh_runner_plan(x->runner);
+    qh_coverage_compute(l, x->graph, plan, x->profiled_runs, &c);
     json_builder_set_member_name(b, "coverage");
-    qh_cli_coverage_json(l, plan, &c, x->profiled_runs, TRUE, b);
+    qh_coverage_json(l, plan, &c, x->profiled_runs, TRUE, b);
   }
   json_builder_end_object(b);
-  qh_cli_print_json(b);
+  qh_json_print(x->out, b);
 }
 
 static void print_text(const Bench *x) {
   double median = median_of_sorted(x->ms, x->runs);
-  printf("model: %s\n", x->model);
+  fprintf(x->out, "model: %s\n", x->model);
   if (x->backend)
-    printf("path: plugin:%s (int8 kernels for the units it claims; the rest host:reference)\n",
+    fprintf(x->out, "path: plugin:%s (int8 kernels for the units it claims; the rest host:reference)\n",
            x->backend);
   else
-    printf("path: host:reference (fp32, %s)\n", qh_blas_describe());
-  printf("threads: %d\nruns: %d (after %d warm-up)\nlatency: median %.3f ms [min %.3f - max %.3f]\n",
-         x->common->threads, x->runs, x->warmup, median, x->ms[0], x->ms[x->runs - 1]);
+    fprintf(x->out, "path: host:reference (fp32, %s)\n", qh_blas_describe());
+  fprintf(x->out, "threads: %d\nruns: %d (after %d warm-up)\nlatency: median %.3f ms [min %.3f - max %.3f]\n",
+         x->threads, x->runs, x->warmup, median, x->ms[0], x->ms[x->runs - 1]);
   if (x->fp32_ms) {
     double fm = median_of_sorted(x->fp32_ms, x->runs);
     char *ratio = fm > 0 ? g_strdup_printf("%.2fx", median / fm) : g_strdup("n/a (below the clock's resolution)");
-    printf("fp32 (%s, host:reference, same run): median %.3f ms [min %.3f - max %.3f]; "
+    fprintf(x->out, "fp32 (%s, host:reference, same run): median %.3f ms [min %.3f - max %.3f]; "
            "ratio to fp32 %s\n",
            x->fp32_dropped ? "the model with its Q/DQ dropped" : "the same model", fm, x->fp32_ms[0],
            x->fp32_ms[x->runs - 1], ratio);
     g_free(ratio);
   }
-  QhLowering *l = qh_cli_runner_lowering(x->runner);
+  QhLowering *l = qh_runner_lowering(x->runner);
   if (l) {
-    QhCliCoverage c;
-    QhPlan *plan = qh_cli_runner_plan(x->runner);
-    qh_cli_coverage_compute(l, x->graph, plan, x->profiled_runs, &c);
-    qh_cli_coverage_print(l, plan, &c, x->profiled_runs, TRUE);
+    QhCoverage c;
+    QhPlan *plan = qh_runner_plan(x->runner);
+    qh_coverage_compute(l, x->graph, plan, x->profiled_runs, &c);
+    qh_coverage_print(x->out, l, plan, &c, x->profiled_runs, TRUE);
   }
 }
 
 /* One timed run; FALSE with error set on failure. */
 #define BENCH_BLOCK 10 /* timed runs of one path before the other's */
 
-static gboolean timed_run(QhCliRunner *r, int n_outputs, double *ms, GError **error) {
+static gboolean timed_run(QhRunner *r, int n_outputs, double *ms, GError **error) {
   QhTensor **outs = NULL;
   gint64 t0 = g_get_monotonic_time();
-  gboolean ok = qh_cli_runner_run(r, &outs, error);
+  gboolean ok = qh_runner_run(r, &outs, error);
   gint64 t1 = g_get_monotonic_time();
-  qh_cli_free_tensors(outs, n_outputs);
+  qh_tensors_free(outs, n_outputs);
   *ms = (double)(t1 - t0) / 1000.0;
   return ok;
 }
 
-int qh_cli_bench(int argc, char **argv) {
-  char *input = NULL, *backend = NULL;
-  int warmup = 3, runs = 20;
-  gboolean as_json = FALSE, no_fp32 = FALSE;
-  QhCliCommon common = {.uses_plugins = TRUE};
-  const GOptionEntry entries[] = {
-      {"input", 'i', 0, G_OPTION_ARG_FILENAME, &input,
-       "Input data (default: seeded random values at the declared shapes)", "X.npy|X.npz"},
-      {"warmup", 0, 0, G_OPTION_ARG_INT, &warmup, "Untimed runs first (default 3)", "N"},
-      {"runs", 0, 0, G_OPTION_ARG_INT, &runs, "Timed runs (default 20)", "N"},
-      {"backend", 0, 0, G_OPTION_ARG_STRING, &backend,
-       "Run the units this backend plugin claims on its int8 kernels and show the coverage", "NAME"},
-      {"no-fp32", 0, 0, G_OPTION_ARG_NONE, &no_fp32,
-       "Do not time the fp32 twin (the model with its Q/DQ dropped)", NULL},
-      {"json", 0, 0, G_OPTION_ARG_NONE, &as_json, "Print JSON (schema_version 1)", NULL},
-      G_OPTION_ENTRY_NULL};
-  int status = QH_EXIT_USAGE;
+gboolean qh_bench(const QhBenchOptions *o, FILE *out, GError **error) {
+  int warmup = o->warmup, runs = o->runs;
+  const char *model = o->model_path, *input = o->input_path;
   QhGraph *graph = NULL, *fp32_graph = NULL;
   QhTensor **inputs = NULL;
-  QhCliRunner *runner = NULL, *fp32_runner = NULL;
+  QhRunner *runner = NULL, *fp32_runner = NULL;
   QhBackend *plugin = NULL;
   Bench x = {0};
-  GError *error = NULL;
+  gboolean ok = FALSE;
 
-  if (!qh_cli_parse("bench", "MODEL.onnx",
-                    "Time MODEL.onnx on the host's reference kernels, or with --backend on a plugin's "
-                    "int8 kernels for the QDQ units it claims. A QDQ model (or any model with "
-                    "--backend) is timed against its fp32 twin in the same run.",
-                    entries, &common, &argc, &argv))
+  if ((graph = qh_load_model(model, error)) == NULL)
     goto out;
-  if (argc != 2) {
-    status = qh_cli_usage_error("bench", argc < 2 ? "missing MODEL.onnx" : "more than one model given");
-    goto out;
-  }
-  if (warmup < 0 || runs < 1 || runs > 100000) {
-    status = qh_cli_usage_error("bench", "--warmup must be >= 0 and --runs between 1 and 100000");
-    goto out;
-  }
-  status = QH_EXIT_FAILURE;
-  const char *model = argv[1];
-  if ((graph = qh_cli_load_model(model, &error)) == NULL)
-    goto fail;
-  inputs = input ? qh_cli_read_inputs(graph, input, &error) : synthetic_inputs(graph, &error);
+  inputs = input ? qh_read_inputs(graph, input, error) : synthetic_inputs(graph, error);
   if (inputs == NULL) {
-    qh_error_prefix(&error, input ? input : model);
-    goto fail;
+    qh_error_prefix(error, input ? input : model);
+    goto out;
   }
-  if (!no_fp32 && (backend || qh_qdq_count(graph) > 0)) {
-    if ((fp32_graph = qh_cli_load_model(model, &error)) == NULL ||
-        !qh_qdq_strip(fp32_graph, &x.fp32_dropped, &error) ||
-        (fp32_runner = qh_cli_runner_new(fp32_graph, inputs, common.threads, NULL, &error)) == NULL) {
-      qh_error_prefix(&error, model);
-      goto fail;
+  if (!o->no_fp32 && (o->backend.name || qh_qdq_count(graph) > 0)) {
+    if ((fp32_graph = qh_load_model(model, error)) == NULL ||
+        !qh_qdq_strip(fp32_graph, &x.fp32_dropped, error) ||
+        (fp32_runner = qh_runner_new(fp32_graph, inputs, o->backend.threads, NULL, error)) == NULL) {
+      qh_error_prefix(error, model);
+      goto out;
     }
   }
-  if (backend && (plugin = qh_cli_load_backend(&common, backend, &error)) == NULL)
-    goto fail;
-  if ((runner = qh_cli_runner_new(graph, inputs, common.threads, plugin, &error)) == NULL) {
-    qh_error_prefix(&error, model);
-    goto fail;
+  if (o->backend.name && (plugin = qh_backend_choice_load(&o->backend, error)) == NULL)
+    goto out;
+  if ((runner = qh_runner_new(graph, inputs, o->backend.threads, plugin, error)) == NULL) {
+    qh_error_prefix(error, model);
+    goto out;
   }
-  x = (Bench){.model = model, .common = &common, .backend = plugin ? qh_backend_name(plugin) : NULL,
+  x = (Bench){.model = model, .out = out, .threads = o->backend.threads,
+              .backend = plugin ? qh_backend_name(plugin) : NULL,
               .warmup = warmup, .runs = runs, .runner = runner, .graph = graph,
               .fp32_dropped = x.fp32_dropped};
   x.ms = g_new0(double, runs);
   if (fp32_runner)
     x.fp32_ms = g_new0(double, runs);
-  gboolean tty = qh_cli_is_tty() && !as_json;
+  gboolean tty = o->progress && !o->json;
   int n_out = (int)graph->outputs->len;
   /* The two paths alternate in blocks, so that both see the same machine state, and a
    * block starts with an untimed run of its path, so that its timed runs find that
@@ -244,22 +217,22 @@ int qh_cli_bench(int argc, char **argv) {
    * threads: 3.3 ms against 2.8 back to back). */
   double ms;
   for (int i = 0; i < warmup; i++) {
-    if (!timed_run(runner, n_out, &ms, &error) || (fp32_runner && !timed_run(fp32_runner, n_out, &ms, &error)))
+    if (!timed_run(runner, n_out, &ms, error) || (fp32_runner && !timed_run(fp32_runner, n_out, &ms, error)))
       goto run_failed;
     if (tty)
       fprintf(stderr, "\rwarm-up %d/%d", i + 1, warmup);
   }
-  qh_plan_set_profiling(qh_cli_runner_plan(runner), TRUE);
+  qh_plan_set_profiling(qh_runner_plan(runner), TRUE);
   for (int done = 0; done < runs;) {
     int n = MIN(BENCH_BLOCK, runs - done);
     for (int path = 0; path < (fp32_runner ? 2 : 1); path++) {
-      QhCliRunner *r = path ? fp32_runner : runner;
+      QhRunner *r = path ? fp32_runner : runner;
       double *dst = path ? x.fp32_ms : x.ms;
       int rewarm = fp32_runner != NULL; /* the other path ran last (the warm-up too) */
-      if (rewarm && !timed_run(r, n_out, &ms, &error))
+      if (rewarm && !timed_run(r, n_out, &ms, error))
         goto run_failed;
       for (int k = 0; k < n; k++)
-        if (!timed_run(r, n_out, &dst[done + k], &error))
+        if (!timed_run(r, n_out, &dst[done + k], error))
           goto run_failed;
       x.profiled_runs += path == 0 ? rewarm + n : 0;
     }
@@ -272,27 +245,23 @@ int qh_cli_bench(int argc, char **argv) {
   qsort(x.ms, (size_t)runs, sizeof(double), compare_doubles);
   if (x.fp32_ms)
     qsort(x.fp32_ms, (size_t)runs, sizeof(double), compare_doubles);
-  if (as_json)
+  if (o->json)
     print_json(&x);
   else
     print_text(&x);
-  status = QH_EXIT_OK;
+  ok = TRUE;
   goto out;
 run_failed:
-  qh_error_prefix(&error, model);
-fail:
-  status = qh_cli_report(error);
+  qh_error_prefix(error, model);
 out:
   if (graph != NULL)
-    qh_cli_free_tensors(inputs, (int)graph->inputs->len);
-  qh_cli_runner_free(runner);
-  qh_cli_runner_free(fp32_runner);
+    qh_tensors_free(inputs, (int)graph->inputs->len);
+  qh_runner_free(runner);
+  qh_runner_free(fp32_runner);
   qh_backend_free(plugin);
   qh_graph_free(graph);
   qh_graph_free(fp32_graph);
   g_free(x.ms);
   g_free(x.fp32_ms);
-  g_free(input);
-  g_free(backend);
-  return status;
+  return ok;
 }

@@ -1,4 +1,4 @@
-/* qhost deploy --backend NAME MODEL.qdq.onnx -o DIR: hand a QDQ model to a backend's
+/* Deploy (qhost_deploy, `qhost deploy --backend NAME MODEL.qdq.onnx -o DIR`): hand a QDQ model to a backend's
  * deploy step (QhDeployOps), which writes the backend's own artefact through
  * host->artifact_write. The files go to a temporary directory next to DIR, which is
  * renamed to DIR only when the plugin succeeds, so DIR either holds a whole artefact
@@ -10,7 +10,7 @@
 #include <glib/gstdio.h>
 #include <stdio.h>
 
-#include "cli/cli.h"
+#include "flows/flows.h"
 #include "core/error.h"
 #include "hostapi/graph-view.h"
 #include "hostapi/host-private.h"
@@ -110,50 +110,16 @@ out:
   return ok;
 }
 
-int qh_cli_deploy(int argc, char **argv) {
-  char *output = NULL, *backend = NULL;
-  gboolean force = FALSE;
-  QhCliCommon common = {.uses_plugins = TRUE};
-  const GOptionEntry entries[] = {
-      {"backend", 0, 0, G_OPTION_ARG_STRING, &backend, "The backend plugin whose deploy step runs",
-       "NAME"},
-      {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "The artefact directory to create", "DIR"},
-      {"force", 0, 0, G_OPTION_ARG_NONE, &force,
-       "Replace DIR if it exists (only once the new artefact is complete)", NULL},
-      G_OPTION_ENTRY_NULL};
-  int status = QH_EXIT_USAGE;
+gboolean qh_deploy(const char *model_path, const QhBackendChoice *backend, const char *dir,
+                   gboolean force, gsize *written, char **backend_name, GError **error) {
   QhGraph *graph = NULL;
   QhBackend *plugin = NULL;
-  GError *error = NULL;
-  gsize written = 0;
-  if (!qh_cli_parse("deploy", "MODEL.qdq.onnx",
-                    "Write the backend's deployable artefact for a QDQ model into DIR: the plugin's\n"
-                    "deploy step decides what it holds. DIR is created whole or not at all.",
-                    entries, &common, &argc, &argv))
-    goto out;
-  if (argc != 2) {
-    status = qh_cli_usage_error("deploy", argc < 2 ? "missing MODEL.qdq.onnx" : "more than one model given");
-    goto out;
-  }
-  if (backend == NULL || output == NULL) {
-    status = qh_cli_usage_error("deploy", backend == NULL ? "missing --backend" : "missing -o DIR");
-    goto out;
-  }
-  status = QH_EXIT_FAILURE;
-  if ((graph = qh_cli_load_model(argv[1], &error)) == NULL ||
-      (plugin = qh_cli_load_backend(&common, backend, &error)) == NULL ||
-      !deploy(plugin, graph, argv[1], output, force, &written, &error)) {
-    status = qh_cli_report(error);
-    goto out;
-  }
-  if (!common.quiet)
-    printf("deploy: %s: %" G_GSIZE_FORMAT " bytes written by plugin '%s'\n", output, written,
-           qh_backend_name(plugin));
-  status = QH_EXIT_OK;
-out:
+  gboolean ok = (graph = qh_load_model(model_path, error)) != NULL &&
+                (plugin = qh_backend_choice_load(backend, error)) != NULL &&
+                deploy(plugin, graph, model_path, dir, force, written, error);
+  if (ok && backend_name)
+    *backend_name = g_strdup(qh_backend_name(plugin));
   qh_backend_free(plugin);
   qh_graph_free(graph);
-  g_free(backend);
-  g_free(output);
-  return status;
+  return ok;
 }

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/coverage.h"
+#include "flows/coverage.h"
 
 static gboolean is_op(const QhNode *n, const char *op) {
   return !n->is_removed && (!*n->domain || strcmp(n->domain, "ai.onnx") == 0) &&
@@ -51,8 +51,8 @@ static gboolean kernel_downstream(const QhGraph *g, int v, int depth) {
   return FALSE;
 }
 
-void qh_cli_coverage_compute(const QhLowering *l, const QhGraph *g, const QhPlan *plan, int runs,
-                             QhCliCoverage *c) {
+void qh_coverage_compute(const QhLowering *l, const QhGraph *g, const QhPlan *plan, int runs,
+                             QhCoverage *c) {
   memset(c, 0, sizeof(*c));
   const GPtrArray *rows = qh_lowering_rows(l);
   double per_run = runs > 0 ? 1e-6 / runs : 0.0; /* ns totals -> ms per run */
@@ -94,43 +94,43 @@ void qh_cli_coverage_compute(const QhLowering *l, const QhGraph *g, const QhPlan
 
 static double share(double part, double whole) { return whole > 0 ? part / whole : 0.0; }
 
-void qh_cli_coverage_print(const QhLowering *l, const QhPlan *plan, const QhCliCoverage *c,
+void qh_coverage_print(FILE *out, const QhLowering *l, const QhPlan *plan, const QhCoverage *c,
                            int runs, gboolean with_time) {
   const GPtrArray *rows = qh_lowering_rows(l);
   double per_run = runs > 0 ? 1e-6 / runs : 0.0;
-  printf("coverage: %d of %d node units on the plugin's int8 kernels; %.1f%% of MACs",
+  fprintf(out, "coverage: %d of %d node units on the plugin's int8 kernels; %.1f%% of MACs",
          c->plugin_units, c->units, 100.0 * share((double)c->plugin_macs, (double)c->total_macs));
   if (with_time)
-    printf(", %.1f%% of time", 100.0 * share(c->plugin_ms, c->total_ms));
-  printf("\n");
-  printf("  %-28s %-22s %-26s %10s %9s%s\n", "unit", "ops", "kernel", "MMAC", "MAC %",
+    fprintf(out, ", %.1f%% of time", 100.0 * share(c->plugin_ms, c->total_ms));
+  fprintf(out, "\n");
+  fprintf(out, "  %-28s %-22s %-26s %10s %9s%s\n", "unit", "ops", "kernel", "MMAC", "MAC %",
          with_time ? "   time ms  time %" : "");
   for (guint i = 0; i < rows->len; i++) {
     const QhLoweringRow *r = g_ptr_array_index(rows, i);
-    printf("  %-28s %-22s %-26s %10.3f %8.1f%%", r->name, r->ops,
+    fprintf(out, "  %-28s %-22s %-26s %10.3f %8.1f%%", r->name, r->ops,
            r->kernel ? r->kernel : "host:reference", (double)r->macs / 1e6,
            100.0 * share((double)r->macs, (double)c->total_macs));
     if (with_time && plan && r->lowered_node >= 0) {
       double ms = (double)qh_plan_node_time_ns(plan, r->lowered_node) * per_run;
-      printf(" %9.3f %6.1f%%", ms, 100.0 * share(ms, c->total_ms));
+      fprintf(out, " %9.3f %6.1f%%", ms, 100.0 * share(ms, c->total_ms));
     }
     if (r->reason)
-      printf("  (%s)", r->reason);
-    printf("\n");
+      fprintf(out, "  (%s)", r->reason);
+    fprintf(out, "\n");
   }
   if (with_time) {
-    printf("  host Q/DQ: %d nodes, %.3f ms (%.1f%%); %d between plugin kernels\n", c->qdq_nodes,
+    fprintf(out, "  host Q/DQ: %d nodes, %.3f ms (%.1f%%); %d between plugin kernels\n", c->qdq_nodes,
            c->qdq_ms, 100.0 * share(c->qdq_ms, c->total_ms), c->qdq_between_kernels);
     if (c->layout_nodes)
-      printf("  layout transposes: %d nodes, %.3f ms (%.1f%%)\n", c->layout_nodes, c->layout_ms,
+      fprintf(out, "  layout transposes: %d nodes, %.3f ms (%.1f%%)\n", c->layout_nodes, c->layout_ms,
              100.0 * share(c->layout_ms, c->total_ms));
   }
   if (share((double)c->plugin_macs, (double)c->total_macs) < 0.5)
-    printf("note: most of this model's multiply-accumulates run on the host's float reference "
+    fprintf(out, "note: most of this model's multiply-accumulates run on the host's float reference "
            "path, not on the plugin's int8 kernels\n");
 }
 
-void qh_cli_coverage_json(const QhLowering *l, const QhPlan *plan, const QhCliCoverage *c,
+void qh_coverage_json(const QhLowering *l, const QhPlan *plan, const QhCoverage *c,
                           int runs, gboolean with_time, JsonBuilder *b) {
   const GPtrArray *rows = qh_lowering_rows(l);
   double per_run = runs > 0 ? 1e-6 / runs : 0.0;

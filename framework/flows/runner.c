@@ -5,13 +5,13 @@
  * agrees on that reading; anything else is a shape error naming the input. */
 #include <string.h>
 
-#include "cli/cli.h"
+#include "flows/flows.h"
 #include "core/error.h"
 #include "lower/lowering.h"
 
 typedef enum { FIT_DIRECT, FIT_NEW_AXIS, FIT_BATCH_ONE, FIT_NONE } Fit;
 
-struct QhCliRunner {
+struct QhRunner {
   const QhGraph *graph;
   QhTensor *const *inputs;
   QhPlan *plan;            /* owned unless lowering */
@@ -57,7 +57,7 @@ static QhShape sample_shape(Fit mode, const QhShape *s) {
   return r;
 }
 
-void qh_cli_runner_free(QhCliRunner *r) {
+void qh_runner_free(QhRunner *r) {
   if (r == NULL)
     return;
   if (r->lowering)
@@ -70,10 +70,10 @@ void qh_cli_runner_free(QhCliRunner *r) {
   g_free(r);
 }
 
-QhCliRunner *qh_cli_runner_new(QhGraph *graph, QhTensor *const *inputs, int threads,
-                               QhBackend *backend, GError **error) {
+QhRunner *qh_runner_new(QhGraph *graph, QhTensor *const *inputs, int threads, QhBackend *backend,
+                        GError **error) {
   int n = (int)graph->inputs->len;
-  QhCliRunner *r = g_new0(QhCliRunner, 1);
+  QhRunner *r = g_new0(QhRunner, 1);
   r->graph = graph;
   r->inputs = inputs;
   r->mode = FIT_DIRECT;
@@ -108,7 +108,7 @@ QhCliRunner *qh_cli_runner_new(QhGraph *graph, QhTensor *const *inputs, int thre
     }
     if (r->mode == FIT_NONE) {
       g_free(shapes);
-      qh_cli_runner_free(r);
+      qh_runner_free(r);
       return NULL;
     }
     r->mode = mode;
@@ -125,20 +125,26 @@ QhCliRunner *qh_cli_runner_new(QhGraph *graph, QhTensor *const *inputs, int thre
   }
   g_free(shapes);
   if (r->plan == NULL) {
-    qh_cli_runner_free(r);
+    qh_runner_free(r);
     return NULL;
   }
   r->ctx.pool = qh_thread_pool_new(threads);
   return r;
 }
 
-QhLowering *qh_cli_runner_lowering(const QhCliRunner *r) { return r->lowering; }
-QhPlan *qh_cli_runner_plan(const QhCliRunner *r) { return r->plan; }
+QhLowering *qh_runner_lowering(const QhRunner *r) { return r->lowering; }
+QhPlan *qh_runner_plan(const QhRunner *r) { return r->plan; }
 
-QhBackend *qh_cli_load_backend(const QhCliCommon *common, const char *name, GError **error) {
-  QhPluginSearch search;
-  qh_cli_plugin_search(common, &search);
-  return qh_backend_open(&search, name, common->backend_opts, common->threads, error);
+QhBackend *qh_backend_choice_load(const QhBackendChoice *choice, GError **error) {
+  return qh_backend_open(&choice->search, choice->name, choice->options, choice->threads, error);
+}
+
+void qh_tensors_free(QhTensor **tensors, int n) {
+  if (tensors == NULL)
+    return;
+  for (int i = 0; i < n; i++)
+    qh_tensor_free(tensors[i]);
+  g_free(tensors);
 }
 
 /* A view of row i of t (no copy). */
@@ -151,11 +157,15 @@ static QhTensor row_view(Fit mode, const QhTensor *t, int64_t i) {
   return v;
 }
 
-gboolean qh_cli_runner_run(QhCliRunner *r, QhTensor ***outputs, GError **error) {
+gboolean qh_runner_run(QhRunner *r, QhTensor ***outputs, GError **error) {
+  return qh_runner_run_on(r, r->inputs, outputs, error);
+}
+
+gboolean qh_runner_run_on(QhRunner *r, QhTensor *const *inputs, QhTensor ***outputs, GError **error) {
   int n_in = (int)r->graph->inputs->len;
   int n_out = (int)r->graph->outputs->len;
   if (r->mode == FIT_DIRECT)
-    return qh_plan_run(r->plan, &r->ctx, (const QhTensor *const *)r->inputs, outputs, error);
+    return qh_plan_run(r->plan, &r->ctx, (const QhTensor *const *)inputs, outputs, error);
 
   QhTensor *views = g_new0(QhTensor, (gsize)n_in + 1);
   const QhTensor **view_ptrs = g_new0(const QhTensor *, (gsize)n_in + 1);
@@ -163,7 +173,7 @@ gboolean qh_cli_runner_run(QhCliRunner *r, QhTensor ***outputs, GError **error) 
   gboolean ok = TRUE;
   for (int64_t row = 0; row < r->n_rows && ok; row++) {
     for (int i = 0; i < n_in; i++) {
-      views[i] = row_view(r->mode, r->inputs[i], row);
+      views[i] = row_view(r->mode, inputs[i], row);
       view_ptrs[i] = &views[i];
     }
     QhTensor **outs = NULL;
@@ -196,12 +206,12 @@ gboolean qh_cli_runner_run(QhCliRunner *r, QhTensor ***outputs, GError **error) 
                outs[o]->nbytes);
     }
     if (outs)
-      qh_cli_free_tensors(outs, n_out);
+      qh_tensors_free(outs, n_out);
   }
   g_free(views);
   g_free(view_ptrs);
   if (!ok) {
-    qh_cli_free_tensors(stacked, n_out);
+    qh_tensors_free(stacked, n_out);
     return FALSE;
   }
   *outputs = stacked;

@@ -1,4 +1,4 @@
-/* `qhost inspect`: what a model holds: inputs and outputs, one line per node with
+/* Inspect (qhost_model_inspect, `qhost inspect`): what a model holds: inputs and outputs, one line per node with
  * its output shapes, parameter count, MACs, opsets, producer, the ops qhost cannot
  * run, and for a QDQ model its quantization parameters. Text or JSON. Shapes are
  * inferred with symbolic dimensions bound to 1. */
@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/cli.h"
-#include "cli/coverage.h"
+#include "flows/coverage.h"
+#include "flows/flows.h"
 #include "core/error.h"
 #include "exec/op.h"
 
@@ -128,31 +128,31 @@ static char *inferred_shape(const Summary *sm, int vid) {
   return t ? qh_shape_to_string(&t->shape) : g_strdup("?");
 }
 
-static void print_text(const char *path, const Summary *sm) {
+static void print_text(FILE *out, const char *path, const Summary *sm) {
   const QhGraph *g = sm->graph;
-  printf("model: %s\n", path);
-  printf("producer: %s %s\n", g->producer_name ? g->producer_name : "(none)",
+  fprintf(out, "model: %s\n", path);
+  fprintf(out, "producer: %s %s\n", g->producer_name ? g->producer_name : "(none)",
          g->producer_version ? g->producer_version : "");
-  printf("ir_version: %" G_GINT64_FORMAT "\nopsets:", g->ir_version);
+  fprintf(out, "ir_version: %" G_GINT64_FORMAT "\nopsets:", g->ir_version);
   for (guint i = 0; i < g->opsets->len; i++) {
     const QhOpsetImport *o = &g_array_index(g->opsets, QhOpsetImport, i);
-    printf(" %s %" G_GINT64_FORMAT, *o->domain ? o->domain : "ai.onnx", o->version);
+    fprintf(out, " %s %" G_GINT64_FORMAT, *o->domain ? o->domain : "ai.onnx", o->version);
   }
-  printf("\ninputs:\n");
+  fprintf(out, "\ninputs:\n");
   for (guint i = 0; i < g->inputs->len; i++) {
     const QhValue *v = qh_graph_value(g, g_array_index(g->inputs, int, i));
     char *d = dims_string(v);
-    printf("  %s  %s %s\n", v->name, qh_dtype_name(v->dtype), d);
+    fprintf(out, "  %s  %s %s\n", v->name, qh_dtype_name(v->dtype), d);
     g_free(d);
   }
-  printf("outputs:\n");
+  fprintf(out, "outputs:\n");
   for (guint i = 0; i < g->outputs->len; i++) {
     const QhValue *v = qh_graph_value(g, g_array_index(g->outputs, int, i));
     char *d = dims_string(v);
-    printf("  %s  %s %s\n", v->name, qh_dtype_name(v->dtype), d);
+    fprintf(out, "  %s  %s %s\n", v->name, qh_dtype_name(v->dtype), d);
     g_free(d);
   }
-  printf("nodes: %d\n", qh_graph_count_live_nodes(g));
+  fprintf(out, "nodes: %d\n", qh_graph_count_live_nodes(g));
   GArray *order = NULL;
   if (!qh_graph_topo_order(g, &order, NULL))
     return;
@@ -177,26 +177,26 @@ static void print_text(const char *path, const Summary *sm) {
       g_string_append_printf(line, "  [%s]", q);
       g_free(q);
     }
-    printf("%s\n", line->str);
+    fprintf(out, "%s\n", line->str);
     g_string_free(line, TRUE);
   }
   g_array_unref(order);
-  printf("parameters: %" G_GINT64_FORMAT " (%" G_GINT64_FORMAT " bytes)\n", sm->n_params,
+  fprintf(out, "parameters: %" G_GINT64_FORMAT " (%" G_GINT64_FORMAT " bytes)\n", sm->n_params,
          sm->param_bytes);
   if (sm->plan)
-    printf("MACs: %" G_GINT64_FORMAT " (symbolic dimensions bound to 1)\n", sm->macs);
+    fprintf(out, "MACs: %" G_GINT64_FORMAT " (symbolic dimensions bound to 1)\n", sm->macs);
   else
-    printf("MACs: unknown (shape inference failed: %s)\n", sm->plan_error);
+    fprintf(out, "MACs: unknown (shape inference failed: %s)\n", sm->plan_error);
   if (sm->n_quantize + sm->n_dequantize > 0)
-    printf("quantized: yes (%d QuantizeLinear, %d DequantizeLinear)\n", sm->n_quantize,
+    fprintf(out, "quantized: yes (%d QuantizeLinear, %d DequantizeLinear)\n", sm->n_quantize,
            sm->n_dequantize);
   else
-    printf("quantized: no (no QuantizeLinear/DequantizeLinear nodes)\n");
+    fprintf(out, "quantized: no (no QuantizeLinear/DequantizeLinear nodes)\n");
   if (sm->unsupported->len > 0) {
-    printf("unsupported ops:");
+    fprintf(out, "unsupported ops:");
     for (guint k = 0; k < sm->unsupported->len; k++)
-      printf(" %s", (const char *)g_ptr_array_index(sm->unsupported, k));
-    printf("\n");
+      fprintf(out, " %s", (const char *)g_ptr_array_index(sm->unsupported, k));
+    fprintf(out, "\n");
   }
 }
 
@@ -237,15 +237,15 @@ static void add_tensor_values(JsonBuilder *b, const QhTensor *t) {
 }
 
 static void add_lowering(JsonBuilder *b, const Summary *sm) {
-  QhCliCoverage c;
-  qh_cli_coverage_compute(sm->lowering, NULL, NULL, 0, &c);
+  QhCoverage c;
+  qh_coverage_compute(sm->lowering, NULL, NULL, 0, &c);
   json_builder_set_member_name(b, "backend");
   json_builder_add_string_value(b, sm->backend);
   json_builder_set_member_name(b, "coverage");
-  qh_cli_coverage_json(sm->lowering, NULL, &c, 0, FALSE, b);
+  qh_coverage_json(sm->lowering, NULL, &c, 0, FALSE, b);
 }
 
-static void print_json(const char *path, const Summary *sm) {
+static void print_json(FILE *out, const char *path, const Summary *sm) {
   const QhGraph *g = sm->graph;
   JsonBuilder *b = json_builder_new();
   json_builder_begin_object(b);
@@ -361,63 +361,41 @@ static void print_json(const char *path, const Summary *sm) {
   if (sm->lowering)
     add_lowering(b, sm);
   json_builder_end_object(b);
-  qh_cli_print_json(b);
+  qh_json_print(out, b);
 }
 
-int qh_cli_inspect(int argc, char **argv) {
-  gboolean as_json = FALSE;
-  char *backend = NULL;
-  QhCliCommon common = {.uses_plugins = TRUE};
-  const GOptionEntry entries[] = {
-      {"json", 0, 0, G_OPTION_ARG_NONE, &as_json, "Print JSON (schema_version 1)", NULL},
-      {"backend", 0, 0, G_OPTION_ARG_STRING, &backend,
-       "Show which QDQ node units this backend plugin would run on its int8 kernels", "NAME"},
-      G_OPTION_ENTRY_NULL};
-  if (!qh_cli_parse("inspect", "MODEL.onnx",
-                    "Show MODEL.onnx's inputs, outputs, nodes with their output shapes, "
-                    "parameters, MACs, opsets, producer and quantization parameters; with "
-                    "--backend, which node units the plugin claims and why it declines the others.",
-                    entries, &common, &argc, &argv))
-    return QH_EXIT_USAGE;
-  if (argc != 2)
-    return qh_cli_usage_error("inspect", argc < 2 ? "missing MODEL.onnx" : "more than one model given");
-  GError *error = NULL;
+gboolean qh_inspect(const char *path, QhGraph *graph, const QhBackendChoice *backend,
+                    gboolean json, FILE *out, GError **error) {
   QhBackend *plugin = NULL;
-  QhGraph *graph = qh_cli_load_model(argv[1], &error);
-  if (graph == NULL) {
-    g_free(backend);
-    return qh_cli_report(error);
-  }
   Summary sm = {.graph = graph};
   QhGraph *lowered = NULL; /* lowering normalises its graph: keep the listing's intact */
-  if (backend) {
-    if ((plugin = qh_cli_load_backend(&common, backend, &error)) == NULL ||
-        (lowered = qh_cli_load_model(argv[1], &error)) == NULL ||
-        (sm.lowering = qh_lowering_new(lowered, plugin, NULL, QH_LOWERING_DEFAULT, &error)) == NULL) {
-      qh_error_prefix(&error, argv[1]);
+  if (backend && backend->name) {
+    if ((plugin = qh_backend_choice_load(backend, error)) == NULL ||
+        (lowered = qh_load_model(path, error)) == NULL ||
+        (sm.lowering = qh_lowering_new(lowered, plugin, NULL, QH_LOWERING_DEFAULT, error)) == NULL) {
+      qh_error_prefix(error, path);
       qh_backend_free(plugin);
       qh_graph_free(lowered);
-      qh_graph_free(graph);
-      g_free(backend);
-      return qh_cli_report(error);
+      return FALSE;
     }
     sm.backend = qh_backend_name(plugin);
   }
-  sm.plan = qh_plan_new(graph, NULL, TRUE, &error);
+  GError *plan_error = NULL;
+  sm.plan = qh_plan_new(graph, NULL, TRUE, &plan_error);
   if (sm.plan == NULL) {
-    sm.plan_error = g_strdup(error->message);
-    g_clear_error(&error);
+    sm.plan_error = g_strdup(plan_error->message);
+    g_clear_error(&plan_error);
   }
   summarise(&sm);
-  if (as_json) {
-    print_json(argv[1], &sm);
+  if (json) {
+    print_json(out, path, &sm);
   } else {
-    print_text(argv[1], &sm);
+    print_text(out, path, &sm);
     if (sm.lowering) {
-      QhCliCoverage c;
-      qh_cli_coverage_compute(sm.lowering, NULL, NULL, 0, &c);
-      printf("backend: %s\n", sm.backend);
-      qh_cli_coverage_print(sm.lowering, NULL, &c, 0, FALSE);
+      QhCoverage c;
+      qh_coverage_compute(sm.lowering, NULL, NULL, 0, &c);
+      fprintf(out, "backend: %s\n", sm.backend);
+      qh_coverage_print(out, sm.lowering, NULL, &c, 0, FALSE);
     }
   }
   g_ptr_array_unref(sm.unsupported);
@@ -426,7 +404,5 @@ int qh_cli_inspect(int argc, char **argv) {
   qh_lowering_free(sm.lowering);
   qh_graph_free(lowered);
   qh_backend_free(plugin);
-  qh_graph_free(graph);
-  g_free(backend);
-  return QH_EXIT_OK;
+  return TRUE;
 }

@@ -1,11 +1,11 @@
 /* qhost quantize and qhost calibrate: the command-line side of the quantization flow
- * (quant/flow.h): options, their combinations, and the one-line error. */
+ * (qhost_quantize, qhost_calibrate): options, their combinations, the report and the
+ * one-line error. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
-#include "quant/flow.h"
 
 static gboolean parse_shard(const char *text, int *index, int *count) {
   char *end = NULL;
@@ -19,6 +19,18 @@ static gboolean parse_shard(const char *text, int *index, int *count) {
   *index = (int)i;
   *count = (int)n;
   return TRUE;
+}
+
+/* What quantize and calibrate share. */
+static QhostOptions *quantize_options(const QhCliCommon *common, const char *backend, const char *calib,
+                                      const char *config) {
+  QhostOptions *options = qh_cli_options(common, backend);
+  if (calib)
+    qhost_status_free(qhost_options_set_calibration_file(options, calib));
+  if (config)
+    qhost_status_free(qhost_options_set_qconfig_file(options, config));
+  qhost_status_free(qhost_options_set_progress(options, qh_cli_is_tty() && !common->quiet));
+  return options;
 }
 
 int qh_cli_quantize(int argc, char **argv) {
@@ -52,14 +64,19 @@ int qh_cli_quantize(int argc, char **argv) {
     status = qh_cli_usage_error("quantize", "--backend, -o and --calib (or --stats) are required");
     goto out;
   }
-  QhQuantizeOptions opt = {.model_path = argv[1], .backend = backend, .backend_opts = common.backend_opts,
-                           .config_path = config, .calib_path = calib, .stats_paths = stats,
-                           .output_path = output, .report_path = report, .probe_path = probe,
-                           .threads = common.threads, .progress = qh_cli_is_tty() && !common.quiet,
-                           .quiet = common.quiet};
-  qh_cli_plugin_search(&common, &opt.search);
-  GError *error = NULL;
-  status = qh_quantize(&opt, &error) ? QH_EXIT_OK : qh_cli_report(error);
+  QhostOptions *options = quantize_options(&common, backend, calib, config);
+  for (char **p = stats; p && *p; p++)
+    qhost_status_free(qhost_options_add_stats_file(options, *p));
+  if (report)
+    qhost_status_free(qhost_options_set_report_file(options, report));
+  if (probe)
+    qhost_status_free(qhost_options_set_probe_file(options, probe));
+  char *text = NULL;
+  QhostStatus *st = qhost_quantize(argv[1], options, output, NULL, common.quiet ? NULL : &text);
+  qhost_options_free(options);
+  status = st ? qh_cli_fail(st) : QH_EXIT_OK;
+  if (text)
+    qh_cli_print(text);
 out:
   g_free(backend);
   g_free(calib);
@@ -98,17 +115,20 @@ int qh_cli_calibrate(int argc, char **argv) {
     status = qh_cli_usage_error("calibrate", "--backend, --calib and -o are required");
     goto out;
   }
-  QhQuantizeOptions opt = {.model_path = argv[1], .backend = backend, .backend_opts = common.backend_opts,
-                           .config_path = config, .calib_path = calib, .output_path = output,
-                           .threads = common.threads, .progress = qh_cli_is_tty() && !common.quiet,
-                           .quiet = common.quiet};
-  if (shard && !parse_shard(shard, &opt.shard_index, &opt.shard_count)) {
+  int index = 0, count = 0;
+  if (shard && !parse_shard(shard, &index, &count)) {
     status = qh_cli_usage_error("calibrate", "--shard wants I/N with 0 <= I < N");
     goto out;
   }
-  qh_cli_plugin_search(&common, &opt.search);
-  GError *error = NULL;
-  status = qh_calibrate(&opt, &error) ? QH_EXIT_OK : qh_cli_report(error);
+  QhostOptions *options = quantize_options(&common, backend, calib, config);
+  qhost_status_free(qhost_options_set_shard(options, index, count));
+  int64_t samples = 0, points = 0;
+  QhostStatus *st = qhost_calibrate(argv[1], options, output, &samples, &points);
+  qhost_options_free(options);
+  status = st ? qh_cli_fail(st) : QH_EXIT_OK;
+  if (st == NULL && !common.quiet)
+    printf("%s: %" G_GINT64_FORMAT " samples, %" G_GINT64_FORMAT " quantization points\n", output, samples,
+           points);
 out:
   g_free(backend);
   g_free(calib);
