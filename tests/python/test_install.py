@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The Python package's documented install on Debian's python3 with Debian's packages
 only: `cmake --install` into a temporary prefix, a venv with --system-site-packages,
-`pip install --no-index --no-build-isolation PREFIX/share/qhost/python`, then the
+`pip install --no-index --no-build-isolation PREFIX/share/qhost/python` (the README's line), then the
 example of python/README.md run as written in a copy of the installed examples, with
 neither QHOST_LIBRARY nor the source tree in sight (the package finds libqhost through
 the path the install wrote). Skips, naming the package, when python3-venv,
@@ -32,7 +32,7 @@ def readme_example():
 
 
 def readme_install_command():
-    """The README's install command, with VENV and PREFIX to fill in."""
+    """The README's pip command, with VENV and the prefix (/opt/qhost there) to fill in."""
     with open(README) as f:
         text = f.read()
     line = re.search(r"^VENV/bin/pip install .*$", text, re.M).group(0)
@@ -68,8 +68,11 @@ def case_venv_readme(runner, tmp):
     with open(libpath) as f:
         assert prefix in f.read(), f"{libpath} does not name the prefix"
     run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", venv], env)
-    command = readme_install_command().replace("VENV", venv).replace("PREFIX", prefix)
-    run(["sh", "-c", command], env)
+    command = readme_install_command().replace("VENV", venv).replace("/opt/qhost", prefix)
+    pip_out = run(["sh", "-c", command], env)
+    installed = [ln for ln in pip_out.splitlines() if ln.startswith("Successfully installed")]
+    assert installed == ["Successfully installed qhost-0.1.0"], \
+        f"pip installed more than the package (all else must come from Debian):\n{pip_out}"
     work = os.path.join(tmp, "digits")
     shutil.copytree(os.path.join(prefix, "share", "qhost", "examples"), work)
     example = readme_example()

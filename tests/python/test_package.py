@@ -438,6 +438,14 @@ def case_torch_quantize(runner, tmp):
     assert not os.path.exists(kept), "the temporary QDQ file outlived its session"
     raises(lambda: qhost.torch.quantize(module, torch.rand(1, 3, 12, 12), [calib, calib]),
            qhost.StatusCode.MISMATCH, "calib")
+    # python/README.md's PyTorch example, as written
+    with open(os.path.join(ROOT, "python", "README.md")) as f:
+        text = f.read().split("From PyTorch", 1)[1]
+    import re
+    example = re.search(r"```python\n(.*?)```", text, re.S).group(1)
+    scope = {}
+    exec(example, scope)
+    assert scope["y"].shape == (4, 10) and scope["y"].dtype == np.float32, scope["y"].shape
 
 
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
