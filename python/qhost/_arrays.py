@@ -49,7 +49,8 @@ class InputTensor:
             raise Error(f"{what}: rank {array.ndim}; qhost takes at most {MAX_RANK}",
                         StatusCode.INVALID_ARGUMENT)
         if not (array.flags.c_contiguous and array.flags.aligned):
-            array = np.ascontiguousarray(array)  # never fails to align: a fresh allocation
+            # a fresh allocation (aligned; ascontiguousarray would keep an unaligned one)
+            array = np.array(array, order="C", copy=True)
         self.array = array  # what the library reads: the caller's array when not copied
         self.name = name.encode("utf-8") if name is not None else None
         self.shape = (ctypes.c_int64 * max(array.ndim, 1))(*array.shape)

@@ -189,9 +189,15 @@ def case_zero_copy_and_strided(runner, tmp):
     assert copied.array is not strided and copied.array.flags.c_contiguous
     assert copied.tensor.data != strided.ctypes.data
     fortran = np.asfortranarray(x)
+    raw = np.zeros(x.nbytes + 1, np.uint8)
+    unaligned = raw[1:].view(np.float32).reshape(x.shape)
+    unaligned[...] = x
+    assert not unaligned.flags.aligned and unaligned.flags.c_contiguous
+    moved = _arrays.InputTensor(unaligned, "input", "x")
+    assert moved.array is not unaligned and moved.array.flags.aligned, "an unaligned array was not copied"
     with qhost.Session(MODEL) as session:
         want = session.run({"input": x})["logits"]
-        for tag, given in (("strided", strided), ("fortran", fortran)):
+        for tag, given in (("strided", strided), ("fortran", fortran), ("unaligned", unaligned)):
             got = session.run({"input": given})["logits"]
             assert np.array_equal(got, want), f"{tag} input gives other outputs"
         # outputs are views of the library's buffer, kept alive by the array
@@ -391,8 +397,7 @@ def case_two_threads(runner, tmp):
     for t in threads:
         t.join()
     assert not errors, errors
-    # one session shared by two threads: the runs take turns
-    shared = sessions[0]
+    # one session (the x86 one) shared by two threads: the runs take turns
     threads = [threading.Thread(target=work, args=(0,)) for _ in range(2)]
     for t in threads:
         t.start()
