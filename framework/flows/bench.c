@@ -1,8 +1,7 @@
-/* `qhost bench`: warm-up, then repeated timed runs of a model, on the host's
- * reference path or (--backend) lowered to a plugin's int8 kernels; prints median,
- * min and max latency, the ratio to the model's fp32 twin timed in the same run
- * (in alternating blocks of runs), and with a backend the coverage table (text, or JSON with
- * --json). */
+/* Bench (qhost_bench, `qhost bench`): warm-up, then repeated timed runs of a model, on
+ * the host's reference path or lowered to a plugin's int8 kernels; reports median, min
+ * and max latency, the ratio to the model's fp32 twin timed in the same run (in
+ * alternating blocks of runs), and with a backend the coverage table, as text or JSON. */
 #include <json-glib/json-glib.h>
 #include <stdio.h>
 #include <stdlib.h>

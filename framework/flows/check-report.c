@@ -1,6 +1,6 @@
-/* The plugin-check report (qhost plugin-check NAME|PATH): the conformance report a vendor runs first. Every check
- * prints its verdict and one line of detail; the exit status is 0 only when no check
- * failed. With --json the same report is printed as JSON (schema_version 1). */
+/* The plugin-check report (qhost_plugin_check, `qhost plugin-check NAME|PATH`), the
+ * conformance report a vendor runs first: every check's verdict and one line of detail,
+ * and whether the plugin conforms (no check failed); text or JSON (schema_version 1). */
 #include <stdio.h>
 
 #include "flows/flows.h"

@@ -1,4 +1,4 @@
-/* Deploy (qhost deploy --backend NAME MODEL.qdq.onnx -o DIR): hand a QDQ model to a backend's
+/* Deploy (qhost_deploy, `qhost deploy --backend NAME MODEL.qdq.onnx -o DIR`): hand a QDQ model to a backend's
  * deploy step (QhDeployOps), which writes the backend's own artefact through
  * host->artifact_write. The files go to a temporary directory next to DIR, which is
  * renamed to DIR only when the plugin succeeds, so DIR either holds a whole artefact

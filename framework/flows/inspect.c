@@ -1,4 +1,4 @@
-/* `qhost inspect`: what a model holds: inputs and outputs, one line per node with
+/* Inspect (qhost_model_inspect, `qhost inspect`): what a model holds: inputs and outputs, one line per node with
  * its output shapes, parameter count, MACs, opsets, producer, the ops qhost cannot
  * run, and for a QDQ model its quantization parameters. Text or JSON. Shapes are
  * inferred with symbolic dimensions bound to 1. */

@@ -1,7 +1,8 @@
-/* The plugin listing (qhost plugins): every plugin the search finds, each scanned in the scanner program,
- * with name, version, ABI, file, description, what it supplies (derived from the
- * callback groups present) and its backend options. Broken files and shadowed
- * duplicates are one warning line each on stderr; the listing goes on. */
+/* The plugin listing (qhost_plugins_list, `qhost plugins`): every plugin the search
+ * finds, each scanned in the scanner program, with name, version, ABI, file,
+ * description, what it supplies (derived from the callback groups present) and its
+ * backend options. Broken files and shadowed duplicates are one problem line each, and
+ * the listing goes on. */
 #include <stdio.h>
 
 #include "flows/flows.h"

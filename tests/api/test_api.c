@@ -158,6 +158,19 @@ static void test_model_and_tensors(void) {
   OK(qhost_session_run(session, &in, 1, &out));
   qhost_values_free(out);
   out = NULL;
+  /* other shapes: the session plans again (one row, then the two rows again) */
+  int64_t one[] = {1, 1, 8, 8};
+  QhostTensor row = {NULL, QHOST_DTYPE_FLOAT32, 4, one, x, 64 * sizeof(float)};
+  OK(qhost_session_run(session, &row, 1, &out));
+  OK(qhost_values_get(out, 0, &y));
+  CHECK(y.rank == 2 && y.shape[0] == 1 && y.shape[1] == 10);
+  qhost_values_free(out);
+  out = NULL;
+  OK(qhost_session_run(session, &in, 1, &out));
+  OK(qhost_values_get(out, 0, &y));
+  CHECK(y.shape[0] == 2);
+  qhost_values_free(out);
+  out = NULL;
 
   /* a closed model is refused; the session made before it keeps running */
   OK(qhost_model_close(model));
@@ -342,6 +355,12 @@ static void test_two_threads(const char *dir) {
   for (int k = 0; k < 2; k++) {
     OK(qhost_session_new(k ? int8 : fp32, k ? options : NULL, &w[k].session));
     OK(qhost_values_get(data, 0, &w[k].input));
+    /* one row first, so that the full set makes the session plan (and lower) again */
+    int64_t one[] = {1, 1, 8, 8};
+    QhostTensor row = {NULL, QHOST_DTYPE_FLOAT32, 4, one, w[k].input.data, 64 * sizeof(float)};
+    QhostValues *first = NULL;
+    OK(qhost_session_run(w[k].session, &row, 1, &first));
+    qhost_values_free(first);
     OK(qhost_session_run(w[k].session, &w[k].input, 1, &expected[k])); /* alone */
     w[k].expected = expected[k];
     w[k].runs = 20;
