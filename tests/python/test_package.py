@@ -107,7 +107,10 @@ def cli_quantize(runner, tmp, *extra, backend="x86", name="cli.qdq.onnx"):
 def case_quantize_calib_path(runner, tmp):
     qhost = import_qhost()
     out = os.path.join(tmp, "py.qdq.onnx")
-    report = qhost.quantize(MODEL, calib=CALIB, backend="x86", output=out)
+    report_path = os.path.join(tmp, "py.json")
+    report = qhost.quantize(MODEL, calib=CALIB, backend="x86", output=out, report=report_path)
+    with open(report_path) as f:
+        assert json.load(f) == report, "report= wrote another report than the one returned"
     cli_out, cli_report = cli_quantize(runner, tmp)
     assert read(out) == read(cli_out), "the package's QDQ file differs from the runner's"
     assert report == cli_report, "the package's report differs from the runner's --report"
@@ -349,6 +352,16 @@ def case_inspect_bench_plugins(runner, tmp):
     for want in ("x86", "fbgemm", "qnnpack"):
         assert want in names, names
     assert names == [p["name"] for p in json.loads(ok(runner, "plugins", "--json"))["plugins"]]
+    broken = os.path.join(tmp, "plugins")
+    os.mkdir(broken)
+    with open(os.path.join(broken, "libqhost-broken.so"), "w") as f:
+        f.write("not a shared object")
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert [p["name"] for p in qhost.plugins(plugin_dir=broken)] == names
+    problems = [str(w.message) for w in caught if issubclass(w.category, qhost.PluginWarning)]
+    assert len(problems) == 1 and "libqhost-broken.so" in problems[0], problems
     check = qhost.plugin_check("x86")
     assert check["conforms"] is True, check
     raises(lambda: qhost.plugin_check("no_such_plugin"), qhost.StatusCode.INVALID,
