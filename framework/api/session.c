@@ -15,7 +15,7 @@ struct QhostSession {
   char *backend;
   char **backend_opts;
   int threads;
-  QhPlugin *plugin;          /* loaded once, or NULL for the host path */
+  QhBackend *plugin;         /* loaded once, or NULL for the host path */
   QhGraph *graph;            /* what the runner runs; NULL after close */
   gboolean graph_used;       /* planned (maybe lowered) already: reload before planning again */
   QhRunner *runner;
@@ -28,7 +28,7 @@ static void release(QhostSession *s) {
   qh_runner_free(s->runner);
   s->runner = NULL;
   g_clear_pointer(&s->graph, qh_graph_free);
-  g_clear_pointer(&s->plugin, qh_plugin_free);
+  g_clear_pointer(&s->plugin, qh_backend_free);
   g_clear_pointer(&s->shapes, g_free);
 }
 

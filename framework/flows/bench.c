@@ -176,7 +176,7 @@ gboolean qh_bench(const QhBenchOptions *o, FILE *out, GError **error) {
   QhGraph *graph = NULL, *fp32_graph = NULL;
   QhTensor **inputs = NULL;
   QhRunner *runner = NULL, *fp32_runner = NULL;
-  QhPlugin *plugin = NULL;
+  QhBackend *plugin = NULL;
   Bench x = {0};
   gboolean ok = FALSE;
 
@@ -202,7 +202,7 @@ gboolean qh_bench(const QhBenchOptions *o, FILE *out, GError **error) {
     goto out;
   }
   x = (Bench){.model = model, .out = out, .threads = o->backend.threads,
-              .backend = plugin ? qh_plugin_info(plugin)->name : NULL,
+              .backend = plugin ? qh_backend_name(plugin) : NULL,
               .warmup = warmup, .runs = runs, .runner = runner, .graph = graph,
               .fp32_dropped = x.fp32_dropped};
   x.ms = g_new0(double, runs);
@@ -258,7 +258,7 @@ out:
     qh_tensors_free(inputs, (int)graph->inputs->len);
   qh_runner_free(runner);
   qh_runner_free(fp32_runner);
-  qh_plugin_free(plugin);
+  qh_backend_free(plugin);
   qh_graph_free(graph);
   qh_graph_free(fp32_graph);
   g_free(x.ms);

@@ -4,8 +4,8 @@
 #include <stdio.h>
 
 #include "flows/flows.h"
-#include "plugin/check.h"
-#include "plugin/sdk-private.h"
+#include "conformance/check.h"
+#include "hostapi/sdk-private.h"
 
 static const char *const verdicts[] = {"PASS", "FAIL", "SKIP"};
 

@@ -12,11 +12,9 @@
 
 #include "flows/flows.h"
 #include "core/error.h"
-#include "plugin/graph-view.h"
-#include "plugin/host-api-private.h"
-#include "plugin/host-private.h"
-#include "plugin/sdk-private.h"
-#include "plugin/status-private.h"
+#include "hostapi/graph-view.h"
+#include "hostapi/host-private.h"
+#include "lower/deploy-model.h"
 
 /* What one artefact may hold: deploy packages are weights plus metadata. */
 #define ARTIFACT_LIMIT ((gsize)4 << 30)
@@ -69,11 +67,10 @@ static char *file_sha256(const char *path, GError **error) {
 }
 
 /* Run the plugin's deploy into a temporary sibling of dir; returns the bytes written. */
-static gboolean deploy(QhPlugin *plugin, QhGraph *graph, const char *model, const char *dir,
+static gboolean deploy(QhBackend *plugin, QhGraph *graph, const char *model, const char *dir,
                        gboolean force, gsize *written, GError **error) {
-  const QhPluginDesc *desc = qh_plugin_desc(plugin);
-  const char *name = qh_plugin_info(plugin)->name;
-  if (desc->struct_size < offsetof(QhPluginDesc, deploy) + sizeof desc->deploy || !desc->deploy) {
+  const char *name = qh_backend_name(plugin);
+  if (qh_backend_deploy_ops(plugin) == NULL) {
     g_set_error(error, QH_ERROR, QH_ERROR_UNSUPPORTED, "plugin '%s' has no deploy step", name);
     return FALSE;
   }
@@ -92,15 +89,13 @@ static gboolean deploy(QhPlugin *plugin, QhGraph *graph, const char *model, cons
                 g_strerror(errno));
     goto out;
   }
-  QhArtifact artifact = {QH_ARTIFACT_MAGIC, tmp, ARTIFACT_LIMIT, 0, digest};
+  QhArtifact artifact = {QH_ARTIFACT_MAGIC, tmp, ARTIFACT_LIMIT, 0, digest, qh_deploy_model_save};
   QhGraphView *view = qh_graph_view_new(graph, QH_VIEW_READ);
-  QhStatus *st = desc->deploy->deploy(qh_plugin_instance(plugin), qh_host_api_get(), view, &artifact);
+  gboolean deployed = qh_backend_deploy_graph(plugin, view, &artifact, error);
   qh_graph_view_free(view);
   artifact.magic = 0;
-  if (st) {
-    char *prefix = g_strdup_printf("%s: plugin '%s': deploy", model, name);
-    qh_status_to_gerror(st, prefix, error);
-    g_free(prefix);
+  if (!deployed) {
+    g_prefix_error(error, "%s: ", model);
   } else if (put_in_place(tmp, dir, force, error)) {
     *written = artifact.written;
     ok = TRUE;
@@ -118,13 +113,13 @@ out:
 gboolean qh_deploy(const char *model_path, const QhBackendChoice *backend, const char *dir,
                    gboolean force, gsize *written, char **backend_name, GError **error) {
   QhGraph *graph = NULL;
-  QhPlugin *plugin = NULL;
+  QhBackend *plugin = NULL;
   gboolean ok = (graph = qh_load_model(model_path, error)) != NULL &&
                 (plugin = qh_backend_choice_load(backend, error)) != NULL &&
                 deploy(plugin, graph, model_path, dir, force, written, error);
   if (ok && backend_name)
-    *backend_name = g_strdup(qh_plugin_info(plugin)->name);
-  qh_plugin_free(plugin);
+    *backend_name = g_strdup(qh_backend_name(plugin));
+  qh_backend_free(plugin);
   qh_graph_free(graph);
   return ok;
 }

@@ -18,6 +18,7 @@
 #include "core/tensor.h"
 #include "exec/plan.h"
 #include "lower/lowering.h"
+#include "backend/backend.h"
 #include "plugin/plugin.h"
 
 G_BEGIN_DECLS
@@ -31,7 +32,7 @@ typedef struct {
 } QhBackendChoice;
 
 /* Find the plugin choice->name, load it and create its instance. */
-QhPlugin *qh_backend_choice_load(const QhBackendChoice *choice, GError **error);
+QhBackend *qh_backend_choice_load(const QhBackendChoice *choice, GError **error);
 
 /* Free n tensors and the array holding them (NULL is a no-op). */
 void qh_tensors_free(QhTensor **tensors, int n);
@@ -59,7 +60,7 @@ void qh_json_print(FILE *out, JsonBuilder *builder);
  * later runs take inputs of the same shapes). With a backend (loaded with its instance)
  * the graph is lowered to the backend's kernels and rewritten in place. */
 typedef struct QhRunner QhRunner;
-QhRunner *qh_runner_new(QhGraph *graph, QhTensor *const *inputs, int threads, QhPlugin *backend,
+QhRunner *qh_runner_new(QhGraph *graph, QhTensor *const *inputs, int threads, QhBackend *backend,
                         GError **error);
 /* Run on the inputs given to qh_runner_new, or (qh_runner_run_on) on others of the same
  * shapes. *outputs: a new array of one tensor per graph output. */

@@ -366,7 +366,7 @@ static void print_json(FILE *out, const char *path, const Summary *sm) {
 
 gboolean qh_inspect(const char *path, QhGraph *graph, const QhBackendChoice *backend,
                     gboolean json, FILE *out, GError **error) {
-  QhPlugin *plugin = NULL;
+  QhBackend *plugin = NULL;
   Summary sm = {.graph = graph};
   QhGraph *lowered = NULL; /* lowering normalises its graph: keep the listing's intact */
   if (backend && backend->name) {
@@ -374,11 +374,11 @@ gboolean qh_inspect(const char *path, QhGraph *graph, const QhBackendChoice *bac
         (lowered = qh_load_model(path, error)) == NULL ||
         (sm.lowering = qh_lowering_new(lowered, plugin, NULL, QH_LOWERING_DEFAULT, error)) == NULL) {
       qh_error_prefix(error, path);
-      qh_plugin_free(plugin);
+      qh_backend_free(plugin);
       qh_graph_free(lowered);
       return FALSE;
     }
-    sm.backend = qh_plugin_info(plugin)->name;
+    sm.backend = qh_backend_name(plugin);
   }
   GError *plan_error = NULL;
   sm.plan = qh_plan_new(graph, NULL, TRUE, &plan_error);
@@ -403,6 +403,6 @@ gboolean qh_inspect(const char *path, QhGraph *graph, const QhBackendChoice *bac
   qh_plan_free(sm.plan);
   qh_lowering_free(sm.lowering);
   qh_graph_free(lowered);
-  qh_plugin_free(plugin);
+  qh_backend_free(plugin);
   return TRUE;
 }

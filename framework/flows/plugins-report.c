@@ -6,7 +6,7 @@
 #include <stdio.h>
 
 #include "flows/flows.h"
-#include "plugin/sdk-private.h"
+#include "hostapi/sdk-private.h"
 
 static const char *const type_names[] = {"?", "bool", "int", "float", "string", "enum"};
 

@@ -70,8 +70,8 @@ void qh_runner_free(QhRunner *r) {
   g_free(r);
 }
 
-QhRunner *qh_runner_new(QhGraph *graph, QhTensor *const *inputs, int threads,
-                               QhPlugin *backend, GError **error) {
+QhRunner *qh_runner_new(QhGraph *graph, QhTensor *const *inputs, int threads, QhBackend *backend,
+                        GError **error) {
   int n = (int)graph->inputs->len;
   QhRunner *r = g_new0(QhRunner, 1);
   r->graph = graph;
@@ -135,11 +135,8 @@ QhRunner *qh_runner_new(QhGraph *graph, QhTensor *const *inputs, int threads,
 QhLowering *qh_runner_lowering(const QhRunner *r) { return r->lowering; }
 QhPlan *qh_runner_plan(const QhRunner *r) { return r->plan; }
 
-QhPlugin *qh_backend_choice_load(const QhBackendChoice *choice, GError **error) {
-  QhPlugin *plugin = qh_plugin_find_and_load(&choice->search, choice->name, error);
-  if (plugin && !qh_plugin_create_instance(plugin, choice->options, choice->threads, error))
-    g_clear_pointer(&plugin, qh_plugin_free);
-  return plugin;
+QhBackend *qh_backend_choice_load(const QhBackendChoice *choice, GError **error) {
+  return qh_backend_open(&choice->search, choice->name, choice->options, choice->threads, error);
 }
 
 void qh_tensors_free(QhTensor **tensors, int n) {

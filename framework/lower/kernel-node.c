@@ -11,18 +11,9 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "plugin/host-api-private.h"
-#include "plugin/host-private.h"
-#include "plugin/status-private.h"
+#include "hostapi/host-private.h"
 
 #define CANARY_BYTE 0xA5
-
-static void fail_status(const QhKernelNode *k, QhStatus *st, const char *call, GError **error) {
-  char *prefix = g_strdup_printf("plugin '%s': kernel '%s' (node '%s'): %s", k->plugin_name,
-                                 k->ops->id, k->node_name, call);
-  qh_status_to_gerror(st, prefix, error);
-  g_free(prefix);
-}
 
 static gboolean fail(const QhKernelNode *k, GError **error, const char *fmt, ...)
     G_GNUC_PRINTF(3, 4);
@@ -33,30 +24,24 @@ static gboolean fail(const QhKernelNode *k, GError **error, const char *fmt, ...
   char *cause = g_strdup_vprintf(fmt, ap);
   va_end(ap);
   g_set_error(error, QH_ERROR, QH_ERROR_FAILED, "plugin '%s': kernel '%s' (node '%s'): %s",
-              k->plugin_name, k->ops->id, k->node_name, cause);
+              qh_backend_name(k->backend), k->ops->id, k->node_name, cause);
   g_free(cause);
   return FALSE;
 }
 
-QhKernelNode *qh_kernel_node_create(const char *plugin_name, const char *node_name,
-                                    const QhKernelOps *ops, void *instance,
-                                    const QhQdqUnit *unit, const QhGraphView *view,
-                                    GError **error) {
+QhKernelNode *qh_kernel_node_create(QhBackend *backend, const char *node_name,
+                                    const QhKernelOps *ops, const QhQdqUnit *unit,
+                                    const QhGraphView *view, GError **error) {
   QhKernelNode *k = g_new0(QhKernelNode, 1);
-  k->plugin_name = plugin_name;
+  k->backend = backend;
   k->node_name = node_name;
   k->ops = ops;
-  k->instance = instance;
   k->unit = unit;
   k->input_layouts = g_new0(int32_t, unit->inputs->len + 1);
   QhNodeUnit abi;
   qh_qdq_unit_to_abi(unit, &abi);
   void *kernel = NULL;
-  const char *prev = qh_plugin_set_current(plugin_name);
-  QhStatus *st = ops->create(instance, qh_host_api_get(), view, &abi, &kernel);
-  qh_plugin_set_current(prev);
-  if (st != NULL) {
-    fail_status(k, st, "create", error);
+  if (!qh_backend_kernel_create(backend, ops, node_name, view, &abi, &kernel, error)) {
     g_free(k->input_layouts);
     g_free(k);
     return NULL;
@@ -75,11 +60,7 @@ QhKernelNode *qh_kernel_node_create(const char *plugin_name, const char *node_na
 void qh_kernel_node_free(QhKernelNode *k) {
   if (k == NULL)
     return;
-  if (k->kernel) {
-    const char *prev = qh_plugin_set_current(k->plugin_name);
-    k->ops->destroy(k->kernel);
-    qh_plugin_set_current(prev);
-  }
+  qh_backend_kernel_destroy(k->backend, k->ops, k->kernel);
   g_free(k->input_layouts);
   g_free(k);
 }
@@ -119,15 +100,11 @@ gboolean qh_kernel_node_infer(gpointer data, const QhNode *node, const QhTensor 
   }
   QhTensorView out = {QH_STRUCT_HEADER(QhTensorView)};
   size_t workspace = 0;
-  const char *prev = qh_plugin_set_current(k->plugin_name);
-  QhStatus *st = k->ops->reshape(k->kernel, qh_host_api_get(), ins, (size_t)n_inputs, &out, 1,
-                                 &workspace);
-  qh_plugin_set_current(prev);
+  gboolean reshaped = qh_backend_kernel_reshape(k->backend, k->ops, k->node_name, k->kernel, ins,
+                                                (size_t)n_inputs, &out, 1, &workspace, error);
   g_free(ins);
-  if (st != NULL) {
-    fail_status(k, st, "reshape", error);
+  if (!reshaped)
     return FALSE;
-  }
   const QhShape *want = &k->output_shape;
   gboolean layout_ok = out.layout == k->output_layout ||
                        (k->output_layout != QH_LAYOUT_NHWC &&
@@ -198,15 +175,11 @@ gboolean qh_kernel_node_run(gpointer data, QhExecContext *ctx, const QhNode *nod
   if (o->data)
     memset((char *)o->data + o->nbytes, CANARY_BYTE, QH_TENSOR_ALIGN);
   QhRunContext rc = {.magic = QH_RUNCTX_MAGIC, .pool = ctx->pool};
-  const char *prev = qh_plugin_set_current(k->plugin_name);
-  QhStatus *st = k->ops->run(k->kernel, qh_host_api_get(), &rc, ins, (size_t)n_inputs, &out, 1,
-                             workspace, k->workspace);
-  qh_plugin_set_current(prev);
+  gboolean ran = qh_backend_kernel_run(k->backend, k->ops, k->node_name, k->kernel, &rc, ins,
+                                       (size_t)n_inputs, &out, 1, workspace, k->workspace, error);
   g_free(ins);
-  if (st != NULL) {
-    fail_status(k, st, "run", error);
+  if (!ran)
     return FALSE;
-  }
   if (o->data && !canary_intact((char *)o->data + o->nbytes))
     return fail(k, error, "run wrote past the end of its output (%zu bytes)", o->nbytes);
   if (workspace && !canary_intact((char *)workspace + k->workspace))

@@ -4,16 +4,16 @@
  * slack after every output and the workspace).
  *
  * Ownership: a QhKernelNode owns the plugin's kernel object (destroyed by
- * qh_kernel_node_free) and borrows the unit, the plugin instance and the names,
- * which the lowering keeps alive. Threading: one inference at a time. */
+ * qh_kernel_node_free) and borrows the unit, the backend (the gateway every call
+ * goes through) and the names, which the lowering keeps alive. Threading: one inference at a time. */
 #ifndef QH_LOWER_KERNEL_NODE_H
 #define QH_LOWER_KERNEL_NODE_H
 
 #include <glib.h>
 
+#include "backend/backend.h"
 #include "exec/plan.h"
-#include "exec/qdq-units.h"
-#include "plugin/sdk-private.h"
+#include "lower/qdq-units.h"
 
 G_BEGIN_DECLS
 
@@ -23,10 +23,9 @@ G_BEGIN_DECLS
 typedef enum { QH_KERNEL_CREATED = 1, QH_KERNEL_RESHAPED = 2 } QhKernelState;
 
 typedef struct {
-  const char *plugin_name;  /* borrowed */
+  QhBackend *backend;       /* borrowed: the plugin's gateway */
   const char *node_name;    /* borrowed: the unit's first op node */
   const QhKernelOps *ops;   /* borrowed from the plugin */
-  void *instance;           /* the plugin instance */
   const QhQdqUnit *unit;    /* borrowed */
   void *kernel;             /* the plugin's object; owned */
   QhKernelState state;
@@ -40,10 +39,9 @@ typedef struct {
 
 /* Create the plugin's kernel for unit (graph view borrowed for the call). On error
  * nothing is kept and the message names plugin, kernel and node. */
-QhKernelNode *qh_kernel_node_create(const char *plugin_name, const char *node_name,
-                                    const QhKernelOps *ops, void *instance,
-                                    const QhQdqUnit *unit, const QhGraphView *view,
-                                    GError **error);
+QhKernelNode *qh_kernel_node_create(QhBackend *backend, const char *node_name,
+                                    const QhKernelOps *ops, const QhQdqUnit *unit,
+                                    const QhGraphView *view, GError **error);
 void qh_kernel_node_free(QhKernelNode *k);
 
 /* QhPlanKernel callbacks (data is the QhKernelNode). */

@@ -11,20 +11,16 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "exec/qdq-units.h"
+#include "lower/qdq-units.h"
 #include "lower/kernel-node.h"
 #include "lower/prepare.h"
-#include "plugin/graph-view.h"
-#include "plugin/host-api-private.h"
-#include "plugin/host-private.h"
-#include "plugin/status-private.h"
+#include "hostapi/graph-view.h"
 
 struct QhLowering {
   QhGraph *graph;
-  const QhPluginDesc *desc;
-  void *instance;
+  QhBackend *backend;     /* borrowed: every plugin call goes through it */
   char *plugin_name;
-  QhPlan *shape_plan;     /* the QDQ graph's shapes (original node and value ids) */
+  QhPlan *shape_plan;     /* the QDQ graph's shapes (original ids), planned once by qh_lower_prepare */
   GPtrArray *units;       /* QhQdqUnit*, accepted, topological */
   GHashTable *declines;   /* first node id -> GString of "pattern: reason; ..." */
   GPtrArray *rows;        /* QhLoweringRow* */
@@ -122,7 +118,7 @@ static QhKernelNode *trial_kernel(QhLowering *l, const QhQdqUnit *u, char **why)
   int n_in = (int)u->inputs->len;
   QhTensor *ins = g_new0(QhTensor, (gsize)n_in + 1);
   const QhTensor **in_ptrs = g_new0(const QhTensor *, (gsize)n_in + 1);
-  QhKernelNode *k = qh_kernel_node_create(l->plugin_name, first->name, ops, l->instance, u, l->view, &err);
+  QhKernelNode *k = qh_kernel_node_create(l->backend, first->name, ops, u, l->view, &err);
   gboolean ok = k != NULL && expect_output(l, u, k, &err);
   for (int i = 0; ok && i < n_in; i++) {
     int v = g_array_index(u->inputs, QhQdqUnitInput, i).value;
@@ -169,19 +165,8 @@ static int accept_unit(gpointer user, const QhQdqUnit *u, GError **error) {
   } else if (pat->accept) {
     QhNodeUnit abi;
     qh_qdq_unit_to_abi(u, &abi);
-    const char *prev = qh_plugin_set_current(l->plugin_name);
-    QhStatus *st = pat->accept(l->instance, qh_host_api_get(), l->view, &abi);
-    qh_plugin_set_current(prev);
-    if (st != NULL && qh_status_is_valid(st) && st->code == QH_ERR_UNSUPPORTED) {
-      reason = g_strdup(st->message);
-      qh_status_free(st);
-    } else if (st != NULL) {
-      char *prefix = g_strdup_printf("plugin '%s': pattern '%s' accept (node '%s')", l->plugin_name,
-                                     pat->id, first->name);
-      qh_status_to_gerror(st, prefix, error);
-      g_free(prefix);
+    if (qh_backend_accept(l->backend, pat, l->view, &abi, first->name, &reason, error) < 0)
       return -1;
-    }
   }
   if (reason == NULL && !l->strict) {
     QhKernelNode *k = trial_kernel(l, u, &reason);
@@ -224,7 +209,11 @@ static void make_rows(QhLowering *l) {
       unit_of[u->nodes[k]] = u;
   }
   l->rows = g_ptr_array_new_with_free_func(row_free);
-  const GArray *order = qh_plan_order(l->shape_plan);
+  /* the prepared graph's own order (the shape plan's still lists what prepare removed);
+   * the plan made it from this graph, so it cannot fail here */
+  GArray *order = NULL;
+  if (!qh_graph_topo_order(l->graph, &order, NULL))
+    order = g_array_new(FALSE, FALSE, sizeof(int));
   for (guint i = 0; i < order->len; i++) {
     int id = g_array_index(order, int, i);
     const QhNode *n = qh_graph_node(l->graph, id);
@@ -252,14 +241,14 @@ static void make_rows(QhLowering *l) {
     r->ops = g_string_free(ops, FALSE);
     g_ptr_array_add(l->rows, r);
   }
+  g_array_unref(order);
   g_free(unit_of);
 }
 
-QhLowering *qh_lowering_new(QhGraph *graph, QhPlugin *plugin, const QhShape *input_shapes,
+QhLowering *qh_lowering_new(QhGraph *graph, QhBackend *backend, const QhShape *input_shapes,
                             QhLoweringFlags flags, GError **error) {
-  const QhPluginDesc *desc = qh_plugin_desc(plugin);
-  const char *name = qh_plugin_info(plugin)->name;
-  const QhLoweringOps *lo = QH_HAS_FIELD(desc, QhPluginDesc, lowering) ? desc->lowering : NULL;
+  const char *name = qh_backend_name(backend);
+  const QhLoweringOps *lo = qh_backend_lowering(backend);
   if (lo == NULL || lo->n_patterns == 0) {
     g_set_error(error, QH_ERROR, QH_ERROR_UNSUPPORTED,
                 "plugin '%s' supplies no lowering patterns: it has no int8 kernels to run", name);
@@ -267,8 +256,7 @@ QhLowering *qh_lowering_new(QhGraph *graph, QhPlugin *plugin, const QhShape *inp
   }
   QhLowering *l = g_new0(QhLowering, 1);
   l->graph = graph;
-  l->desc = desc;
-  l->instance = qh_plugin_instance(plugin);
+  l->backend = backend;
   l->plugin_name = g_strdup(name);
   l->strict = (flags & QH_LOWERING_STRICT) != 0;
   l->kernels = g_ptr_array_new_with_free_func((GDestroyNotify)qh_kernel_node_free);
@@ -276,8 +264,7 @@ QhLowering *qh_lowering_new(QhGraph *graph, QhPlugin *plugin, const QhShape *inp
   l->node_kernel = g_hash_table_new(g_direct_hash, g_direct_equal);
   l->node_row = g_hash_table_new(g_direct_hash, g_direct_equal);
   l->view = qh_graph_view_new(graph, QH_VIEW_READ);
-  if (!qh_lower_prepare(graph, input_shapes, error) ||
-      (l->shape_plan = qh_plan_new(graph, input_shapes, TRUE, error)) == NULL)
+  if ((l->shape_plan = qh_lower_prepare(graph, input_shapes, error)) == NULL)
     goto fail;
   l->units = qh_qdq_match_units_with(graph, lo->patterns, lo->n_patterns, accept_unit, l, error);
   if (l->units == NULL)
@@ -461,8 +448,8 @@ gboolean qh_lowering_build(QhLowering *l, GError **error) {
   for (guint i = l->kernels->len; i < l->units->len; i++) {
     const QhQdqUnit *u = g_ptr_array_index(l->units, i);
     const QhNode *first = qh_graph_node(l->graph, u->nodes[0]);
-    QhKernelNode *k = qh_kernel_node_create(l->plugin_name, first->name, u->pattern->kernel,
-                                            l->instance, u, l->view, error);
+    QhKernelNode *k = qh_kernel_node_create(l->backend, first->name, u->pattern->kernel, u, l->view,
+                                            error);
     if (k == NULL)
       return FALSE;
     g_ptr_array_add(l->kernels, k);

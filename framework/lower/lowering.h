@@ -14,7 +14,7 @@
  * checked against the QDQ graph's), run in every inference, destroy at free. Every
  * other node runs on the host's reference path with ONNX's QDQ semantics.
  *
- * Ownership: the lowering borrows the plugin (loaded, with its instance) and the
+ * Ownership: the lowering borrows the backend (the gateway to the plugin) and the
  * graph, which it rewrites in place (qh_lowering_new normalises it with
  * qh_lower_prepare: no-op Casts dropped, constant subgraphs frozen; qh_lowering_build
  * replaces the units); both must outlive it.
@@ -27,7 +27,7 @@
 
 #include "core/graph.h"
 #include "exec/plan.h"
-#include "plugin/plugin.h"
+#include "backend/backend.h"
 
 G_BEGIN_DECLS
 
@@ -63,7 +63,7 @@ typedef enum {
  * and the created kernels are kept for qh_lowering_build. Errors: the plugin has no
  * lowering group; accept failing with anything but QH_ERR_UNSUPPORTED; malformed Q/DQ
  * parameters. */
-QhLowering *qh_lowering_new(QhGraph *graph, QhPlugin *plugin, const QhShape *input_shapes,
+QhLowering *qh_lowering_new(QhGraph *graph, QhBackend *backend, const QhShape *input_shapes,
                             QhLoweringFlags flags, GError **error);
 void qh_lowering_free(QhLowering *lowering);
 

@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "exec/plan.h"
 #include "lower/noop-cast.h"
 
 static gboolean is_qdq(const QhNode *n) {
@@ -44,7 +43,7 @@ static gboolean freeze_constants(QhGraph *g, const QhPlan *plan, GError **error)
   for (guint i = 0; i < order->len; i++) {
     int id = g_array_index(order, int, i);
     QhNode *n = qh_graph_node(g, id);
-    if (!qh_plan_node_is_folded(plan, id) || (is_qdq(n) && !quantizes_for_dq_only(g, n)))
+    if (n->is_removed || !qh_plan_node_is_folded(plan, id) || (is_qdq(n) && !quantizes_for_dq_only(g, n)))
       continue;
     gboolean graph_output = FALSE;
     for (int o = 0; o < n->n_outputs; o++)
@@ -75,15 +74,17 @@ static gboolean freeze_constants(QhGraph *g, const QhPlan *plan, GError **error)
   return TRUE;
 }
 
-gboolean qh_lower_prepare(QhGraph *graph, const QhShape *input_shapes, GError **error) {
+/* One plan serves both steps and the lowering after them: a dropped Cast passes its
+ * input through unchanged and a frozen node's outputs keep the values the plan
+ * computed, so every value the prepared graph still has keeps its type, shape and
+ * folded-ness; only the removed nodes are stale, and they are skipped. */
+QhPlan *qh_lower_prepare(QhGraph *graph, const QhShape *input_shapes, GError **error) {
   QhPlan *plan = qh_plan_new(graph, input_shapes, TRUE, error);
   if (plan == NULL)
-    return FALSE;
-  gboolean ok = qh_lower_drop_noop_casts(graph, plan, NULL, error);
-  qh_plan_free(plan);
-  if (!ok || (plan = qh_plan_new(graph, input_shapes, TRUE, error)) == NULL)
-    return FALSE;
-  ok = freeze_constants(graph, plan, error);
-  qh_plan_free(plan);
-  return ok;
+    return NULL;
+  if (!qh_lower_drop_noop_casts(graph, plan, NULL, error) || !freeze_constants(graph, plan, error)) {
+    qh_plan_free(plan);
+    return NULL;
+  }
+  return plan;
 }

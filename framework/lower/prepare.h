@@ -9,18 +9,26 @@
  * QuantizeLinear feeding DequantizeLinear becomes the integer initializer it computes
  * (with ONNX's rounding), so such a weight is as constant as an int8 initializer.
  *
- * Ownership: rewrites graph in place. input_shapes as qh_plan_new (NULL: declared).
- * Errors: as qh_plan_new (shapes-only) and qh_lower_drop_noop_casts. */
+ * The graph is planned once (shapes only, constants folded), before the rewrite, and
+ * that plan is returned: the types, shapes, folded flags and MACs it gives for the
+ * values and nodes the prepared graph still has are the prepared graph's; its order
+ * still lists the nodes prepare removed (qh_graph_topo_order gives the prepared
+ * graph's own).
+ *
+ * Ownership: rewrites graph in place; the plan is the caller's (qh_plan_free) and
+ * borrows graph. input_shapes as qh_plan_new (NULL: declared). Errors (NULL): as
+ * qh_plan_new (shapes-only) and qh_lower_drop_noop_casts. */
 #ifndef QH_LOWER_PREPARE_H
 #define QH_LOWER_PREPARE_H
 
 #include <glib.h>
 
 #include "core/graph.h"
+#include "exec/plan.h"
 
 G_BEGIN_DECLS
 
-gboolean qh_lower_prepare(QhGraph *graph, const QhShape *input_shapes, GError **error);
+QhPlan *qh_lower_prepare(QhGraph *graph, const QhShape *input_shapes, GError **error);
 
 G_END_DECLS
 

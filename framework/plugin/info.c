@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "plugin/plugin.h"
-#include "plugin/sdk-private.h"
+#include "hostapi/sdk-private.h"
 
 void qh_plugin_option_info_free(gpointer p) {
   QhPluginOptionInfo *o = p;

@@ -1,6 +1,7 @@
 /* Loading a plugin into this process: realpath, dlopen(RTLD_NOW | RTLD_LOCAL), the one
  * entry symbol, the entry call with the host table, validation of the descriptor,
- * and the instance with the user's backend options. The scanner program runs the
+ * and the user's backend options checked against its declarations (the instance is
+ * the gateway's: backend/backend.h). The scanner program runs the
  * same code on every candidate first, so a plugin that crashes here has already been
  * reported by the scan. A library is closed only when it failed to load (before any
  * pointer from it escaped) or when its QhPlugin is freed. */
@@ -11,18 +12,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugin/host-api-private.h"
-#include "plugin/host-private.h"
+#include "hostapi/host-api-private.h"
+#include "hostapi/host-private.h"
 #include "plugin/plugin.h"
-#include "plugin/status-private.h"
+#include "hostapi/status-private.h"
 #include "plugin/validate-private.h"
 
 struct QhPlugin {
   QhPluginInfo *info;
   void *library;
   const QhPluginDesc *desc;
-  void *instance;
-  gboolean has_instance;
 };
 
 typedef QhStatus *(*EntryFn)(const QhHostApi *host, const QhPluginDesc **out_desc);
@@ -115,16 +114,10 @@ QhPlugin *qh_plugin_load(const char *path, const char *expected_name, GError **e
 
 const QhPluginInfo *qh_plugin_info(const QhPlugin *plugin) { return plugin->info; }
 const void *qh_plugin_desc(const QhPlugin *plugin) { return plugin->desc; }
-void *qh_plugin_instance(const QhPlugin *plugin) { return plugin->instance; }
 
 void qh_plugin_free(QhPlugin *plugin) {
   if (plugin == NULL)
     return;
-  if (plugin->has_instance && plugin->desc->instance_destroy) {
-    const char *prev = qh_plugin_set_current(plugin->info->name);
-    plugin->desc->instance_destroy(plugin->instance);
-    qh_plugin_set_current(prev);
-  }
   /* ASan's leak report needs the plugin's symbols: keep the library mapped there. */
   if (g_getenv("QHOST_PLUGIN_NO_DLCLOSE") == NULL)
     dlclose(plugin->library);
@@ -194,40 +187,6 @@ fail:
   return NULL;
 }
 
-gboolean qh_plugin_create_instance(QhPlugin *plugin, char *const *key_values, int n_threads,
-                                   GError **error) {
-  g_return_val_if_fail(!plugin->has_instance, FALSE);
-  GError *local = NULL;
-  char **values = resolve_options(plugin->info, key_values, &local);
-  if (values == NULL) {
-    g_propagate_error(error, local);
-    return FALSE;
-  }
-  const QhPluginDesc *d = plugin->desc;
-  gboolean ok = TRUE;
-  if (QH_HAS_FIELD(d, QhPluginDesc, instance_destroy) && d->instance_create) {
-    guint n = plugin->info->options->len;
-    QhOption *opts = g_new0(QhOption, n ? n : 1);
-    for (guint k = 0; k < n; k++) {
-      opts[k].key = ((const QhPluginOptionInfo *)plugin->info->options->pdata[k])->name;
-      opts[k].value = values[k];
-    }
-    QhInstanceInfo ii = {QH_STRUCT_HEADER(QhInstanceInfo), (uint32_t)MAX(n_threads, 1), 0,
-                         plugin->info->path};
-    void *instance = NULL;
-    const char *prev = qh_plugin_set_current(plugin->info->name);
-    QhStatus *st = d->instance_create(qh_host_api_get(), &ii, opts, n, &instance);
-    qh_plugin_set_current(prev);
-    g_free(opts);
-    if (st) {
-      char *prefix = g_strdup_printf("plugin '%s': instance_create", plugin->info->name);
-      ok = qh_status_to_gerror(st, prefix, error);
-      g_free(prefix);
-    } else {
-      plugin->instance = instance;
-      plugin->has_instance = TRUE;
-    }
-  }
-  g_strfreev(values);
-  return ok;
+char **qh_plugin_resolve_options(const QhPlugin *plugin, char *const *key_values, GError **error) {
+  return resolve_options(plugin->info, key_values, error);
 }

@@ -5,7 +5,8 @@
  * Flow: qh_plugin_search_* lists candidate files in search order; qh_plugin_scan runs
  * each one's entry point in the helper program qhost-plugin-scan (a crash or a hang
  * there costs one line, not the runner); only the plugin chosen for the job is then
- * loaded in-process with qh_plugin_load and gets an instance.
+ * loaded in-process with qh_plugin_load. Its instance, and every call of its callbacks,
+ * belong to the gateway (backend/backend.h): nothing here calls a descriptor callback.
  *
  * Ownership: every object here is owned by the caller and freed with its _free
  * function. Threading: use from one thread. Errors: GError (QH_ERROR), one line
@@ -112,17 +113,14 @@ const QhPluginInfo *qh_plugin_info(const QhPlugin *plugin);
 /* The descriptor (borrowed from the library; valid until qh_plugin_free). The
  * returned pointer is `const QhPluginDesc *`; void here to keep SDK types out. */
 const void *qh_plugin_desc(const QhPlugin *plugin);
-/* Destroys the instance (if any) and unloads. NULL is a no-op. */
+/* Unloads (the backend holding it has destroyed its instance first). NULL is a no-op. */
 void qh_plugin_free(QhPlugin *plugin);
 
-/* Validate KEY=VALUE strings against the plugin's declarations, then call
- * instance_create with every declared option (user value or default) and n_threads.
- * Errors: an unknown key lists the valid ones; a bad value names the type/choices. */
-gboolean qh_plugin_create_instance(QhPlugin *plugin, char *const *key_values, int n_threads,
-                                   GError **error);
-/* The instance made by qh_plugin_create_instance (NULL before, or when the plugin has
- * no instance_create). */
-void *qh_plugin_instance(const QhPlugin *plugin);
+/* Validate KEY=VALUE strings (NULL-terminated, may be NULL) against the plugin's
+ * declarations: the value of every declared option in declaration order (user value
+ * or default), NULL-terminated, g_strfreev. Errors: an unknown key lists the valid
+ * ones; a bad value names the type/choices; a key given twice. */
+char **qh_plugin_resolve_options(const QhPlugin *plugin, char *const *key_values, GError **error);
 
 /* ---- registry: every candidate scanned ---- */
 

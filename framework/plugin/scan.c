@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "plugin/plugin.h"
-#include "plugin/sdk-private.h"
+#include "hostapi/sdk-private.h"
 
 #define SCAN_OUTPUT_CAP (1 << 20)
 #define SCAN_TIMEOUT_DEFAULT 10

@@ -5,7 +5,7 @@
 #define QH_PLUGIN_VALIDATE_PRIVATE_H
 
 #include "plugin/plugin.h"
-#include "plugin/sdk-private.h"
+#include "hostapi/sdk-private.h"
 
 /* Check desc and copy what the host keeps into a new QhPluginInfo. path is the file
  * (used as the message prefix and copied into the info); expected_name may be NULL. */

@@ -14,8 +14,8 @@
 #include <glib.h>
 
 #include "core/graph.h"
-#include "plugin/sdk-private.h"
-#include "quant/annotation.h"
+#include "hostapi/sdk-private.h"
+#include "hostapi/annotation.h"
 #include "quant/qconfig.h"
 #include "quant/report.h"
 

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "quant/annotation.h"
+#include "hostapi/annotation.h"
 #include "quant/convert.h"
 #include "quant/quantize.h"
 

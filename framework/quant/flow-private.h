@@ -3,10 +3,11 @@
 #ifndef QH_QUANT_FLOW_PRIVATE_H
 #define QH_QUANT_FLOW_PRIVATE_H
 
+#include "backend/backend.h"
 #include "exec/plan.h"
 #include "exec/threadpool.h"
-#include "plugin/sdk-private.h"
-#include "quant/annotation.h"
+#include "hostapi/sdk-private.h"
+#include "hostapi/annotation.h"
 #include "quant/calib-data.h"
 #include "quant/flow.h"
 #include "quant/points.h"
@@ -16,9 +17,7 @@
 
 typedef struct {
   const QhQuantizeOptions *opt;
-  QhPlugin *plugin;
-  const QhPluginDesc *desc;
-  void *instance;
+  QhBackend *backend;             /* the gateway to the plugin: every call goes through it */
   const char *name;               /* the plugin's name (borrowed from its info) */
   const QhBackendConfig *bc;      /* or NULL */
   const QhAnnotateOps *annotate;  /* or NULL */
@@ -59,7 +58,7 @@ gboolean qh_flow_probe_float(QhFlow *f, GError **error);
 void qh_flow_weight_sqnr(QhFlow *f);
 /* The backend's fake-quantize of a constant into dq (t's element count); FALSE (with a
  * report note) when the plugin fails, and the caller then uses PyTorch's rounding. */
-gboolean qh_flow_plugin_fake_quantize(QhFlow *f, const QhReferenceNumericsOps *rn, const QhTensor *t,
+gboolean qh_flow_plugin_fake_quantize(QhFlow *f, const QhTensor *t,
                                       const QhQuantParams *q, float *dq);
 /* After convert: run the probe on the QDQ graph and compute the SQNRs. */
 gboolean qh_flow_probe_quantized(QhFlow *f, GError **error);

@@ -10,10 +10,8 @@
 
 #include "core/error.h"
 #include "core/log.h"
-#include "exec/qdq-units.h"
-#include "plugin/host-api-private.h"
-#include "plugin/host-private.h"
-#include "plugin/status-private.h"
+#include "hostapi/annotation.h"
+#include "hostapi/host-private.h"
 #include "quant/flow-private.h"
 #include "quant/quantize.h"
 #include "quant/report-private.h"
@@ -160,7 +158,7 @@ static void torch_fake_quantize(const QhTensor *t, const QhQuantParams *q, float
 }
 
 /* The backend's own fake-quant (QhReferenceNumericsOps), where it supplies one. */
-gboolean qh_flow_plugin_fake_quantize(QhFlow *f, const QhReferenceNumericsOps *rn, const QhTensor *t,
+gboolean qh_flow_plugin_fake_quantize(QhFlow *f, const QhTensor *t,
                                       const QhQuantParams *q, float *dq) {
   QhQParams qp = {QH_STRUCT_HEADER(QhQParams), .dtype = q->dtype, .qscheme = q->qscheme,
                   .quant_min = q->quant_min, .quant_max = q->quant_max, .ch_axis = q->ch_axis,
@@ -171,14 +169,10 @@ gboolean qh_flow_plugin_fake_quantize(QhFlow *f, const QhReferenceNumericsOps *r
   memcpy(in.dims, t->shape.dims, sizeof(int64_t) * (size_t)t->shape.rank);
   QhTensorView out = in;
   out.data = dq;
-  const char *prev = qh_plugin_set_current(f->name);
-  QhStatus *st = rn->fake_quantize(f->instance, qh_host_api_get(),
-                                   q->dtype == QH_DTYPE_S32 ? QH_ROLE_BIAS : QH_ROLE_WEIGHT, &qp, &in, &out);
-  qh_plugin_set_current(prev);
-  if (st == NULL)
-    return TRUE;
   GError *error = NULL;
-  qh_status_to_gerror(st, "reference_numerics", &error);
+  if (qh_backend_fake_quantize(f->backend, q->dtype == QH_DTYPE_S32 ? QH_ROLE_BIAS : QH_ROLE_WEIGHT, &qp, &in,
+                               &out, &error))
+    return TRUE;
   qh_quant_report_note(f->report, "%s; SQNR with PyTorch's rounding instead", error->message);
   g_error_free(error);
   return FALSE;
@@ -186,8 +180,7 @@ gboolean qh_flow_plugin_fake_quantize(QhFlow *f, const QhReferenceNumericsOps *r
 
 void qh_flow_weight_sqnr(QhFlow *f) {
   f->weight_sqnr = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-  const QhReferenceNumericsOps *rn =
-      QH_HAS_FIELD(f->desc, QhPluginDesc, reference_numerics) ? f->desc->reference_numerics : NULL;
+  const QhReferenceNumericsOps *rn = qh_backend_reference_numerics(f->backend);
   if (rn)
     qh_quant_report_note(f->report, "weight SQNR uses plugin %s's reference numerics: %s", f->name,
                          rn->description);
@@ -202,7 +195,7 @@ void qh_flow_weight_sqnr(QhFlow *f) {
     float *dq = qh_aligned_alloc0(t->nbytes);
     if (dq == NULL)
       continue;
-    if (!rn || !qh_flow_plugin_fake_quantize(f, rn, t, pt->qparams, dq))
+    if (!rn || !qh_flow_plugin_fake_quantize(f, t, pt->qparams, dq))
       torch_fake_quantize(t, pt->qparams, dq);
     g_hash_table_replace(f->weight_sqnr, g_strdup(v->name), boxed(sqnr_db(t->data, dq, qh_tensor_numel(t))));
     qh_aligned_free(dq);
@@ -395,7 +388,7 @@ static const char *kind_of(const QhFlow *f, const QhQuantPoint *pt) {
   const QhEdgeRef *e = &pt->root;
   const QhGraph *g = f->points->graph;
   const QhNode *n = e->kind == QH_EDGE_INPUT && e->node < g->nodes->len ? qh_graph_node(g, (int)e->node) : NULL;
-  return n && qh_qdq_default_role(n->op_type, (int)e->slot) == QH_ROLE_BIAS ? "bias" : "weight";
+  return n && qh_annotation_default_role(n->op_type, (int)e->slot) == QH_ROLE_BIAS ? "bias" : "weight";
 }
 
 static GArray *rows_of(const QhFlow *f) {

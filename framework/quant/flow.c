@@ -10,10 +10,8 @@
 #include "core/log.h"
 #include "exec/plan.h"
 #include "io/onnx.h"
-#include "plugin/graph-view.h"
-#include "plugin/host-api-private.h"
-#include "plugin/host-private.h"
-#include "plugin/status-private.h"
+#include "hostapi/graph-view.h"
+#include "hostapi/host-private.h"
 #include "quant/backend-annotate.h"
 #include "quant/calib-data.h"
 #include "quant/const-fold.h"
@@ -26,32 +24,18 @@
 /* ---- plugin ---- */
 
 static gboolean load_plugin(QhFlow *f, GError **error) {
-  f->plugin = qh_plugin_find_and_load(&f->opt->search, f->opt->backend, error);
-  if (f->plugin == NULL)
+  f->backend = qh_backend_open(&f->opt->search, f->opt->backend, f->opt->backend_opts, f->opt->threads, error);
+  if (f->backend == NULL)
     return FALSE;
-  if (!qh_plugin_create_instance(f->plugin, f->opt->backend_opts, f->opt->threads, error))
-    return FALSE;
-  f->desc = qh_plugin_desc(f->plugin);
-  f->instance = qh_plugin_instance(f->plugin);
-  f->name = qh_plugin_info(f->plugin)->name;
-  const QhPluginDesc *d = f->desc;
-  f->bc = QH_HAS_FIELD(d, QhPluginDesc, backend_config) ? d->backend_config : NULL;
-  f->annotate = QH_HAS_FIELD(d, QhPluginDesc, annotate) ? d->annotate : NULL;
+  f->name = qh_backend_name(f->backend);
+  f->bc = qh_backend_config(f->backend);
+  f->annotate = qh_backend_annotate_ops(f->backend);
   if (f->bc == NULL && f->annotate == NULL) {
     g_set_error(error, QH_ERROR, QH_ERROR_UNSUPPORTED,
                 "plugin '%s' supplies neither a backend_config nor annotate: it cannot quantize", f->name);
     return FALSE;
   }
   return TRUE;
-}
-
-static gboolean call_status(QhFlow *f, QhStatus *st, const char *callback, GError **error) {
-  if (st == NULL)
-    return TRUE;
-  char *prefix = g_strdup_printf("plugin '%s': %s", f->name, callback);
-  qh_status_to_gerror(st, prefix, error);
-  g_free(prefix);
-  return FALSE;
 }
 
 static gboolean graph_sound(QhFlow *f, const char *after, GError **error) {
@@ -75,15 +59,11 @@ static gboolean transform(QhFlow *f, GError **error) {
   if (folded > 0)
     qh_quant_report_note(f->report, "%d node%s computing constants only (Identity of shared initializers, "
                          "...) folded into initializers, one per consumer", folded, folded == 1 ? "" : "s");
-  const QhTransformOps *t = QH_HAS_FIELD(f->desc, QhPluginDesc, transform) ? f->desc->transform : NULL;
-  if (t) {
-    QhGraphView *view = qh_graph_view_new(f->graph, QH_VIEW_READ | QH_VIEW_REWRITE);
-    const char *prev = qh_plugin_set_current(f->name);
-    QhStatus *st = t->transform_for_annotation(f->instance, qh_host_api_get(), view);
-    qh_plugin_set_current(prev);
+  if (qh_backend_transform_ops(f->backend)) {
+    QhGraphView *view = qh_graph_view_new(f->graph, QH_VIEW_READ);
+    gboolean ok = qh_backend_transform_graph(f->backend, view, error);
     qh_graph_view_free(view);
-    if (!call_status(f, st, "transform_for_annotation", error) ||
-        !graph_sound(f, "transform_for_annotation", error))
+    if (!ok || !graph_sound(f, "transform_for_annotation", error))
       return FALSE;
   }
   if (f->bc && !qh_backend_fold_batchnorm(f->bc, f->graph, error))
@@ -94,10 +74,10 @@ static gboolean transform(QhFlow *f, GError **error) {
 /* ---- annotation ---- */
 
 static char **plugin_observer_names(const QhFlow *f) {
-  size_t n = QH_HAS_FIELD(f->desc, QhPluginDesc, n_observers) ? f->desc->n_observers : 0;
+  size_t n = qh_backend_n_observers(f->backend);
   char **names = g_new0(char *, n + 1);
   for (size_t i = 0; i < n; i++)
-    names[i] = g_strdup(f->desc->observers[i]->name);
+    names[i] = g_strdup(qh_backend_observer(f->backend, i)->name);
   return names;
 }
 
@@ -122,21 +102,15 @@ static gboolean annotate(QhFlow *f, GError **error) {
   if (f->annotate) {
     /* what the declarative pass decided, to tell the plugin's changes from it */
     GPtrArray *before = qh_flow_report_snapshot(f);
-    QhGraphView *view = qh_graph_view_new(f->graph, QH_VIEW_READ | QH_VIEW_ANNOTATE);
+    QhGraphView *view = qh_graph_view_new(f->graph, QH_VIEW_READ);
     qh_graph_view_set_annotations(view, f->set);
     qh_graph_view_set_qconfig_hook(view, qh_qconfig_view_hook, f->mapping);
-    const char *prev = qh_plugin_set_current(f->name);
-    QhStatus *st = f->annotate->annotate(f->instance, qh_host_api_get(), view);
-    gboolean ok = call_status(f, st, "annotate", error);
+    gboolean ok = qh_backend_annotate_graph(f->backend, view, error);
     if (ok && !qh_annotation_set_validate(f->set, f->graph, error)) {
       g_prefix_error(error, "plugin '%s': annotate: ", f->name);
       ok = FALSE;
     }
-    if (ok && f->annotate->validate) {
-      qh_graph_view_set_permissions(view, QH_VIEW_READ);
-      ok = call_status(f, f->annotate->validate(f->instance, qh_host_api_get(), view), "validate", error);
-    }
-    qh_plugin_set_current(prev);
+    ok = ok && qh_backend_validate_graph(f->backend, view, error);
     qh_graph_view_free(view);
     if (ok)
       qh_flow_report_imperative(f, before);
@@ -152,11 +126,7 @@ static gboolean annotate(QhFlow *f, GError **error) {
 /* ---- observers ---- */
 
 static const QhObserverOps *plugin_observer(const QhFlow *f, const char *name) {
-  size_t n = QH_HAS_FIELD(f->desc, QhPluginDesc, n_observers) ? f->desc->n_observers : 0;
-  for (size_t i = 0; name && i < n; i++)
-    if (strcmp(f->desc->observers[i]->name, name) == 0)
-      return f->desc->observers[i];
-  return NULL;
+  return name ? qh_backend_find_observer(f->backend, name) : NULL;
 }
 
 static QhObserver *make_observer(gpointer data, const QhQuantSpec *spec, int rank, const int64_t *dims,
@@ -164,7 +134,7 @@ static QhObserver *make_observer(gpointer data, const QhQuantSpec *spec, int ran
   QhFlow *f = data;
   const QhObserverOps *ops = plugin_observer(f, spec->observer);
   if (ops)
-    return qh_plugin_observer_new(ops, f->instance, spec, rank, dims, error);
+    return qh_plugin_observer_new(f->backend, ops, spec, rank, dims, error);
   QhObserverConfig *cfg = qh_observer_config_from_spec(spec);
   QhObserver *obs = qh_observer_config_check(cfg, error) ? qh_observer_new(cfg, rank, dims, error) : NULL;
   qh_observer_config_free(cfg);
@@ -177,7 +147,7 @@ static QhObserver *load_observer(gpointer data, const QhQuantPoint *pt, const gu
   const QhObserverConfig *cfg = qh_observer_config(pt->observer);
   const QhObserverOps *ops = plugin_observer(f, pt->spec->observer);
   if (ops)
-    return qh_plugin_observer_load(ops, f->instance, pt->spec, pt->observer->rank, pt->observer->dims, bytes,
+    return qh_plugin_observer_load(f->backend, ops, pt->spec, pt->observer->rank, pt->observer->dims, bytes,
                                    size, error);
   return qh_observer_load(cfg, pt->observer->rank, pt->observer->dims, bytes, size, error);
 }
@@ -248,7 +218,7 @@ static gboolean calibrate(QhFlow *f, GError **error) {
  * numerics): a DPU rounds weights half away from zero where ONNX rounds half to even. */
 static gboolean backend_rounding(gpointer data, const QhTensor *t, const QhQuantParams *q, float *fake) {
   QhFlow *f = data;
-  return qh_flow_plugin_fake_quantize(f, f->desc->reference_numerics, t, q, fake);
+  return qh_flow_plugin_fake_quantize(f, t, q, fake);
 }
 
 /* ---- refine ---- */
@@ -300,17 +270,14 @@ static gboolean refine_set(gpointer data, QhGraph *graph, const QhEdgeRef *edge,
 }
 
 static gboolean refine(QhFlow *f, GError **error) {
-  const QhRefineOps *r = QH_HAS_FIELD(f->desc, QhPluginDesc, refine) ? f->desc->refine : NULL;
-  if (r == NULL)
+  if (qh_backend_refine_ops(f->backend) == NULL)
     return TRUE;
-  QhGraphView *view = qh_graph_view_new(f->graph, QH_VIEW_READ | QH_VIEW_QPARAMS_READ | QH_VIEW_QPARAMS_WRITE);
+  QhGraphView *view = qh_graph_view_new(f->graph, QH_VIEW_READ);
   qh_graph_view_set_annotations(view, f->set);
   qh_graph_view_set_qparams_hooks(view, refine_get, refine_set, f);
-  const char *prev = qh_plugin_set_current(f->name);
-  QhStatus *st = r->refine(f->instance, qh_host_api_get(), view);
-  qh_plugin_set_current(prev);
+  gboolean ok = qh_backend_refine_graph(f->backend, view, error);
   qh_graph_view_free(view);
-  return call_status(f, st, "refine", error);
+  return ok;
 }
 
 /* ---- the whole flow ---- */
@@ -327,7 +294,7 @@ static void flow_clear(QhFlow *f) {
   if (f->pool)
     qh_thread_pool_free(f->pool);
   qh_graph_free(f->graph);
-  qh_plugin_free(f->plugin);
+  qh_backend_free(f->backend);
   g_free(f->origin.model_hash);
   g_free(f->origin.backend);
 }
@@ -366,6 +333,8 @@ static gboolean prepare(QhFlow *f, gboolean need_calib, GError **error) {
     }
   }
   f->points = qh_quant_points_new(f->graph, f->set, f->plan, make_observer, f, error);
+  if (f->points)
+    f->points->backend = f->backend;
   if (f->points == NULL) {
     g_prefix_error(error, "%s: ", f->opt->model_path);
     return FALSE;
@@ -436,8 +405,7 @@ gboolean qh_quantize(const QhQuantizeOptions *opt, GError **error) {
     qh_flow_weight_sqnr(&f);
     qh_plan_free(f.plan); /* the plan borrows the float graph, which convert rewrites */
     f.plan = NULL;
-    const QhReferenceNumericsOps *rn =
-        QH_HAS_FIELD(f.desc, QhPluginDesc, reference_numerics) ? f.desc->reference_numerics : NULL;
+    const QhReferenceNumericsOps *rn = f.backend ? qh_backend_reference_numerics(f.backend) : NULL;
     if (rn)
       qh_quant_report_note(f.report, "integer weights and biases rounded by plugin %s's reference numerics",
                            f.name);

@@ -11,7 +11,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
-#include "quant/annotation.h"
+#include "hostapi/annotation.h"
 #include "quant/observers/host-observers.h"
 
 #define SAVE_MAGIC "QHOBS"

@@ -4,27 +4,19 @@
 #include <math.h>
 #include <string.h>
 
-#include "plugin/host-api-private.h"
-#include "plugin/host-private.h"
-#include "plugin/status-private.h"
-#include "quant/annotation.h"
+#include "backend/backend.h"
+#include "hostapi/host-private.h"
+#include "hostapi/annotation.h"
 #include "quant/observer-private.h"
 #include "quant/plugin-observer.h"
 
 typedef struct {
   QhObserver base;
+  QhBackend *backend; /* borrowed: every call into the plugin goes through it */
   const QhObserverOps *ops;
-  void *instance;
   void *state;
   int n_channels; /* capacity of compute_qparams: 1, or dims[ch_axis] */
 } PluginObserver;
-
-static gboolean fail_status(QhStatus *st, const PluginObserver *po, const char *what, GError **error) {
-  char *prefix = g_strdup_printf("plugin observer '%s': %s", po->ops->name, what);
-  qh_status_to_gerror(st, prefix, error);
-  g_free(prefix);
-  return FALSE;
-}
 
 static gboolean po_observe(QhObserver *obs, const QhTensor *x, GError **error) {
   PluginObserver *po = (PluginObserver *)obs;
@@ -32,8 +24,7 @@ static gboolean po_observe(QhObserver *obs, const QhTensor *x, GError **error) {
                     .layout = x->shape.rank == 4 ? QH_LAYOUT_NCHW : QH_LAYOUT_ANY,
                     .rank = x->shape.rank, .data = x->data, .nbytes = x->nbytes};
   memcpy(v.dims, x->shape.dims, sizeof(int64_t) * (size_t)x->shape.rank);
-  QhStatus *st = po->ops->observe(po->state, qh_host_api_get(), &v);
-  return st ? fail_status(st, po, "observe", error) : TRUE;
+  return qh_backend_observer_observe(po->backend, po->ops, po->state, &v, error);
 }
 
 static QhQuantParams *po_compute(QhObserver *obs, GError **error) {
@@ -47,11 +38,10 @@ static QhQuantParams *po_compute(QhObserver *obs, GError **error) {
   }
   QhQParams q = {QH_STRUCT_HEADER(QhQParams), .ch_axis = -1, .capacity = (size_t)cap,
                  .scale = scale, .zero_point = zp};
-  QhStatus *st = po->ops->compute_qparams(po->state, qh_host_api_get(), &q);
   QhQuantParams *out = NULL;
   const char *name = po->ops->name;
-  if (st) {
-    fail_status(st, po, "compute_qparams", error);
+  if (!qh_backend_observer_compute(po->backend, po->ops, po->state, &q, error)) {
+    /* error set */
   } else if (q.count < 1 || q.count > (size_t)cap || (q.count != 1 && q.count != (size_t)cap)) {
     g_set_error(error, QH_ERROR, QH_ERROR_INVALID,
                 "plugin observer '%s': compute_qparams: count %zu (capacity %d)", name, q.count, cap);
@@ -100,8 +90,7 @@ static gboolean po_merge(QhObserver *obs, const QhObserver *other, GError **erro
                 po->ops->name);
     return FALSE;
   }
-  QhStatus *st = po->ops->merge(po->state, qh_host_api_get(), o->state);
-  return st ? fail_status(st, po, "merge", error) : TRUE;
+  return qh_backend_observer_merge(po->backend, po->ops, po->state, o->state, error);
 }
 
 static gboolean po_save(const QhObserver *obs, GByteArray *out, GError **error) {
@@ -113,20 +102,16 @@ static gboolean po_save(const QhObserver *obs, GByteArray *out, GError **error) 
   }
   QhBuffer buf;
   qh_buffer_init(&buf, (gsize)1 << 30);
-  QhStatus *st = po->ops->save(po->state, qh_host_api_get(), &buf);
-  gboolean ok = st == NULL;
+  gboolean ok = qh_backend_observer_save(po->backend, po->ops, po->state, &buf, error);
   if (ok)
     g_byte_array_append(out, buf.bytes->data, buf.bytes->len);
-  else
-    fail_status(st, po, "save", error);
   qh_buffer_clear(&buf);
   return ok;
 }
 
 static void po_free(QhObserver *obs) {
   PluginObserver *po = (PluginObserver *)obs;
-  if (po->state)
-    po->ops->destroy(po->state);
+  qh_backend_observer_destroy(po->backend, po->ops, po->state);
   qh_observer_clear_base(obs);
   g_free(po);
 }
@@ -152,7 +137,7 @@ QhObserverConfig *qh_observer_config_from_spec(const QhQuantSpec *spec) {
   return cfg;
 }
 
-static PluginObserver *new_shell(const QhObserverOps *ops, void *instance, const QhQuantSpec *spec,
+static PluginObserver *new_shell(QhBackend *backend, const QhObserverOps *ops, const QhQuantSpec *spec,
                                  int rank, const int64_t *dims, GError **error) {
   int channels = 1;
   if (spec->ch_axis >= 0 && (spec->qscheme == QH_QSCHEME_PER_CHANNEL_AFFINE ||
@@ -168,21 +153,19 @@ static PluginObserver *new_shell(const QhObserverOps *ops, void *instance, const
   QhObserverConfig *cfg = qh_observer_config_from_spec(spec);
   qh_observer_init_base(&po->base, &plugin_class, cfg, rank, dims);
   qh_observer_config_free(cfg);
+  po->backend = backend;
   po->ops = ops;
-  po->instance = instance;
   po->n_channels = channels;
   return po;
 }
 
-QhObserver *qh_plugin_observer_new(const QhObserverOps *ops, void *instance, const QhQuantSpec *spec,
+QhObserver *qh_plugin_observer_new(QhBackend *backend, const QhObserverOps *ops, const QhQuantSpec *spec,
                                    int rank, const int64_t *dims, GError **error) {
-  PluginObserver *po = new_shell(ops, instance, spec, rank, dims, error);
+  PluginObserver *po = new_shell(backend, ops, spec, rank, dims, error);
   if (po == NULL)
     return NULL;
   void *state = NULL;
-  QhStatus *st = ops->create(instance, qh_host_api_get(), spec, rank, dims, &state);
-  if (st) {
-    fail_status(st, po, "create", error);
+  if (!qh_backend_observer_create(backend, ops, spec, rank, dims, &state, error)) {
     po_free(&po->base);
     return NULL;
   }
@@ -190,7 +173,7 @@ QhObserver *qh_plugin_observer_new(const QhObserverOps *ops, void *instance, con
   return &po->base;
 }
 
-QhObserver *qh_plugin_observer_load(const QhObserverOps *ops, void *instance, const QhQuantSpec *spec,
+QhObserver *qh_plugin_observer_load(QhBackend *backend, const QhObserverOps *ops, const QhQuantSpec *spec,
                                     int rank, const int64_t *dims, const guint8 *data, gsize size,
                                     GError **error) {
   if (ops->load == NULL) {
@@ -198,13 +181,11 @@ QhObserver *qh_plugin_observer_load(const QhObserverOps *ops, void *instance, co
                 ops->name);
     return NULL;
   }
-  PluginObserver *po = new_shell(ops, instance, spec, rank, dims, error);
+  PluginObserver *po = new_shell(backend, ops, spec, rank, dims, error);
   if (po == NULL)
     return NULL;
   void *state = NULL;
-  QhStatus *st = ops->load(instance, qh_host_api_get(), spec, rank, dims, data, size, &state);
-  if (st) {
-    fail_status(st, po, "load", error);
+  if (!qh_backend_observer_load(backend, ops, spec, rank, dims, data, size, &state, error)) {
     po_free(&po->base);
     return NULL;
   }

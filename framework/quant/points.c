@@ -8,8 +8,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
-#include "plugin/host-api-private.h"
-#include "plugin/status-private.h"
+#include "hostapi/status-private.h"
 #include "quant/points.h"
 
 static int edge_value(const QhGraph *g, const QhEdgeRef *e) {
@@ -349,7 +348,7 @@ static QhQuantParams *derive(QhQuantPoints *pts, QhQuantPoint *pt, GError **erro
   } else {
     full_range(s->dtype, &out.quant_min, &out.quant_max);
   }
-  QhStatus *st = s->derive(s->derive_user_data, qh_host_api_get(), srcs, n, &out);
+  QhStatus *st = qh_backend_call_derive(pts->backend, s, srcs, n, &out);
   g_free(abi);
   g_free(srcs);
   if (st) {

@@ -12,8 +12,9 @@
 
 #include "core/graph.h"
 #include "exec/plan.h"
-#include "plugin/sdk-private.h"
-#include "quant/annotation.h"
+#include "backend/backend.h"
+#include "hostapi/sdk-private.h"
+#include "hostapi/annotation.h"
 #include "quant/observer.h"
 
 G_BEGIN_DECLS
@@ -40,6 +41,7 @@ typedef struct {
   GPtrArray *points;          /* QhQuantPoint*, in graph order of their first edge */
   GHashTable *by_edge;        /* packed QhEdgeRef -> QhQuantPoint* */
   GHashTable *by_value;       /* value id -> GPtrArray of QhQuantPoint* observing it (not owned) */
+  QhBackend *backend;         /* borrowed: the gateway derive callbacks run through; NULL: untagged */
 } QhQuantPoints;
 
 /* Build the points of a validated annotation. Observers are made by factory with the

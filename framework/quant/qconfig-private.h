@@ -4,7 +4,7 @@
 #ifndef QH_QUANT_QCONFIG_PRIVATE_H
 #define QH_QUANT_QCONFIG_PRIVATE_H
 
-#include "quant/annotation.h"
+#include "hostapi/annotation.h"
 #include "quant/qconfig.h"
 
 G_BEGIN_DECLS

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "exec/op.h"
-#include "quant/annotation.h"
+#include "hostapi/annotation.h"
 
 #define MAX_DEFAULT_ENTRIES 4096
 #define MAX_KEY_BYTES 4096

@@ -20,7 +20,7 @@
 #include <glib.h>
 
 #include "core/graph.h"
-#include "plugin/sdk-private.h"
+#include "hostapi/sdk-private.h"
 #include "quant/observer.h"
 
 G_BEGIN_DECLS
@@ -61,7 +61,7 @@ const QhQConfig *qh_qconfig_resolve(const QhQConfigMapping *mapping, const QhGra
  * and the args array point into cfg and into *storage (freed with g_free). */
 void qh_qconfig_to_spec(const QhObserverConfig *cfg, QhQuantSpec *out, QhOption **storage);
 
-/* A QhGraphViewQConfigFn (plugin/graph-view.h) over mapping (a QhQConfigMapping*):
+/* A QhGraphViewQConfigFn (hostapi/graph-view.h) over mapping (a QhQConfigMapping*):
  * qh_graph_view_set_qconfig_hook(view, qh_qconfig_view_hook, mapping). Source 0 when
  * no entry applies or the qconfig has no weight part for QH_ROLE_WEIGHT;
  * QH_QCONFIG_EXCLUDED for a node mapped to null (by the user or the backend). The

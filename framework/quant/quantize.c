@@ -9,7 +9,7 @@
 
 #include <math.h>
 
-#include "plugin/sdk-private.h"
+#include "hostapi/sdk-private.h"
 
 /* ATen converts float to int32 with cvttps2dq semantics: out of range (or NaN) gives
  * INT32_MIN. */

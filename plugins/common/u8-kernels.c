@@ -126,3 +126,47 @@ void qh_u8_binary_channels(const QhU8Binary *p, int isa, const uint8_t *a, const
     isa = QH_U8_ISA_SSE2;
   clones[p->mul != 0][isa](p, a, b, y, P, C);
 }
+
+/* Same shapes: the element formula as the twin writes it, once per instruction set. */
+#define SAME_SPAN(name, MUL)                                                                              \
+  static inline __attribute__((always_inline)) void name(const QhU8Binary *p, const uint8_t *restrict a,  \
+                                                         const uint8_t *restrict b, uint8_t *restrict y,  \
+                                                         size_t n) {                                      \
+    const float sa = p->sa, sb = p->sb, so = p->so, za = (float)p->za, zb = (float)p->zb;                 \
+    const float lo = p->relu ? 0.0f : (float)(0 - p->zo), hi = (float)(255 - p->zo);                      \
+    const int32_t zo = p->zo;                                                                             \
+    for (size_t i = 0; i < n; i++)                                                                        \
+      y[i] = bin_one(MUL, ((float)a[i] - za) * sa, ((float)b[i] - zb) * sb, so, lo, hi, zo);              \
+  }
+SAME_SPAN(add_same_span, 0)
+SAME_SPAN(mul_same_span, 1)
+
+__attribute__((optimize("no-tree-vectorize", "fp-contract=off"))) void qh_u8_binary_same_ref(
+    const QhU8Binary *p, const uint8_t *a, const uint8_t *b, uint8_t *y, size_t n) {
+  if (p->mul)
+    mul_same_span(p, a, b, y, n);
+  else
+    add_same_span(p, a, b, y, n);
+}
+
+#define SAME_CLONE(name, span, isa)                                                                         \
+  __attribute__((target(isa), optimize("tree-vectorize", "fp-contract=off"))) static void name(            \
+      const QhU8Binary *p, const uint8_t *restrict a, const uint8_t *restrict b, uint8_t *restrict y,       \
+      size_t n) {                                                                                           \
+    span(p, a, b, y, n);                                                                                    \
+  }
+SAME_CLONE(add_same_sse2, add_same_span, "sse2")
+SAME_CLONE(add_same_avx2, add_same_span, "avx2")
+SAME_CLONE(add_same_avx512, add_same_span, "avx512f,avx512bw,avx512vl")
+SAME_CLONE(mul_same_sse2, mul_same_span, "sse2")
+SAME_CLONE(mul_same_avx2, mul_same_span, "avx2")
+SAME_CLONE(mul_same_avx512, mul_same_span, "avx512f,avx512bw,avx512vl")
+
+void qh_u8_binary_same(const QhU8Binary *p, int isa, const uint8_t *a, const uint8_t *b, uint8_t *y, size_t n) {
+  typedef void Fn(const QhU8Binary *, const uint8_t *, const uint8_t *, uint8_t *, size_t);
+  static Fn *const clones[2][QH_U8_N_ISAS] = {{add_same_sse2, add_same_avx2, add_same_avx512},
+                                              {mul_same_sse2, mul_same_avx2, mul_same_avx512}};
+  if (isa < 0 || isa >= QH_U8_N_ISAS)
+    isa = QH_U8_ISA_SSE2;
+  clones[p->mul != 0][isa](p, a, b, y, n);
+}

@@ -1,8 +1,9 @@
 /* uint8 helper kernels that more than one backend plugin can run between its int8
  * convolutions (the x86 plugin, and the fbgemm plugin for its per-channel Add): lookup
- * tables for the fixed-shape activations (Sigmoid, Tanh, HardSigmoid, HardSwish) and the
- * per-channel broadcasting Add / Mul of squeeze-excitation blocks, on channels-last
- * uint8 tensors. Each computes exactly what the host's DequantizeLinear -> float op ->
+ * tables for the fixed-shape activations (Sigmoid, Tanh, HardSigmoid, HardSwish), Add / Mul
+ * of two same-shape tensors and the per-channel broadcasting Add / Mul of
+ * squeeze-excitation blocks, on channels-last uint8 tensors (pooling and data movement:
+ * u8-layout.h). Each computes exactly what the host's DequantizeLinear -> float op ->
  * QuantizeLinear does (framework/exec/kernels/activation.c, elementwise.c, qdq.c), so
  * its bytes equal the reference run's. Every vectorised path has a scalar twin here
  * that plugins/common/tests/test_u8_kernels.c compares it with bit for bit.
@@ -60,5 +61,11 @@ void qh_u8_binary_channels_ref(const QhU8Binary *p, const uint8_t *a, const uint
                                size_t C);
 void qh_u8_binary_channels(const QhU8Binary *p, int isa, const uint8_t *a, const uint8_t *b, uint8_t *y,
                            size_t P, size_t C);
+
+/* ---- binary ops of two same-shape tensors ---- */
+/* y[i] = Q(DQ_a(a[i]) op DQ_b(b[i])) for i < n. _ref is the scalar twin (kept scalar: the
+ * loop the clones are held to); the other runs the clone for isa (QH_U8_ISA_*). */
+void qh_u8_binary_same_ref(const QhU8Binary *p, const uint8_t *a, const uint8_t *b, uint8_t *y, size_t n);
+void qh_u8_binary_same(const QhU8Binary *p, int isa, const uint8_t *a, const uint8_t *b, uint8_t *y, size_t n);
 
 #endif

@@ -120,3 +120,100 @@ const char *uq_bias_problem(const QhHostApi *host, const QhGraphView *g, const Q
   *bq = q;
   return NULL;
 }
+
+/* A float constant scalar input of node; def when the slot is empty. */
+static const char *const_scalar(const QhHostApi *host, const QhGraphView *g, uint32_t node, uint32_t slot,
+                                float def, float *out) {
+  *out = def;
+  uint32_t v = host->node_input(g, node, slot);
+  if (v == QH_INVALID_ID)
+    return NULL;
+  const void *d = NULL;
+  size_t n = 0;
+  if (!(host->value_flags(g, v) & QH_VALUE_CONSTANT) || host->value_dtype(g, v) != QH_DTYPE_FLOAT)
+    return "Clip bounds must be float constants";
+  QhStatus *st = host->value_data(g, v, &d, &n);
+  if (st || !d || n != sizeof(float)) {
+    host->status_free(st);
+    return "Clip bounds must be float scalars";
+  }
+  memcpy(out, d, sizeof *out);
+  return isnan(*out) ? "Clip bound is NaN" : NULL;
+}
+
+const char *uq_clip_bounds(const QhHostApi *host, const QhGraphView *g, uint32_t node, float *lo, float *hi) {
+  /* opset 6's Clip carries them as attributes */
+  const char *p;
+  float amin = uq_attr_float(host, g, node, "min", -INFINITY), amax = uq_attr_float(host, g, node, "max", INFINITY);
+  if ((p = const_scalar(host, g, node, 1, amin, lo)) || (p = const_scalar(host, g, node, 2, amax, hi)))
+    return p;
+  return *lo > *hi ? "Clip with min > max" : NULL;
+}
+
+int32_t uq_input_shape(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u, uint32_t i,
+                       int64_t *dims) {
+  int32_t r = uq_known_shape(host, g, u->inputs[i], dims);
+  uint32_t v = host->node_input(g, u->nodes[0], i);
+  return r >= 0 || v == QH_INVALID_ID ? r : uq_known_shape(host, g, v, dims);
+}
+
+int uq_const_int64s(const QhHostApi *host, const QhGraphView *g, uint32_t node, uint32_t slot, size_t n,
+                    int64_t *out) {
+  uint32_t v = host->node_input(g, node, slot);
+  const void *d = NULL;
+  size_t bytes = 0;
+  if (v == QH_INVALID_ID || !(host->value_flags(g, v) & QH_VALUE_CONSTANT) || host->value_dtype(g, v) != QH_DTYPE_INT64)
+    return 0;
+  QhStatus *st = host->value_data(g, v, &d, &bytes);
+  if (st) {
+    host->status_free(st);
+    return 0;
+  }
+  if (!d || bytes != n * sizeof *out)
+    return 0;
+  memcpy(out, d, bytes);
+  return 1;
+}
+
+int uq_resolve_shape(const int64_t *in, int in_rank, const int64_t *shape, int rank, int64_t *out) {
+  int64_t total = 1, known = 1;
+  int infer = -1;
+  for (int i = 0; i < in_rank; i++)
+    total *= in[i];
+  for (int i = 0; i < rank; i++) {
+    out[i] = shape[i] == 0 ? (i < in_rank ? in[i] : -2) : shape[i];
+    if (out[i] == -1 && infer < 0)
+      infer = i;
+    else if (out[i] < 0)
+      return 0;
+    else
+      known *= out[i];
+  }
+  if (infer >= 0) {
+    if (known == 0 || total % known)
+      return 0;
+    out[infer] = total / known;
+  }
+  return infer >= 0 || known == total;
+}
+
+int uq_channel_operand(const int64_t *b, const int64_t *a) {
+  return (b[0] == a[0] || b[0] == 1) && b[1] == a[1] && b[2] == 1 && b[3] == 1;
+}
+
+int uq_u8_view_ok(const QhTensorView *t) {
+  if (!t || t->struct_size < sizeof(QhTensorView) || t->dtype != QH_DTYPE_UINT8 || t->rank < 0 ||
+      t->rank > QH_MAX_RANK)
+    return 0;
+  for (int32_t i = 0; i < t->rank; i++)
+    if (t->dims[i] < 0)
+      return 0;
+  return 1;
+}
+
+size_t uq_numel(const QhTensorView *t) {
+  size_t n = 1;
+  for (int32_t i = 0; i < t->rank; i++)
+    n *= (size_t)t->dims[i];
+  return n;
+}

@@ -30,7 +30,28 @@ int uq_attr_ints(const QhHostApi *host, const QhGraphView *g, uint32_t node, con
  * with *b_value = QH_INVALID_ID and *bq = NULL. */
 const char *uq_bias_problem(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u, size_t slot,
                             int64_t n, uint32_t *b_value, const QhQParams **bq);
+/* NULL when Clip node's min and max (inputs 1 and 2, opset 11+; opset 6's attributes)
+ * are float constant scalars or absent (-INFINITY / INFINITY), then *lo and *hi hold them; otherwise why not. */
+const char *uq_clip_bounds(const QhHostApi *host, const QhGraphView *g, uint32_t node, float *lo, float *hi);
 /* The rank of value v with every dimension in dims, or -1 when any is unknown. */
 int32_t uq_known_shape(const QhHostApi *host, const QhGraphView *g, uint32_t v, int64_t *dims);
+/* The known shape of input i of u: the integer tensor's, else that of the float value its
+ * first op reads (the DequantizeLinear's output, which shape inference reaches more
+ * often); -1 when neither is known. */
+int32_t uq_input_shape(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u, uint32_t i,
+                       int64_t *dims);
+/* 1 when input slot of node is an int64 constant of exactly n values, copied to out. */
+int uq_const_int64s(const QhHostApi *host, const QhGraphView *g, uint32_t node, uint32_t slot, size_t n,
+                    int64_t *out);
+/* ONNX Reshape's target of rank values (0: the input's dim, allowzero=0; one -1:
+ * inferred) against the input dims in; 1 with out filled when it resolves. */
+int uq_resolve_shape(const int64_t *in, int in_rank, const int64_t *shape, int rank, int64_t *out);
+/* ONNX (NCHW) dims: 1 when b is a per-channel operand of a, [N or 1, C, 1, 1] against
+ * [N, C, H, W] (squeeze-excitation's Add / Mul). */
+int uq_channel_operand(const int64_t *b, const int64_t *a);
+/* 1 when t is a complete uint8 view of rank 0 .. QH_MAX_RANK with no negative dim. */
+int uq_u8_view_ok(const QhTensorView *t);
+/* The element count of t. */
+size_t uq_numel(const QhTensorView *t);
 
 #endif

@@ -13,7 +13,9 @@
 /* The geometry is copied into locals first: the byte stores through y may alias *c and
  * *p as far as the compiler knows, which otherwise reloads every field and redoes the
  * index products for every tap. */
-void fb_dw_row_avx2(const FbConv *c, const FbDwPacked *p, const uint8_t *x, int64_t b, int64_t oy, uint8_t *y) {
+void fb_dw_row_avx2(const FbConv *c, const FbDwPacked *p, const uint8_t *x, int64_t b, int64_t oy, uint8_t *y,
+                    void *ws) {
+  (void)ws;
   const int64_t ih = c->ih, iw = c->iw, ic = c->ic, kw = c->kw, sw = c->sw, pl = c->pl, dh = c->dh, dw = c->dw;
   const int64_t ow = c->ow, oc = c->oc, cp = p->cp, iy0 = oy * c->sh - c->pt, full = oc / 8 * 8;
   const int32_t *pw = p->w;

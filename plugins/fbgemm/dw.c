@@ -1,9 +1,9 @@
 /* The fbgemm plugin's depthwise convolution (group = channels, one output channel per
  * input channel; square 3x3 and 5x5 in the lowering, any size here): weights packed once
- * tap-major into int32 rows of the padded channel count, so the SIMD paths
- * (plugins/fbgemm/dw-avx2.c, plugins/fbgemm/dw-avx512.c) load one vector of channels per
- * tap; the portable C path; and the driver that splits output rows over the caller's
- * pool. Every path accumulates (x - zx) * w over the taps inside the image in int32 (a
+ * tap-major into int32 rows of the padded channel count, so the AVX2 path
+ * (plugins/fbgemm/dw-avx2.c) loads one vector of channels per tap, and in dwords of 4
+ * kernel rows for vpdpbusd (plugins/fbgemm/dw-avx512vnni.c, dw-avxvnni.c); the portable C path; and
+ * the driver that splits output rows over the caller's pool. Every path accumulates (x - zx) * w over the taps inside the image in int32 (a
  * padding tap would add (zx - zx) * w = 0, so skipping it is exact) and requantizes with
  * kernels.h's output rule, so each is bit-exact with the scalar twin, fb_dw_ref (ref.c).
  * No row buffer, no im2col: FBGEMM's depthwise kernels are direct too. */
@@ -12,22 +12,37 @@
 
 #include "kernels.h"
 
-int fb_dw_pack(FbDwPacked *p, const int8_t *w, int64_t ch, int64_t taps, const FbRequant *rq) {
+int fb_dw_pack(FbDwPacked *p, const int8_t *w, int64_t ch, int64_t kh, int64_t kw, const FbRequant *rq) {
   memset(p, 0, sizeof *p);
-  int64_t cp = (ch + FB_DW_NR - 1) / FB_DW_NR * FB_DW_NR;
-  p->c = ch, p->cp = cp, p->taps = taps;
+  int64_t cp = (ch + FB_DW_NR - 1) / FB_DW_NR * FB_DW_NR, taps = kh * kw, groups = (kh + 3) / 4;
+  p->c = ch, p->cp = cp, p->taps = taps, p->kh = kh, p->kw = kw, p->groups = groups;
   /* 64-byte aligned so that whole rows load as aligned vectors; aligned_alloc wants a
    * multiple of the alignment, which cp * 4 bytes (cp a multiple of 16) is */
   p->w = aligned_alloc(64, (size_t)(taps * cp) * sizeof *p->w);
+  p->w4 = aligned_alloc(64, (size_t)(groups * kw * cp) * 4);
+  p->zsum = aligned_alloc(64, (size_t)cp * sizeof *p->zsum);
   p->bias = aligned_alloc(64, (size_t)cp * sizeof *p->bias);
   p->mult = aligned_alloc(64, (size_t)cp * sizeof *p->mult);
-  if (!p->w || !p->bias || !p->mult) {
+  if (!p->w || !p->w4 || !p->zsum || !p->bias || !p->mult) {
     fb_dw_pack_free(p);
     return -1;
   }
   for (int64_t t = 0; t < taps; t++)
     for (int64_t c = 0; c < cp; c++)
       p->w[t * cp + c] = c < ch ? w[c * taps + t] : 0;
+  for (int64_t g = 0; g < groups; g++)
+    for (int64_t kx = 0; kx < kw; kx++)
+      for (int64_t c = 0; c < cp; c++)
+        for (int64_t t = 0; t < 4; t++) {
+          int64_t ky = 4 * g + t;
+          p->w4[((g * kw + kx) * cp + c) * 4 + t] = c < ch && ky < kh ? w[c * taps + ky * kw + kx] : 0;
+        }
+  for (int64_t c = 0; c < cp; c++) {
+    int32_t sum = 0;
+    for (int64_t t = 0; c < ch && t < taps; t++)
+      sum += w[c * taps + t];
+    p->zsum[c] = rq->zx * sum;
+  }
   for (int64_t c = 0; c < cp; c++) {
     p->bias[c] = c < ch ? rq->bias[c] : 0.0f;
     p->mult[c] = c < ch ? rq->mult[c] : 0.0f;
@@ -41,8 +56,8 @@ int fb_dw_pack(FbDwPacked *p, const int8_t *w, int64_t ch, int64_t taps, const F
 void fb_dw_pack_free(FbDwPacked *p) {
   if (!p)
     return;
-  free(p->w), free(p->bias), free(p->mult);
-  p->w = NULL, p->bias = p->mult = NULL;
+  free(p->w), free(p->w4), free(p->zsum), free(p->bias), free(p->mult);
+  p->w = NULL, p->w4 = NULL, p->zsum = NULL, p->bias = p->mult = NULL;
 }
 
 void fb_dw_pixel_c(const FbConv *c, const FbDwPacked *p, const uint8_t *x, int64_t b, int64_t oy, int64_t ox,
@@ -68,7 +83,9 @@ void fb_dw_pixel_c(const FbConv *c, const FbDwPacked *p, const uint8_t *x, int64
   }
 }
 
-void fb_dw_row_c(const FbConv *c, const FbDwPacked *p, const uint8_t *x, int64_t b, int64_t oy, uint8_t *y) {
+void fb_dw_row_c(const FbConv *c, const FbDwPacked *p, const uint8_t *x, int64_t b, int64_t oy, uint8_t *y,
+                 void *ws) {
+  (void)ws;
   for (int64_t ox = 0; ox < c->ow; ox++)
     fb_dw_pixel_c(c, p, x, b, oy, ox, 0, c->oc, y);
 }
@@ -79,20 +96,51 @@ typedef struct {
   const FbDwPacked *p;
   const uint8_t *x;
   uint8_t *y;
+  uint8_t *ws;
+  size_t slice;  /* workspace bytes per worker */
+  int64_t band;  /* output rows per task (the AVX-512 VNNI path; 1 otherwise) */
+  int64_t bands; /* tasks per image */
 } DwJob;
 
 static void dw_task(void *user, size_t i, uint32_t worker) {
-  (void)worker;
   const DwJob *j = user;
-  j->row(j->c, j->p, j->x, (int64_t)i / j->c->oh, (int64_t)i % j->c->oh, j->y);
+  uint8_t *ws = j->ws ? j->ws + worker * j->slice : NULL;
+  if (j->band == 1) {
+    j->row(j->c, j->p, j->x, (int64_t)i / j->c->oh, (int64_t)i % j->c->oh, j->y, ws);
+    return;
+  }
+  int64_t b = (int64_t)i / j->bands, oy0 = (int64_t)i % j->bands * j->band;
+  int64_t oy1 = oy0 + j->band < j->c->oh ? oy0 + j->band : j->c->oh;
+  fb_dw_rows_avx512vnni(j->c, j->p, j->x, b, oy0, oy1, j->y, ws);
 }
 
-void fb_dw_run(FbIsa isa, const FbConv *c, const FbDwPacked *p, const uint8_t *x, uint8_t *y,
+size_t fb_dw_workspace(FbIsa isa, const FbConv *c, const FbDwPacked *p, uint32_t n_workers) {
+  if (isa != FB_ISA_AVX512VNNI && isa != FB_ISA_AVXVNNI)
+    return 0;
+  size_t slice = fb_dw_row_bytes(c, p) + ((size_t)c->ic + 63) / 64 * 64;
+  return slice * (n_workers ? n_workers : 1);
+}
+
+void fb_dw_run(FbIsa isa, const FbConv *c, const FbDwPacked *p, const uint8_t *x, uint8_t *y, void *ws,
                const FbPool *pool) {
-  DwJob j = {.row = isa == FB_ISA_AVX512VNNI ? fb_dw_row_avx512 : isa == FB_ISA_AVX2 ? fb_dw_row_avx2 : fb_dw_row_c,
-             .c = c, .p = p, .x = x, .y = y};
+  DwJob j = {.row = isa == FB_ISA_AVX512VNNI ? fb_dw_row_avx512vnni
+                    : isa == FB_ISA_AVXVNNI  ? fb_dw_row_avxvnni
+                    : isa == FB_ISA_AVX2     ? fb_dw_row_avx2
+                                             : fb_dw_row_c,
+             .c = c, .p = p, .x = x, .y = y, .ws = ws, .slice = fb_dw_workspace(isa, c, p, 1)};
   size_t rows = (size_t)(c->n * c->oh);
-  if (pool && pool->run && rows > 1) {
+  j.band = 1, j.bands = c->oh;
+  uint32_t workers = pool && pool->run && pool->n_workers > 1 ? pool->n_workers : 1;
+  if (isa == FB_ISA_AVX512VNNI && c->sh == 1 && c->dh == 1 && p->groups == 1 && c->oh > 0) {
+    /* bands of rows, so that each task rolls its row buffer down; about 4 per worker */
+    int64_t want = (int64_t)workers * 4;
+    j.band = (c->n * c->oh + want - 1) / want;
+    j.band = j.band < 1 ? 1 : j.band > c->oh ? c->oh : j.band;
+    j.bands = (c->oh + j.band - 1) / j.band;
+    rows = (size_t)(c->n * j.bands);
+  }
+  /* with a row buffer, workers beyond the one the caller sized ws for must not run */
+  if (pool && pool->run && rows > 1 && (!ws || pool->n_workers > 1)) {
     pool->run(pool->runner, rows, dw_task, &j);
     return;
   }

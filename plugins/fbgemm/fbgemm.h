@@ -19,6 +19,8 @@ enum { FB_CONV, FB_LINEAR };
 /* Everything accept and create learn about a unit. */
 typedef struct {
   int kind, relu;
+  int clip;                /* a fused Clip (ReLU6) with bounds clip_lo, clip_hi (+-INFINITY: none) */
+  float clip_lo, clip_hi;
   int dw;           /* conv: depthwise (group = ci = co, one weight channel each) */
   int w_kn;         /* linear: weight stored [K, N] (MatMul, Gemm transB=0) */
   int64_t n, k;     /* linear: output channels, reduction */

@@ -121,6 +121,27 @@ typedef struct {
   size_t slot;
 } Job;
 
+/* memset and memcpy for the few bytes of a kernel row of a thin input (the first layer's
+ * 3 channels: 9 bytes), where a libc call per piece cost more than the GEMM after it
+ * (mobilenet_v2's first convolution, 12544 rows). */
+static inline void fill_bytes(uint8_t *d, uint8_t v, int64_t n) {
+  if (n > 32) {
+    memset(d, v, (size_t)n);
+    return;
+  }
+  for (int64_t i = 0; i < n; i++)
+    d[i] = v;
+}
+
+static inline void copy_bytes(uint8_t *restrict d, const uint8_t *restrict s, int64_t n) {
+  if (n > 32) {
+    memcpy(d, s, (size_t)n);
+    return;
+  }
+  for (int64_t i = 0; i < n; i++)
+    d[i] = s[i];
+}
+
 /* Rows [m0, m0 + mr) of the im2col matrix, kp bytes each; taps outside the image read zx
  * (FBGEMM pads with the activation zero point, which the column offsets cancel). */
 static void im2col(const Job *j, int64_t m0, int64_t mr, uint8_t *dst) {
@@ -132,7 +153,7 @@ static void im2col(const Job *j, int64_t m0, int64_t mr, uint8_t *dst) {
     for (int64_t ky = 0; ky < c->kh; ky++) {
       int64_t iy = oy * c->sh - c->pt + ky * c->dh;
       if (iy < 0 || iy >= c->ih) {
-        memset(d, pk->zx, (size_t)(c->kw * c->ic));
+        fill_bytes(d, (uint8_t)pk->zx, c->kw * c->ic);
         d += c->kw * c->ic;
         continue;
       }
@@ -142,22 +163,22 @@ static void im2col(const Job *j, int64_t m0, int64_t mr, uint8_t *dst) {
         int64_t lo = ix0 < 0 ? -ix0 : 0, hi = c->iw - ix0;
         lo = lo > c->kw ? c->kw : lo;
         hi = hi > c->kw ? c->kw : hi < lo ? lo : hi;
-        memset(d, pk->zx, (size_t)(lo * c->ic));
+        fill_bytes(d, (uint8_t)pk->zx, lo * c->ic);
         if (hi > lo)
-          memcpy(d + lo * c->ic, row + (ix0 + lo) * c->ic, (size_t)((hi - lo) * c->ic));
-        memset(d + hi * c->ic, pk->zx, (size_t)((c->kw - hi) * c->ic));
+          copy_bytes(d + lo * c->ic, row + (ix0 + lo) * c->ic, (hi - lo) * c->ic);
+        fill_bytes(d + hi * c->ic, (uint8_t)pk->zx, (c->kw - hi) * c->ic);
         d += c->kw * c->ic;
         continue;
       }
       for (int64_t kx = 0; kx < c->kw; kx++, d += c->ic) {
         int64_t ix = ix0 + kx * c->dw;
         if (ix < 0 || ix >= c->iw)
-          memset(d, pk->zx, (size_t)c->ic);
+          fill_bytes(d, (uint8_t)pk->zx, c->ic);
         else
-          memcpy(d, row + ix * c->ic, (size_t)c->ic);
+          copy_bytes(d, row + ix * c->ic, c->ic);
       }
     }
-    memset(d, 0, (size_t)(pk->kp - pk->k));
+    fill_bytes(d, 0, pk->kp - pk->k);
   }
 }
 
@@ -188,7 +209,10 @@ void fb_conv_packed(FbIsa isa, const FbConv *c, const FbPacked *pk, const uint8_
                     void *ws, const FbPool *pool) {
   Job j = {.c = c, .pk = pk, .x = x, .y = y, .m = c->n * c->oh * c->ow};
   j.mb = block_rows(pk, j.m);
-  j.block = isa == FB_ISA_AVX512VNNI ? fb_block_avx512vnni : isa == FB_ISA_AVX2 ? fb_block_avx2 : fb_block_c;
+  j.block = isa == FB_ISA_AVX512VNNI ? fb_block_avx512vnni
+            : isa == FB_ISA_AVXVNNI  ? fb_block_avxvnni
+            : isa == FB_ISA_AVX2     ? fb_block_avx2
+                                     : fb_block_c;
   if (j.m == 0 || pk->n == 0)
     return;
   uint32_t workers = pool && pool->run && pool->n_workers > 1 ? pool->n_workers : 1;

@@ -1,9 +1,10 @@
 /* The fbgemm plugin's kernel objects: create reads the unit's weights, bias and qparams,
  * derives the per-channel multiplier and bias the way PyTorch 1.13's fbgemm engine does,
  * and packs the weights once (kernels.h); reshape fixes the geometry and the workspace
- * (one im2col block per worker; none for depthwise); run splits the work over the host's
+ * (one im2col block per worker; for depthwise on VNNI, one row buffer per worker); run splits the work over the host's
  * pool with parallel_for. Conv (dense or depthwise) is NHWC; linear takes any layout
  * (rows of K). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,6 +66,13 @@ static void requant_arrays(const FbInfo *in, const void *b, int64_t nc, float *b
   }
 }
 
+/* QuantizeLinear of a Clip bound as the host computes it: nearbyint(v / s) + z,
+ * saturated to uint8; infinities saturate too. */
+static int32_t quantize_bound(float v, float s, int32_t z) {
+  float q = nearbyintf(v / s) + (float)z;
+  return q < 0.0f ? 0 : q > 255.0f ? 255 : (int32_t)q;
+}
+
 static QhStatus *prepare(Kernel *k, const QhHostApi *host, const QhGraphView *g) {
   const FbInfo *in = &k->in;
   int64_t nc = in->kind == FB_CONV ? in->co : in->n;
@@ -109,7 +117,14 @@ static QhStatus *prepare(Kernel *k, const QhHostApi *host, const QhGraphView *g)
   int32_t zo = yq->zero_point[0];
   FbRequant rq = {.zx = in->xq->zero_point[0], .zo = zo, .lo = in->relu && zo > yq->quant_min ? zo : yq->quant_min,
                   .hi = k->inst->clamp_to_dtype ? 255 : yq->quant_max, .bias = bias, .mult = mult};
-  int bad = in->dw ? fb_dw_pack(&k->dw, wr, nc, kk, &rq) : fb_pack(&k->pk, wr, nc, kk, &rq);
+  if (in->clip) {
+    /* the host's QuantizeLinear of the bounds (lowering.c: Clip on the shared grid) */
+    int32_t qlo = quantize_bound(in->clip_lo, yq->scale[0], zo), qhi = quantize_bound(in->clip_hi, yq->scale[0], zo);
+    rq.lo = qlo > rq.lo ? qlo : rq.lo;
+    rq.hi = qhi < rq.hi ? qhi : rq.hi;
+    rq.hi = rq.hi < rq.lo ? rq.lo : rq.hi; /* Clip entirely below the range clamp: the host's Q(lo) */
+  }
+  int bad = in->dw ? fb_dw_pack(&k->dw, wr, nc, in->kh, in->kw, &rq) : fb_pack(&k->pk, wr, nc, kk, &rq);
   free(wr), free(bias), free(mult);
   return bad ? host->status_new(QH_ERR_OUT_OF_MEMORY, "out of memory packing weights") : NULL;
 }
@@ -220,7 +235,8 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
   k->in_bytes = numel(x);
   k->out_bytes = numel(y);
   k->reshaped = 1;
-  *out_workspace = k->in.dw ? 0 : fb_conv_workspace(&k->geo, &k->pk, k->slots);
+  *out_workspace = k->in.dw ? fb_dw_workspace(k->isa, &k->geo, &k->dw, k->slots)
+                            : fb_conv_workspace(&k->geo, &k->pk, k->slots);
   return NULL;
 }
 
@@ -256,7 +272,8 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: input differs from reshape's");
   if (!u8_view_ok(y) || y->nbytes != k->out_bytes || (k->out_bytes && !y->data))
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: output buffer differs from reshape's");
-  size_t need = k->in.dw ? 0 : fb_conv_workspace(&k->geo, &k->pk, k->slots);
+  size_t need = k->in.dw ? fb_dw_workspace(k->isa, &k->geo, &k->dw, k->slots)
+                        : fb_conv_workspace(&k->geo, &k->pk, k->slots);
   if (workspace_bytes < need || (need && !workspace))
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: workspace smaller than reshape asked for");
   if (k->out_bytes == 0)
@@ -266,7 +283,7 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
   /* the workspace has one im2col block per worker reshape counted on */
   FbPool pool = {.run = pool_run, .runner = &r, .n_workers = workers <= k->slots ? workers : 1};
   if (k->in.dw)
-    fb_dw_run(k->isa, &k->geo, &k->dw, x->data, y->data, &pool);
+    fb_dw_run(k->isa, &k->geo, &k->dw, x->data, y->data, workspace, &pool);
   else
     fb_conv_packed(k->isa, &k->geo, &k->pk, x->data, y->data, workspace, &pool);
   return r.status;

@@ -25,6 +25,7 @@ typedef enum {
   FB_ISA_REF,       /* the scalar twin: direct convolution, the oracle */
   FB_ISA_PACKED_C,  /* the packed-GEMM driver with a plain C micro-kernel (exact, any CPU) */
   FB_ISA_AVX2,      /* vpmaddubsw + vpmaddwd; blocks with bytes > 127 take an exact variant */
+  FB_ISA_AVXVNNI,   /* vpdpbusd on ymm (AVX-VNNI without AVX-512): exact for any uint8 */
   FB_ISA_AVX512VNNI /* vpdpbusd on zmm: exact for any uint8 */
 } FbIsa;
 
@@ -91,6 +92,8 @@ void fb_block_avx2_exact(const uint8_t *a, size_t lda, int64_t m, const FbPacked
                          int64_t p1, uint8_t *y, size_t ldy);
 /* 1 when one of the first k bytes of m rows is above 127 (AVX2). */
 int fb_rows_above_127(const uint8_t *a, size_t lda, int64_t m, int64_t k);
+void fb_block_avxvnni(const uint8_t *a, size_t lda, int64_t m, const FbPacked *pk, int64_t p0, int64_t p1,
+                      uint8_t *y, size_t ldy);
 void fb_block_avx512vnni(const uint8_t *a, size_t lda, int64_t m, const FbPacked *pk, int64_t p0,
                          int64_t p1, uint8_t *y, size_t ldy);
 
@@ -116,20 +119,26 @@ void fb_conv_packed(FbIsa isa, const FbConv *c, const FbPacked *pk, const uint8_
  * (c->ic == c->oc), weights w[c][ky][kx]. The scalar twin, the oracle of every path. */
 void fb_dw_ref(const FbConv *c, const uint8_t *x, const int8_t *w, const FbRequant *rq, uint8_t *y);
 
-/* Depthwise weights packed once (dw.c): int32, tap-major, w[t * cp + c] for tap t = ky * kw
- * + kx, channels padded to cp (a multiple of FB_DW_NR) with zero weights, the bias and
- * multiplier arrays padded likewise; all 64-byte aligned for the vector loads. */
+/* Depthwise weights packed once (dw.c), 64-byte aligned for the vector loads:
+ * - w: int32, tap-major, w[t * cp + c] for tap t = ky * kw + kx, channels padded to cp (a
+ *   multiple of FB_DW_NR) with zero weights (the AVX2 and portable C paths);
+ * - w4: for vpdpbusd (the VNNI paths), the kernel's rows in groups of 4: the dword
+ *   [(g * kw + kx) * cp + c] holds w[c][4g + t][kx] in byte t (0 past kh), and
+ *   zsum[c] = zx * sum of channel c's weights, which takes out the input zero point;
+ * bias and multiplier padded like w. */
 #define FB_DW_NR 16
 typedef struct {
-  int64_t c, cp, taps;
+  int64_t c, cp, taps, kh, kw, groups;
   int32_t *w;
+  int8_t *w4;
+  int32_t *zsum;
   float *bias, *mult;
   float lo, hi; /* clamp bounds relative to zo */
   int32_t zx, zo;
 } FbDwPacked;
 
-/* w: [c][taps]. 0 on success, -1 when out of memory (p is then freed). */
-int fb_dw_pack(FbDwPacked *p, const int8_t *w, int64_t ch, int64_t taps, const FbRequant *rq);
+/* w: [c][kh][kw]. 0 on success, -1 when out of memory (p is then freed). */
+int fb_dw_pack(FbDwPacked *p, const int8_t *w, int64_t ch, int64_t kh, int64_t kw, const FbRequant *rq);
 void fb_dw_pack_free(FbDwPacked *p);
 /* The taps [*k0, *k1) of a k-tap window starting at input index i0 (dilation d) that fall
  * inside [0, n). Inline and division-free away from the borders: it runs once per output
@@ -147,17 +156,39 @@ static inline void fb_dw_range(int64_t i0, int64_t n, int64_t k, int64_t d, int6
 /* Output channels [c0, c1) of one pixel in plain C (the SIMD paths' channel tail). */
 void fb_dw_pixel_c(const FbConv *c, const FbDwPacked *p, const uint8_t *x, int64_t b, int64_t oy, int64_t ox,
                    int64_t c0, int64_t c1, uint8_t *y);
-/* One output row (image b, row oy), all channels. One per ISA. */
+/* One output row (image b, row oy), all channels. One per ISA; ws is the worker's slice of
+ * fb_dw_workspace (unused by the paths that need none). */
 typedef void (*FbDwRowFn)(const FbConv *c, const FbDwPacked *p, const uint8_t *x, int64_t b, int64_t oy,
-                          uint8_t *y);
-void fb_dw_row_c(const FbConv *c, const FbDwPacked *p, const uint8_t *x, int64_t b, int64_t oy, uint8_t *y);
-void fb_dw_row_avx2(const FbConv *c, const FbDwPacked *p, const uint8_t *x, int64_t b, int64_t oy, uint8_t *y);
-void fb_dw_row_avx512(const FbConv *c, const FbDwPacked *p, const uint8_t *x, int64_t b, int64_t oy,
-                      uint8_t *y);
-/* The depthwise convolution with isa's row function (FB_ISA_PACKED_C: plain C; the
- * avx512vnni path's uses AVX-512 F/BW/VL only), output rows as tasks on pool (NULL: in
- * order). Reads nothing past x's end. */
-void fb_dw_run(FbIsa isa, const FbConv *c, const FbDwPacked *p, const uint8_t *x, uint8_t *y,
+                          uint8_t *y, void *ws);
+void fb_dw_row_c(const FbConv *c, const FbDwPacked *p, const uint8_t *x, int64_t b, int64_t oy, uint8_t *y,
+                 void *ws);
+void fb_dw_row_avx2(const FbConv *c, const FbDwPacked *p, const uint8_t *x, int64_t b, int64_t oy, uint8_t *y,
+                    void *ws);
+void fb_dw_row_avxvnni(const FbConv *c, const FbDwPacked *p, const uint8_t *x, int64_t b, int64_t oy,
+                       uint8_t *y, void *ws);
+void fb_dw_row_avx512vnni(const FbConv *c, const FbDwPacked *p, const uint8_t *x, int64_t b, int64_t oy,
+                          uint8_t *y, void *ws);
+/* Output rows [oy0, oy1) of image b on AVX-512 VNNI: with stride 1, dilation 1 and kh <= 4
+ * each row's buffer is rolled from the previous one (one new input row per output row). */
+void fb_dw_rows_avx512vnni(const FbConv *c, const FbDwPacked *p, const uint8_t *x, int64_t b, int64_t oy0,
+                           int64_t oy1, uint8_t *y, void *ws);
+/* Columns of the VNNI paths' row buffer: every input column an output row's taps reach,
+ * padding included. */
+static inline int64_t fb_dw_cols(const FbConv *c) { return (c->ow - 1) * c->sw + (c->kw - 1) * c->dw + 1; }
+/* Bytes of the VNNI paths' row buffer: the input rows one output row reads, 4 kernel
+ * rows interleaved per dword, a multiple of 64. */
+static inline size_t fb_dw_row_bytes(const FbConv *c, const FbDwPacked *p) {
+  return ((size_t)(p->groups * fb_dw_cols(c) * p->cp) * 4 + 63) / 64 * 64;
+}
+/* Workspace bytes fb_dw_run needs with isa on n_workers workers: per worker, the VNNI
+ * paths' row buffer and a line of ic zx bytes after it (64-byte multiples); 0 for the
+ * others. */
+size_t fb_dw_workspace(FbIsa isa, const FbConv *c, const FbDwPacked *p, uint32_t n_workers);
+/* The depthwise convolution with isa's row function (FB_ISA_PACKED_C: plain C;
+ * FB_ISA_AVX2: vpmulld; FB_ISA_AVXVNNI / FB_ISA_AVX512VNNI: vpdpbusd on ymm / zmm), output rows as tasks on pool
+ * (NULL: in order; at most n_workers workers); ws: fb_dw_workspace(isa, c, p, workers)
+ * bytes, 64-byte aligned (NULL when that is 0). Reads nothing past x's end. */
+void fb_dw_run(FbIsa isa, const FbConv *c, const FbDwPacked *p, const uint8_t *x, uint8_t *y, void *ws,
                const FbPool *pool);
 
 #endif

@@ -1,6 +1,6 @@
 /* The fbgemm plugin's lowering patterns and the unit analysis accept and create share:
  * Conv (2-D, groups = 1, or depthwise 3x3 / 5x5 with one output channel per input
- * channel) and Gemm / MatMul with a constant weight, each with an optional fused Relu, on
+ * channel) and Gemm / MatMul with a constant weight, each with an optional fused Relu (Conv and Gemm: or Clip), on
  * uint8 per-tensor activations and int8 symmetric weights (per tensor or per output
  * channel) with a float or int32 bias. Everything else is declined with the reason and
  * runs on the host: other grouped and depthwise convolutions, Mul, Concat, AveragePool and
@@ -43,9 +43,11 @@ static const char *analyze_linear(const QhHostApi *host, const QhGraphView *g, c
   int matmul = uq_op_is(host, g, node, "MatMul");
   if (!matmul && !uq_op_is(host, g, node, "Gemm"))
     return "linear pattern on an op other than Gemm or MatMul";
-  if (u->n_inputs < 2 || u->n_inputs > 3 || u->input_roles[1] != QH_ROLE_WEIGHT)
+  /* the unit's inputs are the op's, then a fused Clip's bounds */
+  size_t own = host->node_input(g, node, 2) != QH_INVALID_ID ? 3 : 2;
+  if (u->n_inputs < own || u->input_roles[1] != QH_ROLE_WEIGHT)
     return "expected an activation, a weight and an optional bias";
-  if (matmul && u->n_inputs != 2)
+  if (matmul && own != 2)
     return "MatMul with extra inputs";
   in->w_kn = matmul;
   if (!matmul) {
@@ -69,7 +71,7 @@ static const char *analyze_linear(const QhHostApi *host, const QhGraphView *g, c
     return p;
   in->w_value = u->inputs[1];
   in->wq = u->input_qparams[1];
-  return u->n_inputs == 3 ? uq_bias_problem(host, g, u, 2, in->n, &in->b_value, &in->bq) : NULL;
+  return own == 3 ? uq_bias_problem(host, g, u, 2, in->n, &in->b_value, &in->bq) : NULL;
 }
 
 static const char *analyze_conv(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u,
@@ -77,7 +79,8 @@ static const char *analyze_conv(const QhHostApi *host, const QhGraphView *g, con
   uint32_t node = u->nodes[0];
   if (!uq_op_is(host, g, node, "Conv"))
     return "conv pattern on an op other than Conv";
-  if (u->n_inputs < 2 || u->n_inputs > 3 || u->input_roles[1] != QH_ROLE_WEIGHT)
+  size_t own = host->node_input(g, node, 2) != QH_INVALID_ID ? 3 : 2;
+  if (u->n_inputs < own || u->input_roles[1] != QH_ROLE_WEIGHT)
     return "expected an activation, a weight and an optional bias";
   int64_t d[QH_MAX_RANK];
   if (uq_known_shape(host, g, u->inputs[1], d) != 4)
@@ -118,7 +121,7 @@ static const char *analyze_conv(const QhHostApi *host, const QhGraphView *g, con
     return p;
   in->w_value = u->inputs[1];
   in->wq = u->input_qparams[1];
-  return u->n_inputs == 3 ? uq_bias_problem(host, g, u, 2, in->co, &in->b_value, &in->bq) : NULL;
+  return own == 3 ? uq_bias_problem(host, g, u, 2, in->co, &in->b_value, &in->bq) : NULL;
 }
 
 QhStatus *fb_analyze(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u, int kind,
@@ -134,8 +137,10 @@ QhStatus *fb_analyze(const QhHostApi *host, const QhGraphView *g, const QhNodeUn
   if (u->n_nodes == 2) {
     if (uq_op_is(host, g, u->nodes[1], "Relu"))
       in->relu = 1;
+    else if (uq_op_is(host, g, u->nodes[1], "Clip"))
+      in->clip = 1, p = uq_clip_bounds(host, g, u->nodes[1], &in->clip_lo, &in->clip_hi);
     else
-      p = "only Relu may follow the op";
+      p = "only Relu or Clip may follow the op";
   }
   if (!p && u->input_roles[0] != QH_ROLE_ACTIVATION)
     p = "first input is not an activation";
@@ -166,23 +171,31 @@ static QhStatus *accept_linear(void *i, const QhHostApi *h, const QhGraphView *g
   return accept_kind(i, h, g, u, FB_LINEAR);
 }
 
-static const char *const conv_relu_ops[] = {"Conv", "Relu"}, *const conv_ops[] = {"Conv"},
-                  *const gemm_relu_ops[] = {"Gemm", "Relu"}, *const gemm_ops[] = {"Gemm"},
+static const char *const conv_relu_ops[] = {"Conv", "Relu"}, *const conv_clip_ops[] = {"Conv", "Clip"},
+                  *const conv_ops[] = {"Conv"}, *const gemm_relu_ops[] = {"Gemm", "Relu"},
+                  *const gemm_clip_ops[] = {"Gemm", "Clip"}, *const gemm_ops[] = {"Gemm"},
                   *const matmul_relu_ops[] = {"MatMul", "Relu"}, *const matmul_ops[] = {"MatMul"},
                   *const add_relu_ops[] = {"Add", "Relu"}, *const add_ops[] = {"Add"},
                   *const maxpool_ops[] = {"MaxPool"}, *const gap_ops[] = {"GlobalAveragePool"},
                   *const flatten_ops[] = {"Flatten"}, *const reshape_ops[] = {"Reshape"};
 
-/* Relu may sit behind a Q -> DQ pair on the unit's output grid; clamping at the zero
- * point before the one rounding gives the same integers (round() is monotonic). */
-#define PATTERN(name, list, kern, acc, fl)                                                        \
+/* Relu and Clip (ReLU6: PyTorch's fbgemm config gives hardtanh its input's qparams) may
+ * sit behind a Q -> DQ pair on the unit's output grid. On a shared grid the host's
+ * dequantize-clip-quantize of a byte q is min(max(q, Q(lo)), Q(hi)) (Q monotonic, Q(DQ(q))
+ * = q), so the kernel clamps at those integers before its one rounding, as for Relu at the
+ * zero point: the same integers. Clip's bounds are extra inputs of op 1. */
+#define PATTERN_F(name, list, mask, kern, acc, fl)                                               \
   static const QhLoweringPattern name = {QH_STRUCT_HEADER(QhLoweringPattern), .id = #name,      \
                                          .ops = list, .n_ops = sizeof list / sizeof list[0],    \
-                                         .flags = fl, .kernel = &kern, .accept = acc}
+                                         .extra_inputs_mask = mask, .flags = fl, .kernel = &kern, \
+                                         .accept = acc}
+#define PATTERN(name, list, kern, acc, fl) PATTERN_F(name, list, 0, kern, acc, fl)
 #define THROUGH QH_PATTERN_THROUGH_SHARED_QDQ
 PATTERN(conv_relu, conv_relu_ops, fb_conv_kernel, accept_conv, THROUGH);
+PATTERN_F(conv_clip, conv_clip_ops, 1u << 1, fb_conv_kernel, accept_conv, THROUGH);
 PATTERN(conv, conv_ops, fb_conv_kernel, accept_conv, 0);
 PATTERN(linear_relu, gemm_relu_ops, fb_linear_kernel, accept_linear, THROUGH);
+PATTERN_F(linear_clip, gemm_clip_ops, 1u << 1, fb_linear_kernel, accept_linear, THROUGH);
 PATTERN(linear, gemm_ops, fb_linear_kernel, accept_linear, 0);
 PATTERN(matmul_relu, matmul_relu_ops, fb_linear_kernel, accept_linear, THROUGH);
 PATTERN(matmul, matmul_ops, fb_linear_kernel, accept_linear, 0);
@@ -194,7 +207,7 @@ PATTERN(flatten, flatten_ops, fb_flatten_kernel, fb_accept_u8op, 0);
 PATTERN(reshape, reshape_ops, fb_reshape_kernel, fb_accept_u8op, 0);
 
 /* Most fused first: the first pattern that matches and accepts wins. */
-static const QhLoweringPattern *const patterns[] = {&conv_relu, &conv, &linear_relu, &linear,
+static const QhLoweringPattern *const patterns[] = {&conv_relu, &conv_clip, &conv, &linear_relu, &linear_clip, &linear,
                                                     &matmul_relu, &matmul, &add_relu, &add,
                                                     &maxpool, &global_avgpool, &flatten, &reshape};
 const QhLoweringOps fb_lowering = {QH_STRUCT_HEADER(QhLoweringOps), patterns,

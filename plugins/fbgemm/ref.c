@@ -14,6 +14,8 @@ const char *fb_isa_name(FbIsa isa) {
     return "packed_c";
   case FB_ISA_AVX2:
     return "avx2";
+  case FB_ISA_AVXVNNI:
+    return "avxvnni";
   case FB_ISA_AVX512VNNI:
     return "avx512vnni";
   }

@@ -1,22 +1,21 @@
 /* The fbgemm plugin's uint8 units between its convolutions, so that a ResNet runs conv ->
  * add -> pool -> conv without leaving NHWC uint8 or going through the host: Add (+Relu) of
- * two same-shape tensors or of a tensor and a per-channel vector (squeeze-excitation's form,
- * plugins/common/u8-kernels.c), MaxPool with its output on its input's grid, GlobalAveragePool,
- * Flatten and Reshape to 2-D. Each gives the bytes of the host's reference run of the same QDQ unit
- * (framework/exec/kernels/elementwise.c, pool.c, qdq.c): DequantizeLinear f32((q - z) * s),
- * the float op (Add in f32; GlobalAveragePool summing in double in memory order and dividing
- * by the tap count), QuantizeLinear rint(f32(v / so)) + zo saturated; PyTorch's quantized
- * add does the same dequantize-add-requantize in fp32 with round half to even. MaxPool,
- * Flatten and Reshape to 2-D on a shared grid move bytes only. The fast paths (Add compiled per instruction set
- * through target attributes, MaxPool with SSE2 max) are chosen from the instance's kernel
- * path; the portable-C path (QHOST_CPU_DISABLE=avx512vnni,avx2) runs the plain scalar twins,
- * which do the same IEEE operations in the same order. Shapes still unknown at accept are
- * checked at reshape. */
-#include <emmintrin.h>
+ * two same-shape tensors or of a tensor and a per-channel vector (squeeze-excitation's form),
+ * MaxPool with its output on its input's grid, GlobalAveragePool, Flatten and Reshape to
+ * 2-D. This file analyses the units and drives the kernels; the kernels are
+ * plugins/common's (u8-kernels.c: Add; u8-layout.c: pooling, NHWC to NCHW), shared with
+ * the x86 plugin, and give the bytes of the host's reference run of the same QDQ unit
+ * (framework/exec/kernels/elementwise.c, pool.c, qdq.c); PyTorch's quantized add does the
+ * same dequantize-add-requantize in fp32 with round half to even. MaxPool, Flatten and
+ * Reshape to 2-D on a shared grid move bytes only. The vector clones are chosen from the
+ * instance's kernel path; the portable-C path (QHOST_CPU_DISABLE=avx512vnni,avxvnni,avx2)
+ * runs the scalar twins, which do the same IEEE operations in the same order. Shapes still
+ * unknown at accept are checked at reshape. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "../common/u8-kernels.h"
+#include "../common/u8-layout.h"
 #include "../common/unit-query.h"
 #include "fbgemm.h"
 
@@ -40,62 +39,6 @@ typedef struct {
   int64_t n, h, w, c, oh, ow, vn; /* vn: the per-channel operand's batch */
   size_t in_bytes, b_bytes, out_bytes;
 } U8Op;
-
-/* [N, C, H, W] b is a per-channel operand of a: [N or 1, C, 1, 1]. */
-static int channel_operand(const int64_t *b, const int64_t *a) {
-  return (b[0] == a[0] || b[0] == 1) && b[1] == a[1] && b[2] == 1 && b[3] == 1;
-}
-
-/* Node input slot of node as n int64 constants into out; 0 when it is not one. */
-static int const_int64s(const QhHostApi *host, const QhGraphView *g, uint32_t node, uint32_t slot, size_t n,
-                        int64_t *out) {
-  uint32_t v = host->node_input(g, node, slot);
-  const void *d = NULL;
-  size_t bytes = 0;
-  if (v == QH_INVALID_ID || !(host->value_flags(g, v) & QH_VALUE_CONSTANT) || host->value_dtype(g, v) != QH_DTYPE_INT64)
-    return 0;
-  QhStatus *st = host->value_data(g, v, &d, &bytes);
-  if (st) {
-    host->status_free(st);
-    return 0;
-  }
-  if (!d || bytes != n * sizeof *out)
-    return 0;
-  memcpy(out, d, bytes);
-  return 1;
-}
-
-/* ONNX Reshape's 2-D target (0: the input's dim, allowzero=0; one -1: inferred) against
- * the input dims in; 0 when it does not resolve. */
-static int resolve_shape(const int64_t *in, int in_rank, const int64_t *shape, int64_t *out) {
-  int64_t total = 1, known = 1;
-  int infer = -1;
-  for (int i = 0; i < in_rank; i++)
-    total *= in[i];
-  for (int i = 0; i < 2; i++) {
-    out[i] = shape[i] == 0 ? (i < in_rank ? in[i] : -2) : shape[i];
-    if (out[i] == -1 && infer < 0)
-      infer = i;
-    else if (out[i] < 0)
-      return 0;
-    else
-      known *= out[i];
-  }
-  if (infer >= 0) {
-    if (known == 0 || total % known)
-      return 0;
-    out[infer] = total / known;
-  }
-  return infer >= 0 || known == total;
-}
-
-/* The shape of input i: the integer tensor's, else that of the float value the op reads. */
-static int32_t shape_of(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u, uint32_t i,
-                        int64_t *dims) {
-  int32_t r = uq_known_shape(host, g, u->inputs[i], dims);
-  uint32_t v = host->node_input(g, u->nodes[0], i);
-  return r >= 0 || v == QH_INVALID_ID ? r : uq_known_shape(host, g, v, dims);
-}
 
 static int same_grid(const QhQParams *a, const QhQParams *b) {
   return a->scale[0] == b->scale[0] && a->zero_point[0] == b->zero_point[0];
@@ -146,7 +89,7 @@ static const char *analyze(const QhHostApi *host, const QhGraphView *g, const Qh
     /* the target shape is read here; the host may or may not pass it as a unit input */
     if (uq_attr_int(host, g, u->nodes[0], "allowzero", 0) != 0)
       return "Reshape with allowzero=1 is not supported";
-    if (!const_int64s(host, g, u->nodes[0], 1, 2, k->shape))
+    if (!uq_const_int64s(host, g, u->nodes[0], 1, 2, k->shape))
       return "only Reshape to 2-D with a constant int64 shape is supported";
   } else if (u->n_inputs != want) {
     return k->op == U_ADD ? "Add needs exactly two inputs" : "expected exactly one input";
@@ -166,13 +109,13 @@ static const char *analyze(const QhHostApi *host, const QhGraphView *g, const Qh
   k->sa = a->scale[0], k->za = a->zero_point[0], k->so = y->scale[0], k->zo = y->zero_point[0];
   uint32_t node = u->nodes[0];
   int64_t d[QH_MAX_RANK], d2[QH_MAX_RANK];
-  int32_t rank = shape_of(host, g, u, 0, d);
+  int32_t rank = uq_input_shape(host, g, u, 0, d);
   switch (k->op) {
   case U_ADD: {
     k->sb = u->input_qparams[1]->scale[0], k->zb = u->input_qparams[1]->zero_point[0];
-    int32_t r2 = shape_of(host, g, u, 1, d2);
+    int32_t r2 = uq_input_shape(host, g, u, 1, d2);
     if (rank >= 0 && r2 >= 0 && (rank != r2 || memcmp(d, d2, (size_t)rank * sizeof *d) != 0) &&
-        !(rank == 4 && r2 == 4 && (channel_operand(d2, d) || channel_operand(d, d2))))
+        !(rank == 4 && r2 == 4 && (uq_channel_operand(d2, d) || uq_channel_operand(d, d2))))
       return "broadcasting Add other than per channel ([N,C,H,W] with [N or 1,C,1,1]) is not supported";
     break;
   }
@@ -239,26 +182,9 @@ static QhStatus *create(void *instance, const QhHostApi *host, const QhGraphView
 
 static void destroy(void *kernel) { free(kernel); }
 
-static int u8_view_ok(const QhTensorView *t) {
-  if (!t || t->struct_size < sizeof(QhTensorView) || t->dtype != QH_DTYPE_UINT8 || t->rank < 0 ||
-      t->rank > QH_MAX_RANK)
-    return 0;
-  for (int32_t i = 0; i < t->rank; i++)
-    if (t->dims[i] < 0)
-      return 0;
-  return 1;
-}
-
-static size_t numel(const QhTensorView *t) {
-  size_t n = 1;
-  for (int32_t i = 0; i < t->rank; i++)
-    n *= (size_t)t->dims[i];
-  return n;
-}
-
 static QhStatus *reshape_add(U8Op *k, const QhHostApi *host, const QhTensorView *x, const QhTensorView *b,
                              QhTensorView *y) {
-  if (!u8_view_ok(b))
+  if (!uq_u8_view_ok(b))
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: Add input must be a uint8 tensor");
   if (b->rank == x->rank && b->layout == x->layout && memcmp(b->dims, x->dims, (size_t)x->rank * sizeof *x->dims) == 0)
     return NULL;
@@ -267,9 +193,9 @@ static QhStatus *reshape_add(U8Op *k, const QhHostApi *host, const QhTensorView 
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: Add inputs differ other than per channel");
   int64_t xd[4] = {x->dims[0], x->dims[3], x->dims[1], x->dims[2]};
   int64_t bd[4] = {b->dims[0], b->dims[3], b->dims[1], b->dims[2]};
-  if (channel_operand(bd, xd))
+  if (uq_channel_operand(bd, xd))
     k->bcast = 1;
-  else if (channel_operand(xd, bd))
+  else if (uq_channel_operand(xd, bd))
     k->bcast = 2;
   else
     return host->status_new(QH_ERR_INVALID_ARGUMENT,
@@ -291,7 +217,7 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: bad arguments");
   const QhTensorView *x = &inputs[0];
   QhTensorView *y = &outputs[0];
-  if (!u8_view_ok(x) || y->struct_size < sizeof(QhTensorView))
+  if (!uq_u8_view_ok(x) || y->struct_size < sizeof(QhTensorView))
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: input must be a uint8 tensor");
   k->reshaped = 0;
   k->bcast = 0;
@@ -317,7 +243,7 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
     for (int32_t i = 1; i < x->rank; i++)
       inner *= onnx[i];
     y->rank = 2, y->dims[0] = onnx[0], y->dims[1] = inner;
-    if (k->op == U_RESHAPE && !resolve_shape(onnx, x->rank, k->shape, y->dims))
+    if (k->op == U_RESHAPE && !uq_resolve_shape(onnx, x->rank, k->shape, 2, y->dims))
       return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: Reshape's shape does not fit its input");
   } else {
     if (x->rank != 4 || x->layout != QH_LAYOUT_NHWC)
@@ -339,9 +265,9 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
     y->layout = QH_LAYOUT_ANY;
   k->rank = x->rank;
   memcpy(k->dims, x->dims, sizeof k->dims);
-  k->in_bytes = numel(x);
-  k->out_bytes = numel(y);
-  k->b_bytes = k->op == U_ADD ? numel(&inputs[1]) : 0;
+  k->in_bytes = uq_numel(x);
+  k->out_bytes = uq_numel(y);
+  k->b_bytes = k->op == U_ADD ? uq_numel(&inputs[1]) : 0;
   if (k->op == U_ADD) {
     k->brank = inputs[1].rank;
     memcpy(k->bdims, inputs[1].dims, sizeof k->bdims);
@@ -360,44 +286,19 @@ typedef struct {
   size_t n;
 } Job;
 
-/* Add (+Relu) of n elements, the host's formula: every clone of this span does the same
- * IEEE operations in the same order (no -ffast-math, no contraction); Relu then quantize is
- * quantize clamped below at zo. */
-static inline __attribute__((always_inline)) void add_span(const U8Op *k, const uint8_t *restrict a,
-                                                           const uint8_t *restrict b, uint8_t *restrict y,
-                                                           size_t n) {
-  const float sa = k->sa, sb = k->sb, so = k->so, za = (float)k->za, zb = (float)k->zb;
-  const float lo = k->relu ? 0.0f : (float)(0 - k->zo), hi = (float)(255 - k->zo);
-  const int32_t zo = k->zo;
-  for (size_t i = 0; i < n; i++)
-    y[i] = qh_u8_quant(((float)a[i] - za) * sa + ((float)b[i] - zb) * sb, so, lo, hi, zo);
-}
-
-/* The plain twin, kept scalar so that it is the loop the clones are held to. */
-__attribute__((optimize("no-tree-vectorize", "fp-contract=off"))) static void add_plain(
-    const U8Op *k, const uint8_t *restrict a, const uint8_t *restrict b, uint8_t *restrict y, size_t n) {
-  add_span(k, a, b, y, n);
-}
-__attribute__((target("avx2"), optimize("tree-vectorize", "fp-contract=off"))) static void add_avx2(
-    const U8Op *k, const uint8_t *restrict a, const uint8_t *restrict b, uint8_t *restrict y, size_t n) {
-  add_span(k, a, b, y, n);
-}
-__attribute__((target("avx512f,avx512bw,avx512vl"), optimize("tree-vectorize", "fp-contract=off"))) static void
-add_avx512(const U8Op *k, const uint8_t *restrict a, const uint8_t *restrict b, uint8_t *restrict y, size_t n) {
-  add_span(k, a, b, y, n);
-}
-
+/* Same-shape Add (+Relu): plugins/common/u8-kernels.c's clone for the kernel path, or its
+ * scalar twin on the portable-C path. */
 static void add_task(void *user, size_t index, uint32_t worker) {
   (void)worker;
   const Job *j = user;
   const U8Op *k = j->k;
   size_t i0 = index * CHUNK, n = i0 + CHUNK < j->n ? CHUNK : j->n - i0;
+  QhU8Binary p = {.mul = 0, .relu = k->relu, .sa = k->sa, .sb = k->sb, .so = k->so, .za = k->za, .zb = k->zb,
+                  .zo = k->zo};
   if (k->plain)
-    add_plain(k, j->a + i0, j->b + i0, j->y + i0, n);
-  else if (k->isa == QH_U8_ISA_AVX512)
-    add_avx512(k, j->a + i0, j->b + i0, j->y + i0, n);
+    qh_u8_binary_same_ref(&p, j->a + i0, j->b + i0, j->y + i0, n);
   else
-    add_avx2(k, j->a + i0, j->b + i0, j->y + i0, n);
+    qh_u8_binary_same(&p, k->isa, j->a + i0, j->b + i0, j->y + i0, n);
 }
 
 /* Pixels [p0, p0 + j->n) of image n of a per-channel Add: plugins/common/u8-kernels.c. */
@@ -419,64 +320,18 @@ static void channels_task(void *user, size_t index, uint32_t worker) {
     qh_u8_binary_channels(&p, k->isa, j->a + off, vec, j->y + off, p1 - p0, C);
 }
 
-/* The taps of output position o along one axis: [t0, t1) within the input (pads are
- * smaller than the window, so every window has at least one). */
-static void taps(int64_t o, int64_t stride, int64_t pad, int64_t kernel, int64_t size, int64_t *t0, int64_t *t1) {
-  int64_t s = o * stride - pad;
-  *t0 = s < 0 ? -s : 0;
-  *t1 = s + kernel > size ? size - s : kernel;
-  *t1 = *t1 < *t0 ? *t0 : *t1;
-}
-
-/* One output row (n, oh) of MaxPool: the bytes' max is the max of the dequantized values
- * (dequantization is increasing), on the shared grid no requantization. */
-static void maxpool_task(void *user, size_t index, uint32_t worker) {
+/* One output row (n, oh) of MaxPool (on the shared grid: no requantization) or one image
+ * of GlobalAveragePool: plugins/common/u8-layout.c, which gives the host's bytes. */
+static void pool_task(void *user, size_t index, uint32_t worker) {
   (void)worker;
   const Job *j = user;
   const U8Op *k = j->k;
-  int64_t n = (int64_t)index / k->oh, oh = (int64_t)index % k->oh, C = k->c, h0, h1;
-  const uint8_t *x = j->a + (size_t)(n * k->h * k->w * C);
-  uint8_t *yrow = j->y + (size_t)((n * k->oh + oh) * k->ow * C);
-  taps(oh, k->sh, k->pad[0], k->kh, k->h, &h0, &h1);
-  int64_t sh = oh * k->sh - k->pad[0];
-  for (int64_t ow = 0; ow < k->ow; ow++) {
-    int64_t w0, w1, sw = ow * k->sw - k->pad[1];
-    taps(ow, k->sw, k->pad[1], k->kw, k->w, &w0, &w1);
-    uint8_t *restrict y = yrow + ow * C;
-    memset(y, 0, (size_t)C);
-    for (int64_t kh = h0; kh < h1; kh++)
-      for (int64_t kw = w0; kw < w1; kw++) {
-        const uint8_t *restrict xp = x + ((sh + kh) * k->w + sw + kw) * C;
-        int64_t c = 0;
-        if (!k->plain)
-          for (; c + 16 <= C; c += 16)
-            _mm_storeu_si128((__m128i *)(y + c), _mm_max_epu8(_mm_loadu_si128((const __m128i *)(y + c)),
-                                                               _mm_loadu_si128((const __m128i *)(xp + c))));
-        for (; c < C; c++)
-          y[c] = xp[c] > y[c] ? xp[c] : y[c];
-      }
-  }
-}
-
-/* One image of GlobalAveragePool: the host sums each channel's dequantized plane in double
- * in memory order (h, then w) and divides by H * W, then quantizes the float. */
-static void gap_task(void *user, size_t index, uint32_t worker) {
-  (void)worker;
-  const Job *j = user;
-  const U8Op *k = j->k;
-  int64_t C = k->c, hw = k->h * k->w;
-  const uint8_t *x = j->a + (size_t)((int64_t)index * hw * C);
-  uint8_t *y = j->y + (size_t)((int64_t)index * C);
-  const float lo = (float)(0 - k->zo), hi = (float)(255 - k->zo);
-  for (int64_t c0 = 0; c0 < C; c0 += 64) {
-    int64_t nc = C - c0 < 64 ? C - c0 : 64;
-    double acc[64] = {0};
-    for (int64_t p = 0; p < hw; p++)
-      for (int64_t c = 0; c < nc; c++)
-        acc[c] += (double)k->dq[x[p * C + c0 + c]];
-    for (int64_t c = 0; c < nc; c++)
-      y[c0 + c] = qh_u8_quant(hw > 0 ? (float)(acc[c] / (double)hw) : 0.0f, k->so, lo, hi, k->zo);
-  }
+  QhU8Pool p = {.kind = k->op == U_GAP ? QH_U8_POOL_GLOBAL : QH_U8_POOL_MAX, .h = k->h, .w = k->w, .c = k->c,
+                .oh = k->oh, .ow = k->ow, .kh = k->kh, .kw = k->kw, .sh = k->sh, .sw = k->sw,
+                .plain = k->plain, .dq = k->dq, .so = k->so, .zo = k->zo};
+  memcpy(p.pad, k->pad, sizeof p.pad);
+  int64_t n = (int64_t)index / k->oh, oh = (int64_t)index % k->oh;
+  qh_u8_pool_row(&p, j->a + (size_t)(n * k->h * k->w * k->c), oh, j->y + (size_t)((n * k->oh + oh) * k->ow * k->c));
 }
 
 /* One image of Flatten from NHWC with more than one pixel: ONNX's order is [n, c*h*w]. */
@@ -485,11 +340,7 @@ static void flatten_task(void *user, size_t index, uint32_t worker) {
   const Job *j = user;
   const U8Op *k = j->k;
   size_t C = (size_t)k->c, hw = (size_t)(k->h * k->w), per = hw * C;
-  const uint8_t *x = j->a + index * per;
-  uint8_t *y = j->y + index * per;
-  for (size_t p = 0; p < hw; p++)
-    for (size_t c = 0; c < C; c++)
-      y[c * hw + p] = x[p * C + c];
+  qh_u8_nhwc_to_nchw(j->a + index * per, j->y + index * per, hw, C, NULL);
 }
 
 static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ctx, const QhTensorView *inputs,
@@ -511,12 +362,12 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
     int rank = i ? k->brank : k->rank;
     const int64_t *dims = i ? k->bdims : k->dims;
     size_t bytes = i ? k->b_bytes : k->in_bytes;
-    if (!u8_view_ok(x) || x->rank != rank || memcmp(x->dims, dims, (size_t)rank * sizeof *dims) ||
+    if (!uq_u8_view_ok(x) || x->rank != rank || memcmp(x->dims, dims, (size_t)rank * sizeof *dims) ||
         x->nbytes != bytes || (bytes && !x->data))
       return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: input differs from reshape's");
   }
   QhTensorView *y = &outputs[0];
-  if (!u8_view_ok(y) || y->nbytes != k->out_bytes || (k->out_bytes && !y->data))
+  if (!uq_u8_view_ok(y) || y->nbytes != k->out_bytes || (k->out_bytes && !y->data))
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: output buffer differs from reshape's");
   if (k->out_bytes == 0)
     return NULL;
@@ -545,11 +396,8 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
     if (y->data != inputs[0].data)
       memcpy(y->data, inputs[0].data, k->in_bytes);
     return NULL;
-  case U_GAP:
-    tasks = (size_t)k->n, task = gap_task;
-    break;
-  default:
-    tasks = (size_t)(k->n * k->oh), task = maxpool_task;
+  default: /* MaxPool, GlobalAveragePool (oh = 1) */
+    tasks = (size_t)(k->n * k->oh), task = pool_task;
     break;
   }
   if (tasks == 0)

@@ -5,14 +5,16 @@
  * take. Per-channel weights (qu8 operators have one weight scale) and scale ratios
  * XNNPACK's create refuses are declined with the reason, so they run on the host instead of
  * failing at kernel create: accept creates the operator itself and deletes it. The
- * patterns of Add (+Relu), MaxPool, AveragePool, GlobalAveragePool, Sigmoid, Tanh and
- * LeakyRelu are here too; their analysis and kernels are in xnn-u8ops.c, Concat's in
- * xnn-concat.c. */
+ * patterns of Add, Mul (+Relu), Relu, Clip, MaxPool, AveragePool, GlobalAveragePool,
+ * Sigmoid, Tanh and LeakyRelu are here too; their analysis and kernels are in
+ * xnn-u8ops.c, Concat's in xnn-concat.c, and HardSwish's, HardSigmoid's, Flatten's and
+ * Reshape's (the plugin's own, where XNNPACK has no operator) in own-u8ops.c. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "../common/u8-kernels.h"
 #include "qnnpack.h"
 
 /* XNNPACK's qu8 operators take uint8 weights with one scale and one zero point: qnnpack's
@@ -31,6 +33,49 @@ static const char *weight_problem(const QhHostApi *host, const QhGraphView *g, c
     return "per-channel weights are not supported (XNNPACK's qu8 operators take one weight scale)";
   if (q->zero_point[0] < -128 || q->zero_point[0] > 127)
     return "weight zero point outside int8";
+  return NULL;
+}
+
+/* A float constant scalar input of node (Clip's min / max); def when the slot is empty. */
+static const char *clip_bound(const QhHostApi *host, const QhGraphView *g, uint32_t node, uint32_t slot, float def,
+                              float *out) {
+  *out = def;
+  uint32_t v = host->node_input(g, node, slot);
+  if (v == QH_INVALID_ID)
+    return NULL;
+  const void *d = NULL;
+  size_t n = 0;
+  if (!(host->value_flags(g, v) & QH_VALUE_CONSTANT) || host->value_dtype(g, v) != QH_DTYPE_FLOAT)
+    return "Clip bounds must be float constants";
+  QhStatus *st = host->value_data(g, v, &d, &n);
+  if (st || !d || n != sizeof(float)) {
+    host->status_free(st);
+    return "Clip bounds must be float scalars";
+  }
+  memcpy(out, d, sizeof *out);
+  return isnan(*out) ? "Clip bound is NaN" : NULL;
+}
+
+const char *qn_output_range(const QhHostApi *host, const QhGraphView *g, uint32_t post, const QhQParams *y,
+                            uint8_t *out_lo, uint8_t *out_hi) {
+  int32_t zo = y->zero_point[0], lo = y->quant_min, hi = y->quant_max;
+  if (post != QH_INVALID_ID && uq_op_is(host, g, post, "Relu")) {
+    lo = zo > lo ? zo : lo;
+  } else if (post != QH_INVALID_ID) {
+    float a, b;
+    const char *p;
+    if ((p = clip_bound(host, g, post, 1, -INFINITY, &a)) || (p = clip_bound(host, g, post, 2, INFINITY, &b)))
+      return p;
+    if (a > b)
+      return "Clip with min > max";
+    float so = y->scale[0], qlo = (float)(0 - zo), qhi = (float)(255 - zo);
+    int32_t ca = qh_u8_quant(a, so, qlo, qhi, zo), cb = qh_u8_quant(b, so, qlo, qhi, zo);
+    lo = ca > lo ? ca : lo;
+    hi = cb < hi ? cb : hi;
+  }
+  if (lo >= hi) /* XNNPACK refuses an empty range; the unit's output would be constant */
+    return "the Relu or Clip leaves one output value (XNNPACK needs output_min < output_max)";
+  *out_lo = (uint8_t)lo, *out_hi = (uint8_t)hi;
   return NULL;
 }
 
@@ -74,7 +119,9 @@ static const char *analyze_conv(const QhHostApi *host, const QhGraphView *g, con
   uint32_t node = u->nodes[0];
   if (!uq_op_is(host, g, node, "Conv"))
     return "conv pattern on an op other than Conv";
-  if (u->n_inputs < 2 || u->n_inputs > 3 || u->input_roles[1] != QH_ROLE_WEIGHT)
+  /* inputs come in op order: the Conv's, then a fused Clip's bounds */
+  size_t n_conv = host->node_input(g, node, 2) != QH_INVALID_ID ? 3 : 2;
+  if (u->n_inputs < n_conv || u->input_roles[1] != QH_ROLE_WEIGHT)
     return "expected an activation, a weight and an optional bias";
   int64_t d[QH_MAX_RANK];
   if (uq_known_shape(host, g, u->inputs[1], d) != 4)
@@ -89,7 +136,8 @@ static const char *analyze_conv(const QhHostApi *host, const QhGraphView *g, con
   else if (auto_pad && strcmp(auto_pad, "NOTSET") != 0 && strcmp(auto_pad, "VALID") != 0)
     return "auto_pad SAME is not supported";
   int64_t ks[2];
-  if (!uq_attr_ints(host, g, node, "strides", 2, 1, in->stride) || !uq_attr_ints(host, g, node, "pads", 4, 0, in->pad) ||
+  if (!uq_attr_ints(host, g, node, "strides", 2, 1, in->stride) ||
+      !uq_attr_ints(host, g, node, "pads", 4, 0, in->pad) ||
       !uq_attr_ints(host, g, node, "dilations", 2, 1, in->dil) ||
       !uq_attr_ints(host, g, node, "kernel_shape", 2, -1, ks))
     return "malformed strides, pads, dilations or kernel_shape";
@@ -108,7 +156,7 @@ static const char *analyze_conv(const QhHostApi *host, const QhGraphView *g, con
     return p;
   in->w_value = u->inputs[1];
   in->wq = u->input_qparams[1];
-  return u->n_inputs == 3 ? uq_bias_problem(host, g, u, 2, in->co, &in->b_value, &in->bq) : NULL;
+  return n_conv == 3 ? uq_bias_problem(host, g, u, 2, in->co, &in->b_value, &in->bq) : NULL;
 }
 
 QhStatus *qn_analyze(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u, int kind,
@@ -122,10 +170,9 @@ QhStatus *qn_analyze(const QhHostApi *host, const QhGraphView *g, const QhNodeUn
   in->b_value = QH_INVALID_ID;
   const char *p = NULL;
   if (u->n_nodes == 2) {
-    if (uq_op_is(host, g, u->nodes[1], "Relu"))
-      in->relu = 1;
-    else
-      p = "only Relu may follow the op";
+    /* its range is XNNPACK's output_min / output_max (qn_output_range below) */
+    if (!uq_op_is(host, g, u->nodes[1], "Relu") && !(kind == QN_CONV && uq_op_is(host, g, u->nodes[1], "Clip")))
+      p = "only Relu (after Conv: Relu or Clip) may follow the op";
   }
   if (!p && u->input_roles[0] != QH_ROLE_ACTIVATION)
     p = "first input is not an activation";
@@ -133,6 +180,8 @@ QhStatus *qn_analyze(const QhHostApi *host, const QhGraphView *g, const QhNodeUn
     in->xq = u->input_qparams[0];
     in->yq = u->output_qparams[0];
     p = kind == QN_CONV ? analyze_conv(host, g, u, in) : analyze_linear(host, g, u, in);
+    if (!p)
+      p = qn_output_range(host, g, u->n_nodes == 2 ? u->nodes[1] : QH_INVALID_ID, in->yq, &in->lo, &in->hi);
   }
   /* 255 * 255 per centred product: beyond this reduction length int32 accumulation could wrap */
   int64_t k = kind == QN_CONV ? in->ci * in->kh * in->kw : in->k;
@@ -165,18 +214,23 @@ static QhStatus *accept_linear(void *i, const QhHostApi *h, const QhGraphView *g
   return accept_kind(i, h, g, u, QN_LINEAR);
 }
 
-static const char *const conv_relu_ops[] = {"Conv", "Relu"}, *const conv_ops[] = {"Conv"},
+static const char *const conv_relu_ops[] = {"Conv", "Relu"}, *const conv_clip_ops[] = {"Conv", "Clip"},
+                  *const conv_ops[] = {"Conv"},
                   *const gemm_relu_ops[] = {"Gemm", "Relu"}, *const gemm_ops[] = {"Gemm"},
                   *const matmul_relu_ops[] = {"MatMul", "Relu"}, *const matmul_ops[] = {"MatMul"};
 
-/* Relu may sit behind a Q -> DQ pair on the unit's output grid; clamping at the zero
- * point before the one rounding gives the same integers (round() is monotonic). */
-#define PATTERN(name, list, kern, acc, fl)                                                        \
+/* Relu and Clip (ReLU6: PyTorch's qnnpack config gives hardtanh its input's qparams) may
+ * sit behind a Q -> DQ pair on the unit's output grid; clamping before the one rounding
+ * gives the same integers (round() is monotonic). */
+#define PATTERN_M(name, list, kern, acc, fl, mask)                                                \
   static const QhLoweringPattern p_##name = {QH_STRUCT_HEADER(QhLoweringPattern), .id = #name,  \
                                              .ops = list, .n_ops = sizeof list / sizeof list[0], \
-                                             .flags = fl, .kernel = &kern, .accept = acc}
+                                             .extra_inputs_mask = mask, .flags = fl, .kernel = &kern, \
+                                             .accept = acc}
+#define PATTERN(name, list, kern, acc, fl) PATTERN_M(name, list, kern, acc, fl, 0)
 #define THROUGH QH_PATTERN_THROUGH_SHARED_QDQ
 PATTERN(conv_relu, conv_relu_ops, qn_conv_kernel, accept_conv, THROUGH);
+PATTERN_M(conv_clip, conv_clip_ops, qn_conv_kernel, accept_conv, THROUGH, 1u << 1); /* Clip's bounds */
 PATTERN(conv, conv_ops, qn_conv_kernel, accept_conv, 0);
 PATTERN(linear_relu, gemm_relu_ops, qn_linear_kernel, accept_linear, THROUGH);
 PATTERN(linear, gemm_ops, qn_linear_kernel, accept_linear, 0);
@@ -189,6 +243,8 @@ PATTERN(add_relu, add_relu_ops, qn_add_kernel, qn_accept_u8op, 0);
 PATTERN(add, add_ops, qn_add_kernel, qn_accept_u8op, 0);
 PATTERN(maxpool, maxpool_ops, qn_maxpool_kernel, qn_accept_u8op, 0);
 PATTERN(global_avgpool, gap_ops, qn_gap_kernel, qn_accept_u8op, 0);
+static const char *const reducemean_ops[] = {"ReduceMean"};
+PATTERN(reducemean, reducemean_ops, qn_gap_kernel, qn_accept_u8op, 0); /* over H and W */
 static const char *const avgpool_ops[] = {"AveragePool"};
 PATTERN(avgpool, avgpool_ops, qn_avgpool_kernel, qn_accept_u8op, 0);
 static const char *const sigmoid_ops[] = {"Sigmoid"}, *const tanh_ops[] = {"Tanh"},
@@ -198,10 +254,24 @@ PATTERN(tanh, tanh_ops, qn_tanh_kernel, qn_accept_u8op, 0);
 PATTERN(leaky_relu, leaky_relu_ops, qn_leaky_relu_kernel, qn_accept_u8op, 0);
 static const char *const concat_ops[] = {"Concat"};
 PATTERN(concat, concat_ops, qn_concat_kernel, qn_accept_concat, 0);
+static const char *const mul_relu_ops[] = {"Mul", "Relu"}, *const mul_ops[] = {"Mul"},
+                  *const relu_ops[] = {"Relu"}, *const clip_ops[] = {"Clip"};
+PATTERN(mul_relu, mul_relu_ops, qn_mul_kernel, qn_accept_u8op, 0);
+PATTERN(mul, mul_ops, qn_mul_kernel, qn_accept_u8op, 0);
+PATTERN(relu, relu_ops, qn_clamp_kernel, qn_accept_u8op, 0);
+PATTERN_M(clip, clip_ops, qn_clamp_kernel, qn_accept_u8op, 0, 1u << 0); /* the bounds */
+static const char *const hardswish_ops[] = {"HardSwish"}, *const hardsigmoid_ops[] = {"HardSigmoid"},
+                  *const flatten_ops[] = {"Flatten"}, *const reshape_ops[] = {"Reshape"};
+PATTERN(hardswish, hardswish_ops, qn_hardswish_kernel, qn_accept_own, 0);
+PATTERN(hardsigmoid, hardsigmoid_ops, qn_hardsigmoid_kernel, qn_accept_own, 0);
+PATTERN(flatten, flatten_ops, qn_flatten_kernel, qn_accept_own, 0);
+PATTERN_M(reshape, reshape_ops, qn_reshape_kernel, qn_accept_own, 0, 1u << 0); /* the shape */
 
 /* Most fused first: the first pattern that matches and accepts wins. */
 static const QhLoweringPattern *const patterns[] = {
-    &p_conv_relu, &p_conv,    &p_linear_relu, &p_linear,  &p_matmul_relu, &p_matmul,       &p_add_relu, &p_add,
-    &p_maxpool,   &p_avgpool, &p_global_avgpool, &p_sigmoid, &p_tanh,     &p_leaky_relu,   &p_concat};
+    &p_conv_relu, &p_conv_clip, &p_conv,    &p_linear_relu,    &p_linear,  &p_matmul_relu, &p_matmul,
+    &p_add_relu,  &p_add,       &p_mul_relu, &p_mul,           &p_relu,    &p_clip,        &p_maxpool,
+    &p_avgpool,   &p_global_avgpool, &p_reducemean, &p_sigmoid, &p_tanh,      &p_leaky_relu, &p_hardswish, &p_hardsigmoid, &p_concat,
+    &p_flatten,   &p_reshape};
 const QhLoweringOps qn_lowering = {QH_STRUCT_HEADER(QhLoweringOps), patterns,
                                    sizeof patterns / sizeof patterns[0]};

@@ -1,7 +1,8 @@
 /* The qnnpack plugin's Concat: XNNPACK (2022) has no concatenate operator, but along the
- * channels of NHWC tensors a concatenation is one strided copy per input, which
- * xnn_create_copy_nc_x8 does (input i's Ci bytes per pixel into the output's rows of
- * sum(Ci), at its channel offset). A copy moves bytes without requantizing, so it equals
+ * innermost stored axis (the channels of NHWC tensors; the last axis of the others, such as
+ * an MLP's [N, C] features) a concatenation is one strided copy per input, which
+ * xnn_create_copy_nc_x8 does (input i's Ci bytes per row into the output's rows of
+ * sum(Ci), at its offset). A copy moves bytes without requantizing, so it equals
  * the host's DequantizeLinear -> Concat -> QuantizeLinear only when every input shares the
  * output's scale and zero point; any other Concat is declined with that reason, as is one
  * along another axis. The copy operators depend on the channel counts, which intermediate
@@ -13,16 +14,17 @@
 
 #include "qnnpack.h"
 
-#define CAT_MAX 16
+#define CAT_MAX 64 /* densenet121 concatenates up to 25 */
 
 typedef struct {
   const QnInstance *inst;
   size_t n_in;
   xnn_operator_t op[CAT_MAX];
   int64_t ch[CAT_MAX], total; /* the channel counts the operators were made for */
-  int reshaped;
-  int64_t n, h, w;
-  size_t out_bytes;
+  int64_t axis; /* as the node says (negative: from the end) */
+  int reshaped, rank;
+  int64_t dims[QH_MAX_RANK]; /* the output's */
+  size_t rows, out_bytes;    /* rows: the product of every dimension but the concatenated one */
 } Concat;
 
 static const char *analyze(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u) {
@@ -33,7 +35,7 @@ static const char *analyze(const QhHostApi *host, const QhGraphView *g, const Qh
   if (!uq_op_is(host, g, node, "Concat"))
     return "concat pattern on an op other than Concat";
   if (u->n_inputs > CAT_MAX)
-    return "Concat of more than 16 inputs is not supported";
+    return "Concat of more than 64 inputs is not supported";
   const char *p = uq_act_problem(u->output_qparams[0], 1);
   if (p)
     return p;
@@ -51,10 +53,9 @@ static const char *analyze(const QhHostApi *host, const QhGraphView *g, const Qh
   int64_t axis = uq_attr_int(host, g, node, "axis", 0);
   int64_t d[QH_MAX_RANK];
   int32_t rank = uq_known_shape(host, g, u->inputs[0], d);
-  if (rank >= 0 && rank != 4)
-    return "only 4-D Concat is supported";
-  if (axis != 1 && axis != -3)
-    return "Concat along an axis other than the channels is not supported";
+  /* rank 4 runs channels-last (axis 1 is stored innermost); other ranks as they are */
+  if (rank == 4 ? axis != 1 && axis != -3 : rank >= 0 ? axis != rank - 1 && axis != -1 : axis != 1 && axis != -1)
+    return "Concat along an axis other than the channels (4-D) or the last one is not supported";
   return NULL;
 }
 
@@ -97,6 +98,7 @@ static QhStatus *create(void *instance, const QhHostApi *host, const QhGraphView
     return host->status_new(QH_ERR_OUT_OF_MEMORY, "out of memory");
   k->inst = instance;
   k->n_in = u->n_inputs;
+  k->axis = uq_attr_int(host, g, u->nodes[0], "axis", 0);
   *out = k;
   return NULL;
 }
@@ -111,14 +113,24 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: bad arguments");
   k->reshaped = 0;
   const QhTensorView *x0 = &inputs[0];
+  int32_t r = x0->rank;
   int64_t total = 0, ch[CAT_MAX];
+  /* the concatenated axis must be the innermost stored one */
+  int innermost = r == 4 ? x0->layout == QH_LAYOUT_NHWC && (k->axis == 1 || k->axis == -3)
+                         : r >= 1 && (k->axis == r - 1 || k->axis == -1);
+  if (!innermost)
+    return host->status_new(QH_ERR_INVALID_ARGUMENT,
+                            "reshape: Concat must be along the channels of NHWC tensors or the last axis");
   for (size_t i = 0; i < n_inputs; i++) {
     const QhTensorView *x = &inputs[i];
-    if (!qn_u8_view_ok(x) || x->rank != 4 || x->layout != QH_LAYOUT_NHWC || x->dims[0] != x0->dims[0] ||
-        x->dims[1] != x0->dims[1] || x->dims[2] != x0->dims[2] || x->dims[3] < 1)
+    int same = qn_u8_view_ok(x) && x->rank == r && x->layout == x0->layout && x->dims[r - 1] >= 1;
+    for (int32_t j = 0; same && j + 1 < r; j++)
+      same = x->dims[j] == x0->dims[j];
+    if (!same)
       return host->status_new(QH_ERR_INVALID_ARGUMENT,
-                              "reshape: Concat inputs must be 4-D NHWC uint8 differing only in channels");
-    ch[i] = x->dims[3];
+                              "reshape: Concat inputs must be uint8 of one rank and layout, differing only in "
+                              "the concatenated axis");
+    ch[i] = x->dims[r - 1];
     total += ch[i];
   }
   int same = total == k->total;
@@ -127,7 +139,8 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
   if (!same) {
     drop_ops(k);
     for (size_t i = 0; i < n_inputs; i++) {
-      enum xnn_status s = xnn_create_copy_nc_x8((size_t)ch[i], (size_t)ch[i], (size_t)total, 0, &k->op[i]);
+      enum xnn_status s =
+          xnn_create_copy_nc_x8((size_t)ch[i], (size_t)ch[i], (size_t)total, k->inst->xnn_flags, &k->op[i]);
       if (s != xnn_status_success) {
         k->op[i] = NULL;
         drop_ops(k);
@@ -140,11 +153,13 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
   }
   QhTensorView *y = &outputs[0];
   y->dtype = QH_DTYPE_UINT8;
-  y->rank = 4;
-  y->layout = QH_LAYOUT_NHWC;
+  y->rank = r;
+  y->layout = x0->layout;
   memcpy(y->dims, x0->dims, sizeof y->dims);
-  y->dims[3] = total;
-  k->n = x0->dims[0], k->h = x0->dims[1], k->w = x0->dims[2];
+  y->dims[r - 1] = total;
+  k->rank = r;
+  memcpy(k->dims, y->dims, sizeof k->dims);
+  k->rows = total ? qn_numel(y) / (size_t)total : 0;
   k->out_bytes = qn_numel(y);
   k->reshaped = 1;
   *out_workspace = 0;
@@ -163,11 +178,11 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
   if (!k->reshaped)
     return host->status_new(QH_ERR_INVALID_STATE, "run before reshape");
   QhTensorView *y = &outputs[0];
-  size_t pixels = (size_t)(k->n * k->h * k->w);
+  size_t pixels = k->rows;
   for (size_t i = 0; i < n_inputs; i++) {
     const QhTensorView *x = &inputs[i];
-    if (!qn_u8_view_ok(x) || x->rank != 4 || x->dims[3] != k->ch[i] || x->nbytes != pixels * (size_t)k->ch[i] ||
-        (x->nbytes && !x->data))
+    if (!qn_u8_view_ok(x) || x->rank != k->rank || x->dims[k->rank - 1] != k->ch[i] ||
+        x->nbytes != pixels * (size_t)k->ch[i] || (x->nbytes && !x->data))
       return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: input differs from reshape's");
   }
   if (!qn_u8_view_ok(y) || y->nbytes != k->out_bytes || (k->out_bytes && !y->data))

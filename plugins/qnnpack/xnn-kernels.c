@@ -114,7 +114,7 @@ QhStatus *qn_create_operator(const QnInstance *inst, const QhHostApi *host, cons
       bias[c] = bias_q(in, b, c);
   const QhQParams *xq = in->xq, *yq = in->yq;
   int32_t zo = yq->zero_point[0];
-  uint8_t lo = (uint8_t)(in->relu && zo > yq->quant_min ? zo : yq->quant_min), hi = (uint8_t)yq->quant_max;
+  uint8_t lo = in->lo, hi = in->hi;
   uint8_t zx = (uint8_t)xq->zero_point[0], zw = (uint8_t)(in->wq->zero_point[0] + 128);
   enum xnn_status s;
   if (conv)
@@ -123,11 +123,11 @@ QhStatus *qn_create_operator(const QnInstance *inst, const QhHostApi *host, cons
         (uint32_t)in->kw, (uint32_t)in->stride[0], (uint32_t)in->stride[1], (uint32_t)in->dil[0],
         (uint32_t)in->dil[1], (uint32_t)in->group, (size_t)in->ci, (size_t)(in->co / in->group),
         (size_t)(in->ci * in->group), (size_t)in->co, zx, xq->scale[0], zw, in->wq->scale[0], wu, bias,
-        (uint8_t)zo, yq->scale[0], lo, hi, 0, out);
+        (uint8_t)zo, yq->scale[0], lo, hi, inst->xnn_flags, out);
   else
     s = xnn_create_fully_connected_nc_qu8((size_t)in->k, (size_t)in->n, (size_t)in->k, (size_t)in->n, zx,
                                           xq->scale[0], zw, in->wq->scale[0], wu, bias, (uint8_t)zo,
-                                          yq->scale[0], lo, hi, 0, out);
+                                          yq->scale[0], lo, hi, inst->xnn_flags, out);
   /* XNNPACK keeps its own packed copy */
   free(wu), free(bias);
   if (s != xnn_status_success)

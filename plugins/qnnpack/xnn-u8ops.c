@@ -1,20 +1,28 @@
 /* The qnnpack plugin's units between its convolutions, on XNNPACK: Add (+Relu) on
- * xnn_create_add_nd_qu8, MaxPool on xnn_create_max_pooling2d_nhwc_u8, GlobalAveragePool
- * on xnn_create_global_average_pooling_nwc_qu8 and AveragePool on
+ * xnn_create_add_nd_qu8 and Mul (+Relu) on xnn_create_multiply_nd_qu8 (same shapes, or
+ * numpy broadcasting between equal ranks, which XNNPACK does), Relu and Clip on their
+ * input's grid on xnn_create_clamp_nc_u8 (a clamp of the bytes at the host's
+ * QuantizeLinear of the bounds), MaxPool on xnn_create_max_pooling2d_nhwc_u8,
+ * GlobalAveragePool (and ReduceMean over H and W) on
+ * xnn_create_global_average_pooling_nwc_qu8 and AveragePool on
  * xnn_create_average_pooling2d_nhwc_qu8, channels-last, so that a ResNet's residual
  * blocks stay in NHWC uint8; Sigmoid, Tanh and LeakyRelu on XNNPACK's qu8 lookup-table
- * operators (element-wise, any layout). The tables are built in float by XNNPACK
- * (f(dequantized input) * (1 / output scale), rounded to nearest even), so they differ from
- * the host's float math only near ties; Sigmoid and Tanh take only PyTorch's fixed output
- * qparams (1/256 with zero point 0, 1/128 with 128), anything else is refused at create. Add requantizes both inputs onto the output's grid in XNNPACK's
- * fixed point, the global pool its mean: within one step of the host's float QDQ math, not
+ * operators (element-wise: 4-D tensors channels-last like the rest, others as they are).
+ * The tables are built in float by XNNPACK (f(dequantized input) * (1 / output scale),
+ * rounded to nearest even), so they differ from the host's float math only near ties;
+ * Sigmoid and Tanh take only PyTorch's fixed output qparams (1/256 with zero point 0,
+ * 1/128 with 128), anything else is refused at create. Add requantizes both inputs onto
+ * the output's grid in XNNPACK's fixed point, Mul the product of the centred inputs in
+ * fp32, the global pool its mean: within one step of the host's float QDQ math, not
  * bit-identical. MaxPool only picks bytes, so it is exact, and is claimed only where the
- * input and output share qparams (XNNPACK's u8 max pooling does not requantize). XNNPACK
- * refuses some scale ratios at create; accept creates the operator (with one channel: the
- * checks do not depend on it) and declines what it refuses. The pools' operators need the
+ * input and output share qparams (XNNPACK's u8 max pooling does not requantize); with
+ * ceil_mode the windows hanging past the input become extra end padding. XNNPACK refuses
+ * some scale ratios at create; accept creates the operator (with one channel: the checks
+ * do not depend on it) and declines what it refuses. The pools' operators need the
  * channel count, which intermediate shapes often leave unknown until reshape: they are
- * created at kernel create when the graph knows it, else at the first reshape (no weights
- * to pack), and recreated only if the channel count changes. */
+ * created at kernel create when the graph knows it (and no ceil_mode padding waits for
+ * the input's size), else at the first reshape (no weights to pack), and recreated only if
+ * the channel count or that padding changes. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,19 +30,25 @@
 
 #include "qnnpack.h"
 
-enum { U_ADD, U_MAXPOOL, U_GAP, U_AVGPOOL, U_SIGMOID, U_TANH, U_LEAKY };
+enum { U_ADD, U_MUL, U_MAXPOOL, U_GAP, U_AVGPOOL, U_SIGMOID, U_TANH, U_LEAKY, U_CLAMP };
 #define IS_UNARY(op) ((op) >= U_SIGMOID)
+#define IS_BINARY(op) ((op) == U_ADD || (op) == U_MUL)
 
 typedef struct {
   const QnInstance *inst;
   int op, relu;
-  float alpha; /* LeakyRelu's slope */
+  float alpha;    /* LeakyRelu's slope */
+  uint8_t lo, hi; /* the output's byte range (a fused Relu; Relu and Clip units) */
   int64_t kh, kw, sh, sw, dh, dw, pad[4];
+  int ceil;         /* MaxPool's ceil_mode: the last windows hang past the input */
+  int flatten_mean; /* a ReduceMean over H and W with keepdims=0: the global pool's [N, C] */
+  int64_t xpad[2];  /* ... as extra bottom and right padding, which XNNPACK's max skips */
   const QhQParams *aq, *bq, *yq;
   xnn_operator_t xop;
   int64_t channels; /* the pools' operator was made for this many; -1: none yet */
   int reshaped, rank;
-  int64_t dims[QH_MAX_RANK];
+  int64_t dims[QH_MAX_RANK], bdims[QH_MAX_RANK]; /* Add / Mul: the second input's, same rank */
+  size_t b_bytes;
   int64_t n, h, w; /* pools: the NHWC input's */
   size_t in_bytes, out_bytes;
 } U8Op;
@@ -50,8 +64,7 @@ static const char *pool_window(const QhHostApi *host, const QhGraphView *g, uint
   if (!uq_attr_ints(host, g, node, "kernel_shape", 2, -1, ks) || !uq_attr_ints(host, g, node, "strides", 2, 1, s) ||
       !uq_attr_ints(host, g, node, "pads", 4, 0, k->pad) || !uq_attr_ints(host, g, node, "dilations", 2, 1, d))
     return "only 2-D pooling is supported (kernel_shape, strides, pads, dilations of 2)";
-  if (uq_attr_int(host, g, node, "ceil_mode", 0) != 0)
-    return "ceil_mode=1 is not supported";
+  k->ceil = uq_attr_int(host, g, node, "ceil_mode", 0) != 0;
   if (uq_attr_int(host, g, node, "storage_order", 0) != 0)
     return "storage_order=1 is not supported";
   k->kh = ks[0], k->kw = ks[1], k->sh = s[0], k->sw = s[1], k->dh = d[0], k->dw = d[1];
@@ -76,6 +89,35 @@ static int gap_pixels_ok(const U8Op *k, int64_t pixels) {
   return pixels >= 1 && pixels <= INT32_MAX / 256 && scale >= 0x1.0p-32f && scale < 256.0f;
 }
 
+/* Equal ranks (NHWC permutes both alike) within XNNPACK's XNN_MAX_TENSOR_DIMS, each
+ * dimension equal or 1 in one of them. */
+static int broadcastable(const int64_t *a, int32_t ra, const int64_t *b, int32_t rb) {
+  if (ra == rb && memcmp(a, b, (size_t)ra * sizeof *a) == 0)
+    return 1; /* same shapes run as one flat dimension */
+  if (ra != rb || ra > XNN_MAX_TENSOR_DIMS)
+    return 0;
+  for (int32_t i = 0; i < ra; i++)
+    if (a[i] != b[i] && a[i] != 1 && b[i] != 1)
+      return 0;
+  return 1;
+}
+
+/* A ReduceMean over the spatial axes of a 4-D tensor is a global average pool (mnasnet,
+ * shufflenet); keepdims=0 drops them, which the pool's [N, C] bytes already are. */
+static const char *reduce_mean_problem(const QhHostApi *host, const QhGraphView *g, uint32_t node, U8Op *k) {
+  int64_t ax[2];
+  if (host->node_input(g, node, 1) != QH_INVALID_ID)
+    return "ReduceMean with its axes as an input is not supported";
+  if (!uq_attr_ints(host, g, node, "axes", 2, -100, ax) || ax[0] == -100)
+    return "only ReduceMean over the two spatial axes (2 and 3) is supported";
+  for (int i = 0; i < 2; i++)
+    ax[i] = ax[i] < 0 ? ax[i] + 4 : ax[i];
+  if (!((ax[0] == 2 && ax[1] == 3) || (ax[0] == 3 && ax[1] == 2)))
+    return "only ReduceMean over the two spatial axes (2 and 3) is supported";
+  k->flatten_mean = uq_attr_int(host, g, node, "keepdims", 1) == 0;
+  return NULL;
+}
+
 static const char *analyze(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u, U8Op *k) {
   if (!u || u->struct_size < sizeof(QhNodeUnit) || u->n_nodes < 1 || u->n_nodes > 2 || !u->nodes ||
       u->n_inputs < 1 || !u->inputs || !u->input_roles || !u->input_qparams || u->n_outputs != 1 ||
@@ -84,11 +126,20 @@ static const char *analyze(const QhHostApi *host, const QhGraphView *g, const Qh
   uint32_t node = u->nodes[0];
   if (uq_op_is(host, g, node, "Add"))
     k->op = U_ADD;
+  else if (uq_op_is(host, g, node, "Mul"))
+    k->op = U_MUL;
+  else if (uq_op_is(host, g, node, "Relu") || uq_op_is(host, g, node, "Clip"))
+    k->op = U_CLAMP;
   else if (uq_op_is(host, g, node, "MaxPool"))
     k->op = U_MAXPOOL;
   else if (uq_op_is(host, g, node, "GlobalAveragePool"))
     k->op = U_GAP;
-  else if (uq_op_is(host, g, node, "AveragePool"))
+  else if (uq_op_is(host, g, node, "ReduceMean")) {
+    k->op = U_GAP;
+    const char *p = reduce_mean_problem(host, g, node, k);
+    if (p)
+      return p;
+  } else if (uq_op_is(host, g, node, "AveragePool"))
     k->op = U_AVGPOOL;
   else if (uq_op_is(host, g, node, "Sigmoid"))
     k->op = U_SIGMOID;
@@ -97,15 +148,17 @@ static const char *analyze(const QhHostApi *host, const QhGraphView *g, const Qh
   else if (uq_op_is(host, g, node, "LeakyRelu"))
     k->op = U_LEAKY;
   else
-    return "op other than Add, MaxPool, GlobalAveragePool, AveragePool, Sigmoid, Tanh or LeakyRelu";
+    return "op other than Add, Mul, Relu, Clip, MaxPool, GlobalAveragePool, ReduceMean, AveragePool, Sigmoid, "
+           "Tanh or LeakyRelu";
   if (u->n_nodes == 2) {
-    if (k->op != U_ADD || !uq_op_is(host, g, u->nodes[1], "Relu"))
-      return "only Add fuses a following Relu";
+    if (!IS_BINARY(k->op) || !uq_op_is(host, g, u->nodes[1], "Relu"))
+      return "only Add and Mul fuse a following Relu";
     k->relu = 1;
   }
-  size_t want = k->op == U_ADD ? 2 : 1;
-  if (u->n_inputs != want)
-    return k->op == U_ADD ? "Add needs exactly two inputs" : "expected exactly one input";
+  size_t want = IS_BINARY(k->op) ? 2 : 1;
+  /* a Clip unit also carries its constant bounds, read from the node */
+  if (u->n_inputs != want && !(k->op == U_CLAMP && u->n_inputs >= 1))
+    return IS_BINARY(k->op) ? "Add and Mul need exactly two inputs" : "expected exactly one input";
   const char *p;
   for (size_t i = 0; i < want; i++) {
     if (u->input_roles[i] != QH_ROLE_ACTIVATION || (host->value_flags(g, u->inputs[i]) & QH_VALUE_CONSTANT))
@@ -127,12 +180,22 @@ static const char *analyze(const QhHostApi *host, const QhGraphView *g, const Qh
     k->alpha = st ? 0.01f : alpha;
     host->status_free(st);
   }
+  if (k->op == U_CLAMP) {
+    /* Relu and Clip share their input's qparams in PyTorch's qnnpack config: then the op is
+     * a clamp of the bytes (XNNPACK's u8 clamp does not requantize) */
+    if (!same_qparams(k->aq, k->yq))
+      return "Relu or Clip with different input and output qparams (XNNPACK's u8 clamp does not requantize)";
+    return qn_output_range(host, g, node, k->yq, &k->lo, &k->hi);
+  }
+  /* the host's QuantizeLinear saturates at the dtype's bounds; a fused Relu raises the floor */
+  k->lo = (uint8_t)(k->relu ? k->yq->zero_point[0] : 0), k->hi = 255;
   if (IS_UNARY(k->op))
     return NULL;
-  if (k->op == U_ADD) {
+  if (IS_BINARY(k->op)) {
+    /* XNNPACK broadcasts numpy-style; with equal ranks NHWC permutes both shapes alike */
     int32_t r2 = uq_known_shape(host, g, u->inputs[1], d2);
-    if (rank >= 0 && r2 >= 0 && (rank != r2 || memcmp(d, d2, (size_t)rank * sizeof *d) != 0))
-      return "broadcasting Add is not supported";
+    if (rank >= 0 && r2 >= 0 && !broadcastable(d, rank, d2, r2))
+      return "broadcasting other than between equal ranks of at most 6 dimensions is not supported";
     return NULL;
   }
   if (rank >= 0 && rank != 4)
@@ -153,6 +216,8 @@ static const char *analyze(const QhHostApi *host, const QhGraphView *g, const Qh
       return p2;
     if (k->dh != 1 || k->dw != 1)
       return "dilated AveragePool is not supported";
+    if (k->ceil)
+      return "AveragePool with ceil_mode=1 is not supported";
     /* XNNPACK's qu8 average pooling reads padding as the input zero point and always
      * divides by the window's size: ONNX's count_include_pad = 1 */
     int pads = k->pad[0] || k->pad[1] || k->pad[2] || k->pad[3];
@@ -168,7 +233,8 @@ static QhStatus *xnn_refused(const QhHostApi *host, enum xnn_status s, int op, c
       [U_TANH] = "it takes only the output scale 1/128 with zero point 128",
       [U_ADD] = "a scale ratio outside what it supports", [U_MAXPOOL] = "a parameter it does not support",
       [U_GAP] = "a scale ratio outside what it supports", [U_AVGPOOL] = "a scale ratio outside what it supports",
-      [U_LEAKY] = "a scale ratio outside what it supports"};
+      [U_LEAKY] = "a scale ratio outside what it supports", [U_MUL] = "a scale ratio outside what it supports",
+      [U_CLAMP] = "a parameter it does not support"};
   char msg[200];
   if (s == xnn_status_success)
     return NULL;
@@ -182,8 +248,15 @@ static QhStatus *xnn_refused(const QhHostApi *host, enum xnn_status s, int op, c
 }
 
 static const char *op_what(int op) {
-  static const char *const what[] = {"qu8 add",     "u8 max pooling", "qu8 global average pooling",
-                                     "qu8 average pooling", "qu8 sigmoid", "qu8 tanh", "qu8 leaky relu"};
+  static const char *const what[] = {[U_ADD] = "qu8 add",
+                                     [U_MUL] = "qu8 multiply",
+                                     [U_MAXPOOL] = "u8 max pooling",
+                                     [U_GAP] = "qu8 global average pooling",
+                                     [U_AVGPOOL] = "qu8 average pooling",
+                                     [U_SIGMOID] = "qu8 sigmoid",
+                                     [U_TANH] = "qu8 tanh",
+                                     [U_LEAKY] = "qu8 leaky relu",
+                                     [U_CLAMP] = "u8 clamp"};
   return what[op];
 }
 
@@ -194,29 +267,36 @@ static QhStatus *make_op(const QhHostApi *host, U8Op *k, int64_t channels, xnn_o
     return xnn_refused(host, k->inst->xnn_init, k->op, op_what(k->op));
   const QhQParams *a = k->aq, *y = k->yq;
   int32_t zo = y->zero_point[0];
-  /* the host's QuantizeLinear saturates at the dtype's bounds; a fused Relu raises the floor */
-  uint8_t lo = (uint8_t)(k->relu ? zo : 0), hi = 255;
+  uint8_t lo = k->lo, hi = k->hi;
   size_t c = (size_t)channels;
   enum xnn_status s;
   switch (k->op) {
   case U_ADD:
     s = xnn_create_add_nd_qu8((uint8_t)a->zero_point[0], a->scale[0], (uint8_t)k->bq->zero_point[0],
-                              k->bq->scale[0], (uint8_t)zo, y->scale[0], lo, hi, 0, out);
+                              k->bq->scale[0], (uint8_t)zo, y->scale[0], lo, hi, k->inst->xnn_flags, out);
+    break;
+  case U_MUL:
+    s = xnn_create_multiply_nd_qu8((uint8_t)a->zero_point[0], a->scale[0], (uint8_t)k->bq->zero_point[0],
+                                   k->bq->scale[0], (uint8_t)zo, y->scale[0], lo, hi, k->inst->xnn_flags, out);
+    break;
+  case U_CLAMP:
+    s = xnn_create_clamp_nc_u8(1, 1, 1, lo, hi, k->inst->xnn_flags, out);
     break;
   case U_MAXPOOL:
-    s = xnn_create_max_pooling2d_nhwc_u8((uint32_t)k->pad[0], (uint32_t)k->pad[3], (uint32_t)k->pad[2],
-                                         (uint32_t)k->pad[1], (uint32_t)k->kh, (uint32_t)k->kw, (uint32_t)k->sh,
-                                         (uint32_t)k->sw, (uint32_t)k->dh, (uint32_t)k->dw, c, c, c, lo, hi, 0, out);
+    s = xnn_create_max_pooling2d_nhwc_u8((uint32_t)k->pad[0], (uint32_t)(k->pad[3] + k->xpad[1]),
+                                         (uint32_t)(k->pad[2] + k->xpad[0]), (uint32_t)k->pad[1], (uint32_t)k->kh,
+                                         (uint32_t)k->kw, (uint32_t)k->sh, (uint32_t)k->sw, (uint32_t)k->dh,
+                                         (uint32_t)k->dw, c, c, c, lo, hi, k->inst->xnn_flags, out);
     break;
   case U_AVGPOOL:
     s = xnn_create_average_pooling2d_nhwc_qu8((uint32_t)k->pad[0], (uint32_t)k->pad[3], (uint32_t)k->pad[2],
                                               (uint32_t)k->pad[1], (uint32_t)k->kh, (uint32_t)k->kw, (uint32_t)k->sh,
                                               (uint32_t)k->sw, c, c, c, (uint8_t)a->zero_point[0], a->scale[0],
-                                              (uint8_t)zo, y->scale[0], lo, hi, 0, out);
+                                              (uint8_t)zo, y->scale[0], lo, hi, k->inst->xnn_flags, out);
     break;
   case U_SIGMOID:
     s = xnn_create_sigmoid_nc_qu8(1, 1, 1, (uint8_t)a->zero_point[0], a->scale[0], (uint8_t)zo, y->scale[0], lo,
-                                  hi, 0, out);
+                                  hi, k->inst->xnn_flags, out);
     break;
   case U_TANH:
     s = xnn_create_tanh_nc_qu8(1, 1, 1, (uint8_t)a->zero_point[0], a->scale[0], (uint8_t)zo, y->scale[0], lo, hi,
@@ -224,11 +304,11 @@ static QhStatus *make_op(const QhHostApi *host, U8Op *k, int64_t channels, xnn_o
     break;
   case U_LEAKY:
     s = xnn_create_leaky_relu_nc_qu8(1, 1, 1, k->alpha, (uint8_t)a->zero_point[0], a->scale[0], (uint8_t)zo,
-                                     y->scale[0], lo, hi, 0, out);
+                                     y->scale[0], lo, hi, k->inst->xnn_flags, out);
     break;
   default:
     s = xnn_create_global_average_pooling_nwc_qu8(c, c, c, (uint8_t)a->zero_point[0], a->scale[0], (uint8_t)zo,
-                                                  y->scale[0], lo, hi, 0, out);
+                                                  y->scale[0], lo, hi, k->inst->xnn_flags, out);
     break;
   }
   if (s != xnn_status_success)
@@ -270,8 +350,9 @@ static QhStatus *create(void *instance, const QhHostApi *host, const QhGraphView
   const char *p = analyze(host, g, u, k);
   QhStatus *st = p ? host->status_new(QH_ERR_UNSUPPORTED, p) : NULL;
   /* element-wise operators run on one flat channel; the pools' need the real count */
-  int flat = k->op == U_ADD || IS_UNARY(k->op);
-  if (!st && (flat || k->channels > 0))
+  int flat = IS_BINARY(k->op) || IS_UNARY(k->op);
+  /* ceil_mode's extra padding depends on the input's size: made at reshape */
+  if (!st && (flat || (k->channels > 0 && !k->ceil)))
     st = make_op(host, k, flat ? 1 : k->channels, &k->xop);
   if (st) {
     destroy(k);
@@ -286,8 +367,9 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
   U8Op *k = kernel;
   if (!host)
     return NULL;
-  size_t want = k && k->op == U_ADD ? 2 : 1;
-  if (!k || !inputs || n_inputs != want || !outputs || n_outputs != 1 || !out_workspace)
+  size_t want = k && IS_BINARY(k->op) ? 2 : 1;
+  if (!k || !inputs || n_inputs < want || (n_inputs != want && k->op != U_CLAMP) || !outputs || n_outputs != 1 ||
+      !out_workspace)
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: bad arguments");
   const QhTensorView *x = &inputs[0];
   QhTensorView *y = &outputs[0];
@@ -300,11 +382,15 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
   memcpy(y->dims, x->dims, sizeof y->dims);
   if (IS_UNARY(k->op)) {
     /* element-wise: any layout, the output in the input's */
-  } else if (k->op == U_ADD) {
+  } else if (IS_BINARY(k->op)) {
     const QhTensorView *b = &inputs[1];
-    if (!qn_u8_view_ok(b) || b->rank != x->rank || b->layout != x->layout ||
-        memcmp(b->dims, x->dims, (size_t)x->rank * sizeof *x->dims) != 0)
-      return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: Add inputs differ in shape or layout");
+    if (!qn_u8_view_ok(b) || b->layout != x->layout || !broadcastable(x->dims, x->rank, b->dims, b->rank))
+      return host->status_new(QH_ERR_INVALID_ARGUMENT,
+                              "reshape: Add or Mul inputs differ in layout or do not broadcast at equal ranks");
+    for (int32_t i = 0; i < x->rank; i++)
+      y->dims[i] = x->dims[i] == 1 ? b->dims[i] : x->dims[i];
+    memcpy(k->bdims, b->dims, sizeof k->bdims);
+    k->b_bytes = qn_numel(b);
   } else {
     if (x->rank != 4 || x->layout != QH_LAYOUT_NHWC)
       return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: pooling input must be 4-D NHWC");
@@ -315,16 +401,33 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
         return host->status_new(QH_ERR_UNSUPPORTED, "reshape: GlobalAveragePool over too many pixels for "
                                                     "XNNPACK's requantization");
       y->dims[1] = y->dims[2] = 1;
+      if (k->flatten_mean) /* ReduceMean, keepdims=0: [N, C] */
+        y->rank = 2, y->dims[1] = c, y->layout = QH_LAYOUT_ANY;
     } else {
       int64_t eh = k->h + k->pad[0] + k->pad[2] - ((k->kh - 1) * k->dh + 1);
       int64_t ew = k->w + k->pad[1] + k->pad[3] - ((k->kw - 1) * k->dw + 1);
       if (eh < 0 || ew < 0)
         return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: pooling input smaller than the window");
       y->dims[1] = eh / k->sh + 1, y->dims[2] = ew / k->sw + 1;
+      if (k->ceil) {
+        /* the host's (PyTorch's) rule: round up, but the last window starts inside the
+         * input or the top/left padding */
+        int64_t oh = (eh + k->sh - 1) / k->sh + 1, ow = (ew + k->sw - 1) / k->sw + 1;
+        oh -= (oh - 1) * k->sh >= k->h + k->pad[0];
+        ow -= (ow - 1) * k->sw >= k->w + k->pad[1];
+        y->dims[1] = oh, y->dims[2] = ow;
+      }
     }
     if (c < 1)
       return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: pooling input without channels");
-    if (c != k->channels || !k->xop) {
+    int64_t xpad[2] = {0, 0};
+    if (k->ceil) { /* the padding the last windows need beyond the declared one */
+      xpad[0] = (y->dims[1] - 1) * k->sh + (k->kh - 1) * k->dh + 1 - (k->h + k->pad[0] + k->pad[2]);
+      xpad[1] = (y->dims[2] - 1) * k->sw + (k->kw - 1) * k->dw + 1 - (k->w + k->pad[1] + k->pad[3]);
+      xpad[0] = xpad[0] > 0 ? xpad[0] : 0, xpad[1] = xpad[1] > 0 ? xpad[1] : 0;
+    }
+    if (c != k->channels || !k->xop || xpad[0] != k->xpad[0] || xpad[1] != k->xpad[1]) {
+      k->xpad[0] = xpad[0], k->xpad[1] = xpad[1];
       if (k->xop)
         xnn_delete_operator(k->xop);
       k->xop = NULL;
@@ -356,25 +459,35 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
     return host->status_new(QH_ERR_INVALID_STATE, "run before reshape");
   const QhTensorView *x = &inputs[0];
   QhTensorView *y = &outputs[0];
-  size_t want = k->op == U_ADD ? 2 : 1;
-  for (size_t i = 0; i < want && i < n_inputs; i++) {
+  size_t want = IS_BINARY(k->op) ? 2 : 1;
+  if (n_inputs < want || (n_inputs != want && k->op != U_CLAMP))
+    return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: bad arguments");
+  for (size_t i = 0; i < want; i++) {
     const QhTensorView *t = &inputs[i];
-    if (!qn_u8_view_ok(t) || t->rank != k->rank || memcmp(t->dims, k->dims, (size_t)t->rank * sizeof *t->dims) ||
-        t->nbytes != k->in_bytes || (k->in_bytes && !t->data))
+    const int64_t *dims = i ? k->bdims : k->dims;
+    size_t bytes = i ? k->b_bytes : k->in_bytes;
+    if (!qn_u8_view_ok(t) || t->rank != k->rank || memcmp(t->dims, dims, (size_t)t->rank * sizeof *t->dims) ||
+        t->nbytes != bytes || (bytes && !t->data))
       return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: input differs from reshape's");
   }
-  if (n_inputs != want)
-    return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: bad arguments");
   if (!qn_u8_view_ok(y) || y->nbytes != k->out_bytes || (k->out_bytes && !y->data))
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: output buffer differs from reshape's");
   if (k->out_bytes == 0)
     return NULL;
   pthreadpool_t pool = k->inst->pool;
   enum xnn_status s;
-  if (k->op == U_ADD) {
-    /* same shapes: one flat dimension (XNNPACK takes at most XNN_MAX_TENSOR_DIMS) */
-    size_t flat[1] = {k->in_bytes};
-    s = xnn_setup_add_nd_qu8(k->xop, 1, flat, 1, flat, x->data, inputs[1].data, y->data, pool);
+  if (IS_BINARY(k->op)) {
+    /* same shapes: one flat dimension; else the shapes, which XNNPACK broadcasts */
+    size_t flat = k->in_bytes, da[XNN_MAX_TENSOR_DIMS], db[XNN_MAX_TENSOR_DIMS], n = (size_t)k->rank;
+    int same = k->in_bytes == k->b_bytes && k->in_bytes == k->out_bytes;
+    for (size_t i = 0; i < n; i++)
+      da[i] = (size_t)k->dims[i], db[i] = (size_t)k->bdims[i];
+    const size_t *sa = same ? &flat : da, *sb = same ? &flat : db;
+    size_t na = same ? 1 : n;
+    s = k->op == U_ADD ? xnn_setup_add_nd_qu8(k->xop, na, sa, na, sb, x->data, inputs[1].data, y->data, pool)
+                       : xnn_setup_multiply_nd_qu8(k->xop, na, sa, na, sb, x->data, inputs[1].data, y->data, pool);
+  } else if (k->op == U_CLAMP) {
+    s = xnn_setup_clamp_nc_u8(k->xop, k->in_bytes, x->data, y->data, pool);
   } else if (k->op == U_MAXPOOL) {
     s = xnn_setup_max_pooling2d_nhwc_u8(k->xop, (size_t)k->n, (size_t)k->h, (size_t)k->w, x->data, y->data, pool);
   } else if (k->op == U_AVGPOOL) {
@@ -405,9 +518,12 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
                             .output_layout = layout, .create = create, .reshape = reshape, .run = run,       \
                             .destroy = destroy}
 U8_KERNEL(qn_add_kernel, "xnn_add_nd_qu8", QH_LAYOUT_NHWC);
+U8_KERNEL(qn_mul_kernel, "xnn_multiply_nd_qu8", QH_LAYOUT_NHWC);
+U8_KERNEL(qn_clamp_kernel, "xnn_clamp_nc_u8", QH_LAYOUT_NHWC);
 U8_KERNEL(qn_maxpool_kernel, "xnn_max_pooling2d_nhwc_u8", QH_LAYOUT_NHWC);
 U8_KERNEL(qn_gap_kernel, "xnn_global_average_pooling_nwc_qu8", QH_LAYOUT_NHWC);
 U8_KERNEL(qn_avgpool_kernel, "xnn_average_pooling2d_nhwc_qu8", QH_LAYOUT_NHWC);
-U8_KERNEL(qn_sigmoid_kernel, "xnn_sigmoid_nc_qu8", QH_LAYOUT_ANY);
-U8_KERNEL(qn_tanh_kernel, "xnn_tanh_nc_qu8", QH_LAYOUT_ANY);
-U8_KERNEL(qn_leaky_relu_kernel, "xnn_leaky_relu_nc_qu8", QH_LAYOUT_ANY);
+/* element-wise: channels-last like their neighbours, so no layout transpose sits between */
+U8_KERNEL(qn_sigmoid_kernel, "xnn_sigmoid_nc_qu8", QH_LAYOUT_NHWC);
+U8_KERNEL(qn_tanh_kernel, "xnn_tanh_nc_qu8", QH_LAYOUT_NHWC);
+U8_KERNEL(qn_leaky_relu_kernel, "xnn_leaky_relu_nc_qu8", QH_LAYOUT_NHWC);

@@ -26,26 +26,6 @@ static const char *weight_problem(const QhQParams *q, int32_t axis, int64_t chan
   return NULL;
 }
 
-/* A float constant scalar input of node (Clip's min / max); def when the slot is empty. */
-static const char *const_scalar(const QhHostApi *host, const QhGraphView *g, uint32_t node,
-                                uint32_t slot, float def, float *out) {
-  *out = def;
-  uint32_t v = host->node_input(g, node, slot);
-  if (v == QH_INVALID_ID)
-    return NULL;
-  const void *d = NULL;
-  size_t n = 0;
-  if (!(host->value_flags(g, v) & QH_VALUE_CONSTANT) || host->value_dtype(g, v) != QH_DTYPE_FLOAT)
-    return "Clip bounds must be float constants";
-  QhStatus *st = host->value_data(g, v, &d, &n);
-  if (st || !d || n != sizeof(float)) {
-    host->status_free(st);
-    return "Clip bounds must be float scalars";
-  }
-  memcpy(out, d, sizeof *out);
-  return isnan(*out) ? "Clip bound is NaN" : NULL;
-}
-
 /* The ops after the conv/linear: [Add] then [Relu | Clip]. */
 static const char *tail_problem(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u,
                                 X86Info *in) {
@@ -62,13 +42,10 @@ static const char *tail_problem(const QhHostApi *host, const QhGraphView *g, con
     if (uq_op_is(host, g, node, "Relu"))
       in->post = POST_RELU;
     else if (uq_op_is(host, g, node, "Clip")) {
-      const char *p;
       in->post = POST_CLIP;
-      if ((p = const_scalar(host, g, node, 1, -INFINITY, &in->clip_lo)) ||
-          (p = const_scalar(host, g, node, 2, INFINITY, &in->clip_hi)))
+      const char *p = uq_clip_bounds(host, g, node, &in->clip_lo, &in->clip_hi);
+      if (p)
         return p;
-      if (in->clip_lo > in->clip_hi)
-        return "Clip with min > max";
     } else
       return "only Add, Relu or Clip may follow the op";
   }
@@ -240,7 +217,7 @@ QhStatus *x86_analyze(void *instance, const QhHostApi *host, const QhGraphView *
   return p ? host->status_new(QH_ERR_UNSUPPORTED, p) : NULL;
 }
 
-/* The helpers the element-wise and pooling analysis (onednn-u8ops.c) shares. */
+/* The helpers the element-wise and pooling analysis (u8-ops-analyze.c) shares. */
 const char *x86_act_problem(const QhQParams *q, int output) { return uq_act_problem(q, output); }
 int64_t x86_attr_int(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *name,
                      int64_t def) {

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/unit-query.h"
 #include "onednn.h"
 
 typedef volatile float vf32; /* keeps every float step a separately rounded f32 */
@@ -341,7 +342,7 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: bad arguments");
   const QhTensorView *x = &inputs[0];
   QhTensorView *y = &outputs[0];
-  if (!x86_u8_view_ok(x))
+  if (!uq_u8_view_ok(x))
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: input must be a uint8 tensor");
   if (y->struct_size < sizeof(QhTensorView))
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: output view too small");
@@ -354,7 +355,7 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
   }
   if (k->in.add) {
     const QhTensorView *r = &inputs[k->in.res_input];
-    if (!x86_u8_view_ok(r) || r->rank != y->rank || r->layout != y->layout ||
+    if (!uq_u8_view_ok(r) || r->rank != y->rank || r->layout != y->layout ||
         memcmp(r->dims, y->dims, (size_t)y->rank * sizeof *y->dims) != 0) {
       release(k);
       return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: residual differs from the output");
@@ -362,8 +363,8 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
   }
   k->in_rank = x->rank;
   memcpy(k->in_dims, x->dims, sizeof k->in_dims);
-  k->in_bytes = x86_numel(x);
-  k->out_bytes = x86_numel(y);
+  k->in_bytes = uq_numel(x);
+  k->out_bytes = uq_numel(y);
   k->reshaped = 1;
   *out_workspace = 0;
   return NULL;
@@ -382,11 +383,11 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
     return host->status_new(QH_ERR_INVALID_STATE, "run before reshape");
   const QhTensorView *x = &inputs[0];
   QhTensorView *y = &outputs[0];
-  if (!x86_u8_view_ok(x) || x->rank != k->in_rank ||
+  if (!uq_u8_view_ok(x) || x->rank != k->in_rank ||
       memcmp(x->dims, k->in_dims, (size_t)x->rank * sizeof *x->dims) || x->nbytes != k->in_bytes ||
       (k->in_bytes && !x->data))
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: input differs from reshape's");
-  if (!x86_u8_view_ok(y) || y->nbytes != k->out_bytes || (k->out_bytes && !y->data))
+  if (!uq_u8_view_ok(y) || y->nbytes != k->out_bytes || (k->out_bytes && !y->data))
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: output buffer differs from reshape's");
   if (k->out_bytes == 0)
     return NULL;

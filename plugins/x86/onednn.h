@@ -63,7 +63,7 @@ QhStatus *x86_dnnl_status(const QhHostApi *host, dnnl_status_t s, const char *wh
 
 extern const QhKernelOps x86_conv_kernel, x86_linear_kernel;
 
-/* lowering.c's analysis helpers, shared with onednn-u8ops.c. */
+/* lowering.c's analysis helpers, shared with u8-ops-*.c and u8-concat.c. */
 const char *x86_act_problem(const QhQParams *q, int output);
 int64_t x86_attr_int(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *name,
                      int64_t def);
@@ -71,16 +71,12 @@ int x86_attr_ints(const QhHostApi *host, const QhGraphView *g, uint32_t node, co
                   int64_t def, int64_t *out);
 int32_t x86_known_shape(const QhHostApi *host, const QhGraphView *g, uint32_t v, int64_t *dims);
 
-/* onednn-u8ops.c: uint8 Add and Mul (+Relu), Relu, Clip, MaxPool, AveragePool,
- * GlobalAveragePool and Flatten, channels-last, bit-exact with the host's QDQ run. */
+/* u8-ops-*.c (u8-ops.h): the uint8 units between the convs (Add and Mul (+Relu), Relu,
+ * Clip, the activation tables, BatchNormalization, Pad, ReduceMean, channel shuffle and
+ * Slice, MaxPool, AveragePool, GlobalAveragePool, Flatten), channels-last, bit-exact with
+ * the host's QDQ run. */
 QhStatus *x86_accept_u8op(void *instance, const QhHostApi *host, const QhGraphView *g,
                           const QhNodeUnit *u);
-/* A well-formed uint8 tensor view with non-negative dims, and its element count
- * (onednn-u8ops.c; the oneDNN kernels and Concat check their views with them too). */
-/* ONNX dims: is b the per-channel operand ([N or 1, C, 1, 1]) of a ([N, C, H, W])? */
-int x86_channel_operand(const int64_t *b, const int64_t *a);
-int x86_u8_view_ok(const QhTensorView *t);
-size_t x86_numel(const QhTensorView *t);
 extern const QhKernelOps x86_add_kernel, x86_mul_kernel, x86_relu_kernel, x86_clip_kernel,
     x86_maxpool_kernel, x86_avgpool_kernel, x86_gap_kernel, x86_flatten_kernel, x86_sigmoid_kernel,
     x86_tanh_kernel, x86_hardsigmoid_kernel, x86_hardswish_kernel, x86_batchnorm_kernel, x86_pad_kernel,

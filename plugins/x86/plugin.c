@@ -1,7 +1,7 @@
 /* The x86 plugin's descriptor: PyTorch's x86 backend semantics (the FX default config of
  * backend-config.c, or X86InductorQuantizer's recipe in inductor.c) and the lowering onto
  * oneDNN int8 primitives and the plugin's uint8 loops (lowering.c, onednn-kernels.c,
- * onednn-u8ops.c, u8-concat.c) with its instance (onednn-instance.c). This file holds
+ * u8-ops-*.c, u8-concat.c) with its instance (onednn-instance.c). This file holds
  * only what the plugin claims to be and points at its groups. */
 #include <qhost/qhost-plugin.h>
 

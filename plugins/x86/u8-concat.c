@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/unit-query.h"
 #include "onednn.h"
 
 #define MAX_INPUTS 256
@@ -127,7 +128,7 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
   k->reshaped = 0;
   const QhTensorView *x0 = &inputs[0];
   for (size_t i = 0; i < n_inputs; i++)
-    if (!x86_u8_view_ok(&inputs[i]) || inputs[i].rank != x0->rank || inputs[i].layout != x0->layout)
+    if (!uq_u8_view_ok(&inputs[i]) || inputs[i].rank != x0->rank || inputs[i].layout != x0->layout)
       return host->status_new(QH_ERR_INVALID_ARGUMENT,
                               "reshape: Concat inputs must be uint8 tensors of one rank and layout");
   int32_t rank = x0->rank;
@@ -159,7 +160,7 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
   }
   k->rank = rank;
   k->axis = axis;
-  k->out_bytes = x86_numel(y);
+  k->out_bytes = uq_numel(y);
   k->reshaped = 1;
   *out_workspace = 0;
   return NULL;
@@ -213,13 +214,13 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
     return host->status_new(QH_ERR_INVALID_STATE, "run before reshape");
   for (size_t i = 0; i < n_inputs; i++) {
     const QhTensorView *x = &inputs[i];
-    if (!x86_u8_view_ok(x) || x->rank != k->rank ||
+    if (!uq_u8_view_ok(x) || x->rank != k->rank ||
         memcmp(x->dims, k->dims[i], (size_t)x->rank * sizeof *x->dims) != 0 ||
         x->nbytes != k->outer * k->inner[i] || (x->nbytes && !x->data))
       return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: input differs from reshape's");
   }
   QhTensorView *y = &outputs[0];
-  if (!x86_u8_view_ok(y) || y->nbytes != k->out_bytes || (k->out_bytes && !y->data))
+  if (!uq_u8_view_ok(y) || y->nbytes != k->out_bytes || (k->out_bytes && !y->data))
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: output buffer differs from reshape's");
   if (k->out_bytes == 0)
     return NULL;

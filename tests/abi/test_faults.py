@@ -10,6 +10,8 @@ QHOST_TEST_FAULT=<point>[:<mode>]:
 - bad data from an observer (count over capacity, scale zero, negative or NaN, zero
   point out of range, a state that does not survive save/load, a load that takes
   truncated bytes) is a FAIL line naming the callback and the field.
+- what the plugin logs from a callback during `qhost calibrate` and `qhost quantize`
+  names the plugin (log_names_plugin).
 
 The checks of transform_for_annotation, annotate, refine and deploy run the plugin on
 the host's built-in graphs (possibly several, each giving its own report line).
@@ -21,7 +23,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from abitest import Skip, check_lines, main  # noqa: E402
+from abitest import Skip, check_lines, check_no_crash, main  # noqa: E402
 
 OBS = "observer FaultyMinMax"
 
@@ -160,6 +162,28 @@ def case_json_report(env):
     assert fails == [{"name": OBS, "verdict": "FAIL", "detail": "observe: injected fault 6"}], fails
 
 
+def case_log_names_plugin(env):
+    """What a plugin logs from a callback names the plugin ("plugin faulty: ..."), in
+    every flow: the gateway tags each call. `qhost calibrate` has no report to collect
+    the lines, so its observer calls show whether the tag is set (they read "plugin ?"
+    before the gateway)."""
+    examples = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                            "examples")
+    model = os.path.join(examples, "digits_cnn.onnx")
+    calib = os.path.join(examples, "digits_calib.npy")
+    flows = [("calibrate", p, os.path.join(env.tmp, "out.stats")) for p in ("create", "observe", "save")]
+    flows += [("quantize", p, os.path.join(env.tmp, "out.onnx"))
+              for p in ("transform_for_annotation", "annotate", "compute_qparams", "refine")]
+    for command, point, output in flows:
+        rc, out, err = env.run(command, "--plugin-dir", env.plugin_dir("faulty"), "--backend", "faulty",
+                               "--calib", calib, "-o", output, model, env={"QHOST_TEST_FAULT": f"{point}:log"})
+        check_no_crash(rc, err)
+        assert rc == 0, f"{command}, {point}: exit {rc}\n{err}"
+        assert f"plugin faulty: {point} called" in err, \
+            f"{command}, {point}: no line naming the plugin:\n{err[-2000:]}"
+        assert "plugin ?" not in err, f"{command}, {point}: a line without the plugin:\n{err[-2000:]}"
+
+
 def case_leak_is_reported(env):
     """The leak check the fault cases rely on is awake: a lost block is reported."""
     if not env.asan:
@@ -188,6 +212,7 @@ CASES.update({
     "lowering_run_error": case_lowering_run_error,
     "lowering_wrong_numbers": case_lowering_wrong_numbers,
     "json_report": case_json_report,
+    "log_names_plugin": case_log_names_plugin,
     "leak_is_reported": case_leak_is_reported,
 })
 

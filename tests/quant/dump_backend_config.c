@@ -7,7 +7,7 @@
 #include <json-glib/json-glib.h>
 
 #include "plugin/plugin.h"
-#include "plugin/sdk-private.h"
+#include "hostapi/sdk-private.h"
 
 static void constraint(JsonBuilder *b, const char *member, const QhDTypeConstraint *k) {
   json_builder_set_member_name(b, member);

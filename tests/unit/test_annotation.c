@@ -1,11 +1,11 @@
-/* Unit tests of the annotation set (quant/annotation.c): deep copies, whole-annotation
+/* Unit tests of the annotation set (hostapi/annotation.c): deep copies, whole-annotation
  * validation (shared targets, derived sources, sharing cycles, float roots), the
  * implicit sharing of an unannotated input edge with its producer's output, resolve,
  * and graph-order iteration. */
 #include <string.h>
 
 #include "core/error.h"
-#include "quant/annotation.h"
+#include "hostapi/annotation.h"
 
 /* x -> a (Relu) -> b (Relu) -> c (Relu) -> d (Add c, x); node ids 0..3, value ids
  * x 0, va 1, vb 2, vc 3, vd 4. Nodes are added out of order (d first) so graph

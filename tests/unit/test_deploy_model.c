@@ -10,11 +10,12 @@
 #include <string.h>
 
 #include "io/onnx.h"
+#include "lower/deploy-model.h"
 #include "lower/strip-qdq.h"
-#include "plugin/graph-view.h"
-#include "plugin/host-api-private.h"
-#include "plugin/host-private.h"
-#include "plugin/status-private.h"
+#include "hostapi/graph-view.h"
+#include "hostapi/host-api-private.h"
+#include "hostapi/host-private.h"
+#include "hostapi/status-private.h"
 
 static QhValue *value(QhGraph *g, const char *name, QhDType dt, int rank, const int64_t *dims) {
   QhValue *v = qh_graph_add_value(g, name, NULL);
@@ -87,7 +88,7 @@ typedef struct {
 static void setup(Fixture *f, gconstpointer data) {
   (void)data;
   f->dir = g_dir_make_tmp("qh-deploy-model-XXXXXX", NULL);
-  f->art = (QhArtifact){QH_ARTIFACT_MAGIC, f->dir, 1u << 20, 0, "00ff"};
+  f->art = (QhArtifact){QH_ARTIFACT_MAGIC, f->dir, 1u << 20, 0, "00ff", qh_deploy_model_save};
   f->graph = qdq_gemm();
   f->view = qh_graph_view_new(f->graph, QH_VIEW_READ);
 }

@@ -7,9 +7,9 @@
 #include <glib/gstdio.h>
 #include <string.h>
 
-#include "plugin/host-api-private.h"
-#include "plugin/host-private.h"
-#include "plugin/status-private.h"
+#include "hostapi/host-api-private.h"
+#include "hostapi/host-private.h"
+#include "hostapi/status-private.h"
 
 static void test_no_null_slot(void) {
   const QhHostApi *api = qh_host_api_get();
@@ -84,7 +84,7 @@ static void test_buffer(void) {
 static void test_artifact(void) {
   const QhHostApi *api = qh_host_api_get();
   char *dir = g_dir_make_tmp("qh-artifact-XXXXXX", NULL);
-  QhArtifact art = {QH_ARTIFACT_MAGIC, dir, 100, 0, NULL};
+  QhArtifact art = {QH_ARTIFACT_MAGIC, dir, 100, 0, NULL, NULL}; /* writes files, not models */
   g_assert_null(api->artifact_write(&art, "meta/info.txt", "hello", 5));
   char *path = g_build_filename(dir, "meta", "info.txt", NULL);
   char *text = NULL;

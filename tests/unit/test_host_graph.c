@@ -6,9 +6,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "plugin/graph-view.h"
-#include "plugin/host-api-private.h"
-#include "plugin/status-private.h"
+#include "hostapi/graph-view.h"
+#include "hostapi/host-api-private.h"
+#include "hostapi/status-private.h"
 
 static QhHostApi api;
 

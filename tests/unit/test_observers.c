@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "plugin/sdk-private.h"
+#include "hostapi/sdk-private.h"
 #include "quant/observer.h"
 #include "quant/observers/host-observers.h"
 

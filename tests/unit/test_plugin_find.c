@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "backend/backend.h"
 #include "plugin/plugin.h"
 
 static char *case_dir(const char *c) { return g_build_filename(QH_ABI_PLUGIN_DIR, c, NULL); }
@@ -24,10 +25,10 @@ static void test_by_name(void) {
   g_assert_no_error(error);
   g_assert_cmpstr(qh_plugin_info(p)->name, ==, "good");
   char *opts[] = {"level=3", NULL};
-  g_assert_true(qh_plugin_create_instance(p, opts, 2, &error));
+  QhBackend *b = qh_backend_new(p, opts, 2, &error); /* takes p */
   g_assert_no_error(error);
-  g_assert_nonnull(qh_plugin_instance(p));
-  qh_plugin_free(p);
+  g_assert_nonnull(qh_backend_instance(b));
+  qh_backend_free(b);
 
   p = qh_plugin_find_and_load(&search, "absent", &error);
   g_assert_null(p);
@@ -45,10 +46,9 @@ static void test_bad_option(void) {
   QhPlugin *p = qh_plugin_find_and_load(&search, "good", &error);
   g_assert_no_error(error);
   char *opts[] = {"nosuch=1", NULL};
-  g_assert_false(qh_plugin_create_instance(p, opts, 1, &error));
+  g_assert_null(qh_backend_new(p, opts, 1, &error)); /* frees p */
   g_assert_cmpstr(error->message, ==, "plugin 'good' has no option 'nosuch' (valid: level)");
   g_clear_error(&error);
-  qh_plugin_free(p);
   g_free(dir);
 }
 

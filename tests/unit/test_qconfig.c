@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "plugin/graph-view.h"
+#include "hostapi/graph-view.h"
 #include "quant/qconfig-private.h"
 
 /* ---- A graph with one node of each kind the tests resolve ---- */

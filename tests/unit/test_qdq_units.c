@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 #include "core/graph.h"
-#include "exec/qdq-units.h"
+#include "lower/qdq-units.h"
 #include "lower/prepare.h"
 #include "io/onnx.h"
 
@@ -487,9 +487,9 @@ static int dump(const char *path) {
                                   &add_relu, &add, &relu, &maxpool, &globalaveragepool,
                                   &flatten, &reshape};
   /* as lowering does: no-op Casts dropped, Constant subgraphs frozen */
-  GPtrArray *units = qh_lower_prepare(g, NULL, &error)
-                         ? qh_qdq_match_units(g, p, G_N_ELEMENTS(p), &error)
-                         : NULL;
+  QhPlan *prepared = qh_lower_prepare(g, NULL, &error);
+  GPtrArray *units = prepared ? qh_qdq_match_units(g, p, G_N_ELEMENTS(p), &error) : NULL;
+  qh_plan_free(prepared);
   if (!units) {
     fprintf(stderr, "%s\n", error->message);
     qh_graph_free(g);

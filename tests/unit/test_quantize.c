@@ -6,7 +6,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "plugin/sdk-private.h"
+#include "hostapi/sdk-private.h"
 #include "quant/quantize.h"
 
 #define U8 QH_DTYPE_UINT8

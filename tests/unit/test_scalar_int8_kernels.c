@@ -14,11 +14,12 @@
 #include "core/error.h"
 #include "core/graph.h"
 #include "exec/int8-reference.h"
-#include "exec/qdq-units.h"
+#include "lower/qdq-units.h"
 #include "exec/threadpool.h"
-#include "plugin/graph-view.h"
-#include "plugin/host-api-private.h"
-#include "plugin/host-private.h"
+#include "hostapi/graph-view.h"
+#include "hostapi/host-api-private.h"
+#include "hostapi/host-private.h"
+#include "backend/backend.h"
 #include "plugin/plugin.h"
 
 static GRand *rng;
@@ -35,21 +36,19 @@ static void expect_interior(void) {
 /* ---- the plugin ---- */
 
 typedef struct {
-  QhPlugin *plugin;
+  QhBackend *plugin;
   const QhPluginDesc *desc;
   void *instance;
 } Loaded;
 
 static Loaded load(const char *opt1, const char *opt2) {
   GError *error = NULL;
-  Loaded l = {.plugin = qh_plugin_load(QH_LOWER_PLUGIN_DIR "/libqhost-scalar_int8.so", "scalar_int8",
-                                       &error)};
-  g_assert_no_error(error);
   char *opts[] = {(char *)opt1, (char *)opt2, NULL};
-  g_assert_true(qh_plugin_create_instance(l.plugin, opts, 2, &error));
+  Loaded l = {.plugin = qh_backend_load(QH_LOWER_PLUGIN_DIR "/libqhost-scalar_int8.so", "scalar_int8",
+                                        opts, 2, &error)};
   g_assert_no_error(error);
-  l.desc = qh_plugin_desc(l.plugin);
-  l.instance = qh_plugin_instance(l.plugin);
+  l.desc = qh_backend_desc(l.plugin);
+  l.instance = qh_backend_instance(l.plugin);
   g_assert_nonnull(l.desc->lowering);
   return l;
 }
@@ -486,7 +485,7 @@ static void test_linear(void) {
             check_case(&l, &c, kind == MATMUL ? "matmul" : c.relu ? "linear_relu" : "linear");
           }
   expect_interior();
-  qh_plugin_free(l.plugin);
+  qh_backend_free(l.plugin);
 }
 
 static void test_conv(void) {
@@ -508,7 +507,7 @@ static void test_conv(void) {
           check_case(&l, &c, c.relu ? "conv_relu" : "conv");
         }
   expect_interior();
-  qh_plugin_free(l.plugin);
+  qh_backend_free(l.plugin);
 }
 
 /* QNNPACK's multiplier is f32(sb * f32(1/so)), not f32(sb / so): they differ by an ulp
@@ -557,7 +556,7 @@ static void test_near_ties(void) {
   }
   g_assert_cmpint(found, >=, 1);
   expect_interior();
-  qh_plugin_free(l.plugin);
+  qh_backend_free(l.plugin);
 }
 
 static void test_add(void) {
@@ -573,7 +572,7 @@ static void test_add(void) {
         check_case(&l, &c, relu ? "add_relu" : "add");
       }
   expect_interior();
-  qh_plugin_free(l.plugin);
+  qh_backend_free(l.plugin);
 }
 
 /* ---- declines ---- */
@@ -615,14 +614,14 @@ static void test_declines(void) {
   expect_decline(&l, &bin, "matmul", "non-constant B");
   Case bc = {ADD, .add_rank = 2, .add_dims = {3, 4}, .variant = V_BROADCAST};
   expect_decline(&l, &bc, "add", "broadcasting");
-  qh_plugin_free(l.plugin);
+  qh_backend_free(l.plugin);
 
   l = load("decline=add", NULL);
   Case add = {ADD, .add_rank = 1, .add_dims = {8}, .zo = 7};
   expect_decline(&l, &add, "add", "declined by option decline=add");
   Case add_relu = {ADD, TRUE, .add_rank = 1, .add_dims = {8}, .zo = 7};
   check_case(&l, &add_relu, "add_relu"); /* another pattern id: still accepted */
-  qh_plugin_free(l.plugin);
+  qh_backend_free(l.plugin);
 }
 
 /* ---- injected failures and lifecycle errors ---- */
@@ -680,7 +679,7 @@ static int lifecycle(const char *opt1, const char *opt2) {
   ops->destroy(NULL);
   matched_free(&m);
   case_clear(&c);
-  qh_plugin_free(l.plugin);
+  qh_backend_free(l.plugin);
   return failed;
 }
 
@@ -696,13 +695,10 @@ static void test_failures(void) {
   g_assert_cmpint(lifecycle("fail=run", "fail_node=other"), ==, 0);
   /* a bad enum value is refused by the host before the plugin sees it */
   GError *error = NULL;
-  QhPlugin *p = qh_plugin_load(QH_LOWER_PLUGIN_DIR "/libqhost-scalar_int8.so", "scalar_int8", &error);
-  g_assert_no_error(error);
   char *opts[] = {"fail=sometimes", NULL};
-  g_assert_false(qh_plugin_create_instance(p, opts, 1, &error));
+  g_assert_null(qh_backend_load(QH_LOWER_PLUGIN_DIR "/libqhost-scalar_int8.so", "scalar_int8", opts, 1, &error));
   g_assert_nonnull(error);
   g_clear_error(&error);
-  qh_plugin_free(p);
 }
 
 int main(int argc, char **argv) {

@@ -8,7 +8,7 @@
 #include <glib.h>
 #include <stdint.h>
 
-#include "plugin/sdk-private.h"
+#include "hostapi/sdk-private.h"
 #include "quant/observer-private.h"
 
 G_BEGIN_DECLS

@@ -1,7 +1,8 @@
-/* The shared uint8 helper kernels (plugins/common/u8-kernels.c) against their scalar
- * twins, without the host: the per-channel broadcasting Add / Mul clone of each
- * instruction set (given as --isa, exit 77 where the CPU lacks it) over random shapes,
- * qparams and data, byte for byte; and the activation tables against a direct
+/* The shared uint8 helper kernels (plugins/common/u8-kernels.c, u8-layout.c) against their
+ * scalar twins, without the host: the per-channel broadcasting and the same-shape Add /
+ * Mul clones of each instruction set (given as --isa, exit 77 where the CPU lacks it) over
+ * random shapes, qparams and data, byte for byte; MaxPool rows (SSE2 and plain) against a
+ * direct window max; and the activation tables against a direct
  * evaluation of the same formula in double-checked float (monotonic where the op is). */
 #include <math.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include "../u8-kernels.h"
+#include "../u8-layout.h"
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
 static uint32_t rnd(void) {
@@ -57,6 +59,92 @@ static int binary_cases(int isa) {
     free(a), free(b), free(y0), free(y1);
   }
   printf("binary_channels isa %d: %zu bytes compared, %zu differ\n", isa, checked, fails);
+  return fails != 0;
+}
+
+/* Same-shape Add / Mul: the clone for isa against the scalar twin, byte for byte, over
+ * lengths across the vector widths. */
+static int same_cases(int isa) {
+  size_t fails = 0, checked = 0;
+  for (int t = 0; t < 400; t++) {
+    QhU8Binary p = {.mul = t & 1, .relu = (t >> 1) & 1, .sa = rnd_scale(), .sb = rnd_scale(),
+                    .so = rnd_scale(), .za = (int32_t)(rnd() % 256), .zb = (int32_t)(rnd() % 256),
+                    .zo = (int32_t)(rnd() % 256)};
+    if (p.mul)
+      p.so *= 0.05f;
+    size_t n = 1 + rnd() % 300;
+    uint8_t *a = malloc(n), *b = malloc(n), *y0 = malloc(n), *y1 = malloc(n);
+    if (!a || !b || !y0 || !y1)
+      return 1;
+    for (size_t i = 0; i < n; i++)
+      a[i] = (uint8_t)rnd(), b[i] = (uint8_t)rnd();
+    qh_u8_binary_same_ref(&p, a, b, y0, n);
+    qh_u8_binary_same(&p, isa, a, b, y1, n);
+    for (size_t i = 0; i < n; i++)
+      if (y0[i] != y1[i] && fails++ < 5)
+        fprintf(stderr, "same-shape %s%s n=%zu at %zu: twin %u, isa %d gives %u\n", p.mul ? "Mul" : "Add",
+                p.relu ? "+Relu" : "", n, i, y0[i], isa, y1[i]);
+    /* the twin against the formula written out once more */
+    size_t i = rnd() % n;
+    float fa = ((float)a[i] - (float)p.za) * p.sa, fb = ((float)b[i] - (float)p.zb) * p.sb;
+    float v = p.mul ? fa * fb : fa + fb;
+    if (p.relu && v < 0.0f)
+      v = 0.0f;
+    float r = v / p.so;
+    r = r < (float)-p.zo ? (float)-p.zo : r > (float)(255 - p.zo) ? (float)(255 - p.zo) : r;
+    if (lrintf(r) + p.zo != y0[i] && fails++ < 5)
+      fprintf(stderr, "same-shape twin differs from the formula at %zu\n", i);
+    checked += n;
+    free(a), free(b), free(y0), free(y1);
+  }
+  printf("binary_same isa %d: %zu bytes compared, %zu differ\n", isa, checked, fails);
+  return fails != 0;
+}
+
+/* MaxPool rows (u8-layout.c): the SSE2 loop against its plain twin and against a direct
+ * max over the window, random windows, strides, pads (windows wholly in the padding
+ * included) and channel counts across the 16-byte vector. */
+static int maxpool_cases(void) {
+  size_t fails = 0, checked = 0;
+  for (int t = 0; t < 300; t++) {
+    QhU8Pool p = {.kind = QH_U8_POOL_MAX, .h = 1 + rnd() % 9, .w = 1 + rnd() % 9, .c = 1 + rnd() % 40,
+                  .kh = 1 + rnd() % 4, .kw = 1 + rnd() % 4, .sh = 1 + rnd() % 3, .sw = 1 + rnd() % 3};
+    for (int i = 0; i < 4; i++)
+      p.pad[i] = rnd() % 5;
+    int64_t eh = p.h + p.pad[0] + p.pad[2] - p.kh, ew = p.w + p.pad[1] + p.pad[3] - p.kw;
+    if (eh < 0 || ew < 0)
+      continue;
+    p.oh = eh / p.sh + 1, p.ow = ew / p.sw + 1;
+    size_t xn = (size_t)(p.h * p.w * p.c), yn = (size_t)(p.ow * p.c);
+    uint8_t *x = malloc(xn), *y0 = malloc(yn), *y1 = malloc(yn);
+    if (!x || !y0 || !y1)
+      return 1;
+    for (size_t i = 0; i < xn; i++)
+      x[i] = (uint8_t)rnd();
+    for (int64_t oy = 0; oy < p.oh; oy++) {
+      QhU8Pool q = p;
+      q.plain = 1;
+      qh_u8_pool_row(&q, x, oy, y0);
+      qh_u8_pool_row(&p, x, oy, y1);
+      for (int64_t ox = 0; ox < p.ow; ox++)
+        for (int64_t c = 0; c < p.c; c++) {
+          int m = 0; /* no tap: 0, the host's -FLT_MAX quantized */
+          for (int64_t ky = 0; ky < p.kh; ky++)
+            for (int64_t kx = 0; kx < p.kw; kx++) {
+              int64_t iy = oy * p.sh - p.pad[0] + ky, ix = ox * p.sw - p.pad[1] + kx;
+              if (iy >= 0 && iy < p.h && ix >= 0 && ix < p.w && x[(iy * p.w + ix) * p.c + c] > m)
+                m = x[(iy * p.w + ix) * p.c + c];
+            }
+          size_t i = (size_t)(ox * p.c + c);
+          if ((y0[i] != m || y1[i] != m) && fails++ < 5)
+            fprintf(stderr, "maxpool row %lld px %lld ch %lld: direct %d, twin %u, sse2 %u\n", (long long)oy,
+                    (long long)ox, (long long)c, m, y0[i], y1[i]);
+          checked++;
+        }
+    }
+    free(x), free(y0), free(y1);
+  }
+  printf("maxpool rows: %zu bytes compared, %zu differ\n", checked, fails);
   return fails != 0;
 }
 
@@ -115,6 +203,8 @@ int main(int argc, char **argv) {
     id = QH_U8_ISA_SSE2;
   }
   int bad = binary_cases(id);
+  bad |= same_cases(id);
+  bad |= maxpool_cases();
   bad |= lut_cases();
   return bad;
 }

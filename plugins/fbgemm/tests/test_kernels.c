@@ -56,6 +56,8 @@ static int isa_available(FbIsa isa) {
   switch (isa) {
   case FB_ISA_AVX2:
     return has("avx2");
+  case FB_ISA_AVXVNNI:
+    return has("avx2") && has("avxvnni");
   case FB_ISA_AVX512VNNI:
     return has("avx512f") && has("avx512bw") && has("avx512vl") && has("avx512vnni");
   default:
@@ -212,7 +214,7 @@ static int run_dw_case(int idx, const FbIsa *isas, size_t n_isas) {
   }
   fb_dw_ref(&c, x, w, &rq, ref);
   FbDwPacked pk;
-  if (fb_dw_pack(&pk, w, c.oc, taps, &rq) != 0) {
+  if (fb_dw_pack(&pk, w, c.oc, c.kh, c.kw, &rq) != 0) {
     fprintf(stderr, "out of memory\n");
     exit(1);
   }
@@ -221,7 +223,14 @@ static int run_dw_case(int idx, const FbIsa *isas, size_t n_isas) {
     for (int threads = 0; threads < 2 && !bad; threads++) {
       FbPool pool = {.run = reverse_pool, .n_workers = 3};
       memset(out, 0xA5, (size_t)yn + 1);
-      fb_dw_run(isas[t], &c, &pk, x, out, threads ? &pool : NULL);
+      size_t wsn = fb_dw_workspace(isas[t], &c, &pk, threads ? pool.n_workers : 1);
+      void *ws = wsn ? aligned_alloc(64, wsn) : NULL;
+      if (wsn && !ws) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+      }
+      fb_dw_run(isas[t], &c, &pk, x, out, ws, threads ? &pool : NULL);
+      free(ws);
       for (int64_t i = 0; i < yn; i++)
         if (out[i] != ref[i]) {
           fprintf(stderr,
@@ -298,10 +307,10 @@ int main(int argc, char **argv) {
   }
   if (twin_sanity() || dw_twin_sanity())
     return 1;
-  const FbIsa all[] = {FB_ISA_PACKED_C, FB_ISA_AVX2, FB_ISA_AVX512VNNI};
-  FbIsa isas[3];
+  const FbIsa all[] = {FB_ISA_PACKED_C, FB_ISA_AVX2, FB_ISA_AVXVNNI, FB_ISA_AVX512VNNI};
+  FbIsa isas[4];
   size_t n = 0;
-  for (size_t i = 0; i < 3; i++) {
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
     if (only && strcmp(only, fb_isa_name(all[i])) != 0)
       continue;
     if (!isa_available(all[i])) {

@@ -10,8 +10,10 @@
  * data instead of an error (compute_qparams:count|scale_zero|scale_negative|scale_nan|
  * zero_point, load:drift|lenient, kernel_run:off for a Relu kernel two steps off);
  * observe:leak loses a block of memory, to show
- * that the sanitized build's leak check is awake. */
+ * that the sanitized build's leak check is awake; mode "log" logs "<point> called" and
+ * goes on, to show whom the host names in the log line. */
 #include <qhost/qhost-plugin.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,6 +47,12 @@ static int fault_is(const char *point, const char *mode) {
 /* The error status for an error-mode fault at this point, or NULL. */
 static QhStatus *injected(const QhHostApi *host, const char *point) {
   const char *m = fault_mode(point);
+  if (m != NULL && strcmp(m, "log") == 0) {
+    char line[64];
+    snprintf(line, sizeof line, "%s called", point);
+    host->log(QH_LOG_WARNING, line);
+    return NULL;
+  }
   if (m == NULL || (*m != '\0' && strcmp(m, "error") != 0))
     return NULL;
   for (size_t i = 1; i < N_FAULT_POINTS; i++)

@@ -46,9 +46,11 @@ def paths_here():
     out = []
     if all(f in flags for f in ("avx512f", "avx512bw", "avx512vl", "avx512_vnni")):
         out.append(("avx512vnni", ""))
+    if "avx2" in flags and "avx_vnni" in flags:
+        out.append(("avxvnni", "avx512vnni"))
     if "avx2" in flags:
-        out.append(("avx2", "avx512vnni"))
-    out.append(("packed_c", "avx512vnni,avx2"))
+        out.append(("avx2", "avx512vnni,avxvnni"))
+    out.append(("packed_c", "avx512vnni,avxvnni,avx2"))
     return out
 
 
@@ -193,8 +195,8 @@ def case_declines(r, tmp):
 
 
 def depthwise_model(path, rng):
-    """Depthwise units the plugin claims (d1..d5), then two it declines (d7: 7x7; dm: a
-    channel multiplier of 2)."""
+    """Depthwise units the plugin claims (d1..d5; d3 and p1 with a fused Clip), then two it
+    declines (d7: 7x7; dm: a channel multiplier of 2)."""
     nodes, inits = [], []
 
     def add(part):
@@ -207,8 +209,14 @@ def depthwise_model(path, rng):
     nodes.append(node("Relu", ["d1"], "rd1"))
     add(conv("d2", "rd1", 24, 24, 3, rng, group=24, stride=2, pads=[0, 1, 1, 0]))     # 7x7
     add(conv("d3", "d2", 24, 24, 5, rng, group=24))                                   # 7x7
-    add(conv("p1", "d3", 24, 19, 1, rng))
-    add(conv("d4", "p1", 19, 19, 3, rng, group=19, dil=2))                            # 7x7, 19 channels
+    # Clip (ReLU6's form, bounds as inputs) fused into a depthwise and a pointwise unit;
+    # the narrow bounds make both clamps bite
+    inits += [("clip_lo", np.array(0.0, np.float32)), ("clip_hi", np.array(0.5, np.float32)),
+              ("clip_lo2", np.array(-0.25, np.float32))]
+    nodes.append(node("Clip", ["d3", "clip_lo", "clip_hi"], "cd3"))
+    add(conv("p1", "cd3", 24, 19, 1, rng))
+    nodes.append(node("Clip", ["p1", "clip_lo2", "clip_hi"], "cp1"))
+    add(conv("d4", "cp1", 19, 19, 3, rng, group=19, dil=2))                           # 7x7, 19 channels
     nodes.append(node("Relu", ["d4"], "rd4"))
     add(conv("d5", "rd4", 19, 19, 5, rng, group=19, stride=2, pads=[2, 1, 2, 1]))     # 4x3
     add(conv("d7", "d5", 19, 19, 7, rng, group=19))                                   # declined: 7x7
@@ -240,6 +248,11 @@ def depthwise_case(backend, seed):
                                          for n, u in sorted(by_name.items())))
         for name in ("d1", "d2", "d3", "d4", "d5"):
             assert by_name.get(name, {}).get("kernel", "").startswith("fbgemm_"), (name, by_name.get(name))
+        clipped = [u for u in us if "Clip" in (u.get("ops") or "")]
+        print(f"{backend}: units with a Clip: " + ", ".join(f"{u.get('name')} [{u.get('ops')}] {u.get('kernel')}"
+                                                           for u in clipped))
+        assert len(clipped) == 2 and all(u.get("kernel", "").startswith("fbgemm_") and "Conv" in u.get("ops", "")
+                                         for u in clipped), clipped
         for name, text in (("d7", "depthwise kernels other than 3x3 and 5x5 are not claimed yet"),
                            ("dm", "depthwise ones with a channel multiplier are not claimed yet")):
             u = by_name.get(name, {})

@@ -100,9 +100,11 @@ def paths_here():
     out = []
     if all(f in flags for f in ("avx512f", "avx512bw", "avx512vl", "avx512_vnni")):
         out.append(("avx512vnni", ""))
+    if "avx2" in flags and "avx_vnni" in flags:
+        out.append(("avxvnni", "avx512vnni"))
     if "avx2" in flags:
-        out.append(("avx2", "avx512vnni"))
-    out.append(("packed_c", "avx512vnni,avx2"))
+        out.append(("avx2", "avx512vnni,avxvnni"))
+    out.append(("packed_c", "avx512vnni,avxvnni,avx2"))
     return out
 
 

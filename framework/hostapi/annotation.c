@@ -1,7 +1,7 @@
 /* The annotation store: quantization specs on graph edges, copied out of plugin
  * memory and checked field by field when set, then checked as a whole (sharing
  * targets, derived sources, sharing cycles) when annotation ends. */
-#include "quant/annotation.h"
+#include "hostapi/annotation.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -687,4 +687,13 @@ gboolean qh_annotation_set_foreach(const QhAnnotationSet *set, const QhGraph *gr
   }
   g_array_free(order, TRUE);
   return ok;
+}
+
+int32_t qh_annotation_default_role(const char *op_type, int slot) {
+  static const char *const weighted[] = {"Conv", "ConvTranspose", "Gemm", "MatMul"};
+  if (slot == 1 || slot == 2)
+    for (size_t i = 0; i < G_N_ELEMENTS(weighted); i++)
+      if (strcmp(op_type, weighted[i]) == 0)
+        return slot == 1 ? QH_ROLE_WEIGHT : QH_ROLE_BIAS;
+  return QH_ROLE_ACTIVATION;
 }

@@ -10,7 +10,8 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "exec/qdq-units.h"
+#include "hostapi/annotation.h"
+#include "lower/qdq-units.h"
 
 /* Every (node, slot) reading each value, from live nodes. */
 typedef struct {
@@ -44,15 +45,6 @@ static gboolean is_plain(const QhNode *n, const char *op) {
 static guint n_uses(const Ctx *c, int v) { return c->uses[v] ? c->uses[v]->len / 2 : 0; }
 static int use_node(const Ctx *c, int v, guint i) { return g_array_index(c->uses[v], int, 2 * i); }
 static int use_slot(const Ctx *c, int v, guint i) { return g_array_index(c->uses[v], int, 2 * i + 1); }
-
-int32_t qh_qdq_default_role(const char *op_type, int slot) {
-  static const char *const weighted[] = {"Conv", "ConvTranspose", "Gemm", "MatMul"};
-  if (slot == 1 || slot == 2)
-    for (size_t i = 0; i < G_N_ELEMENTS(weighted); i++)
-      if (strcmp(op_type, weighted[i]) == 0)
-        return slot == 1 ? QH_ROLE_WEIGHT : QH_ROLE_BIAS;
-  return QH_ROLE_ACTIVATION;
-}
 
 static gboolean dtype_range(int32_t dtype, int32_t *lo, int32_t *hi) {
   switch (dtype) {
@@ -287,7 +279,7 @@ static int try_pattern(const Ctx *c, const QhLoweringPattern *pat, int start, Qh
   for (int s = 0; s < n->n_inputs; s++) {
     int32_t role = pat->input_roles && (size_t)s < pat->n_input_roles
                        ? pat->input_roles[s]
-                       : qh_qdq_default_role(n->op_type, s);
+                       : qh_annotation_default_role(n->op_type, s);
     int r = add_input(c, u, start, s, role, error);
     if (r != MATCH)
       return r;

@@ -4,10 +4,10 @@
  * A status holds a code, a one-line message and optionally the node it concerns (as
  * the node's description, so it outlives the graph view). Threading: all functions
  * may be called from any thread. */
-#ifndef QH_PLUGIN_STATUS_PRIVATE_H
-#define QH_PLUGIN_STATUS_PRIVATE_H
+#ifndef QH_HOSTAPI_STATUS_PRIVATE_H
+#define QH_HOSTAPI_STATUS_PRIVATE_H
 
-#include "plugin/sdk-private.h"
+#include "hostapi/sdk-private.h"
 
 struct QhStatus {
   uint32_t magic; /* QH_STATUS_MAGIC while alive: catches foreign or freed pointers */

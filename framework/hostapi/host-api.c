@@ -12,11 +12,10 @@
 #include <cpuid.h>
 #endif
 
-#include "lower/deploy-model.h"
-#include "plugin/graph-view.h"
-#include "plugin/host-api-private.h"
-#include "plugin/host-private.h"
-#include "plugin/status-private.h"
+#include "hostapi/graph-view.h"
+#include "hostapi/host-api-private.h"
+#include "hostapi/host-private.h"
+#include "hostapi/status-private.h"
 
 static _Thread_local const char *current_plugin;
 static _Thread_local QhReportSink *report_sink;
@@ -271,9 +270,11 @@ static QhStatus *api_artifact_write_model(QhArtifact *artifact, const char *rela
   if (g_file_test(path, G_FILE_TEST_IS_DIR))
     st = qh_status_new(QH_ERR_INVALID_ARGUMENT, "artifact_write_model: '%s' is a directory",
                        relative_path);
+  else if (artifact->write_model == NULL)
+    st = qh_status_new(QH_ERR_UNSUPPORTED, "artifact_write_model: this host writes no models here");
   else if (g_mkdir_with_parents(parent, 0755) != 0)
     st = qh_status_new(QH_ERR_IO, "%s: %s", parent, g_strerror(errno));
-  else if (!qh_deploy_model_save(graph->graph, path, (flags & QH_MODEL_STRIP_QDQ) != 0, &bytes, &error))
+  else if (!artifact->write_model(graph->graph, path, (flags & QH_MODEL_STRIP_QDQ) != 0, &bytes, &error))
     st = qh_status_from_gerror(error);
   else if (bytes > artifact->limit || artifact->written > artifact->limit - bytes) {
     g_unlink(path); /* the artefact stays within its limit: the file is not kept */

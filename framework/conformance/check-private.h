@@ -1,17 +1,17 @@
 /* What the plugin-check files share: the state of one run, the graph-based checks
  * (check-graphs.c), the lowering checks (check-lowering.c) and the builder of their
  * small QDQ graphs, whose int8 power-of-two family lives in check-graphs-pow2.c. */
-#ifndef QH_PLUGIN_CHECK_PRIVATE_H
-#define QH_PLUGIN_CHECK_PRIVATE_H
+#ifndef QH_CONFORMANCE_CHECK_PRIVATE_H
+#define QH_CONFORMANCE_CHECK_PRIVATE_H
 
-#include "plugin/check.h"
-#include "plugin/sdk-private.h"
+#include "conformance/check.h"
+#include "backend/backend.h"
+#include "hostapi/sdk-private.h"
 
 typedef struct {
   QhCheckReport *report;
-  QhPlugin *plugin;
-  const QhPluginDesc *desc;
-  void *instance;
+  QhBackend *backend;       /* the gateway: every call into the plugin goes through it */
+  const QhPluginDesc *desc; /* its descriptor, for the groups' data */
 } QhCheckRun;
 
 void qh_check_add(QhCheckRun *run, QhCheckVerdict verdict, const char *name, const char *fmt, ...)

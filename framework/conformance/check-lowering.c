@@ -23,8 +23,7 @@
 #include "core/error.h"
 #include "exec/plan.h"
 #include "lower/lowering.h"
-#include "plugin/check-private.h"
-#include "plugin/host-api-private.h"
+#include "conformance/check-private.h"
 
 #define SEED 20261122u
 /* How far from a half step (in output steps) the reference's value before rounding may
@@ -445,8 +444,7 @@ static QhTensor *own_numerics(QhCheckRun *run, const Builder *info, const QhTens
                               .nbytes = t->nbytes};
     memcpy(views[i].dims, t->shape.dims, (size_t)t->shape.rank * sizeof(int64_t));
   }
-  QhStatus *st = d->reference_numerics->fake_quantize(run->instance, qh_host_api_get(), QH_ROLE_ACTIVATION,
-                                                      &q, &views[0], &views[1]);
+  QhStatus *st = qh_backend_call_fake_quantize(run->backend, QH_ROLE_ACTIVATION, &q, &views[0], &views[1]);
   if (st) {
     char *text = qh_check_status_text(st);
     *why = g_strdup_printf("its reference_numerics refused the output's qparams: %s", text);
@@ -501,7 +499,7 @@ static void check_graph(QhCheckRun *run, const Family *fam, const QhCheckGraph *
     qh_check_add(run, QH_CHECK_FAIL, check, "the host cannot plan its own graph: %s", error->message);
     goto done;
   }
-  l = qh_lowering_new(low_graph, run->plugin, NULL, QH_LOWERING_STRICT, &error);
+  l = qh_lowering_new(low_graph, run->backend, NULL, QH_LOWERING_STRICT, &error);
   if (l == NULL) {
     qh_check_add(run, QH_CHECK_FAIL, check, "%s", error->message);
     goto done;

@@ -4,8 +4,8 @@
  *
  * Ownership: the report is the caller's (qh_check_report_free). Threading: one
  * thread; the run redirects fds 1 and 2 while plugin code runs. */
-#ifndef QH_PLUGIN_CHECK_H
-#define QH_PLUGIN_CHECK_H
+#ifndef QH_CONFORMANCE_CHECK_H
+#define QH_CONFORMANCE_CHECK_H
 
 #include <glib.h>
 

@@ -8,10 +8,9 @@
 #include <string.h>
 
 #include "plugin/capture-private.h"
-#include "plugin/check-private.h"
-#include "plugin/host-api-private.h"
-#include "plugin/host-private.h"
-#include "plugin/status-private.h"
+#include "conformance/check-private.h"
+#include "hostapi/host-private.h"
+#include "hostapi/status-private.h"
 
 void qh_check_add(QhCheckRun *run, QhCheckVerdict verdict, const char *name, const char *fmt, ...) {
   QhCheckResult *r = g_new0(QhCheckResult, 1);
@@ -98,11 +97,11 @@ static char *qparams_problem(const QhQParams *q, size_t capacity) {
   return NULL;
 }
 
-static QhStatus *compute(const QhObserverOps *o, void *state, OneQParams *out, char **problem) {
+static QhStatus *compute(QhCheckRun *run, const QhObserverOps *o, void *state, OneQParams *out, char **problem) {
   float scale = NAN;
   int32_t zp = INT32_MIN;
   QhQParams q = {QH_STRUCT_HEADER(QhQParams), 0, 0, 0, 0, -1, 0, 0, 1, &scale, &zp};
-  QhStatus *st = o->compute_qparams(state, qh_host_api_get(), &q);
+  QhStatus *st = qh_backend_call_observer_compute(run->backend, o, state, &q);
   if (st == NULL) {
     *problem = qparams_problem(&q, 1);
     out->scale = scale;
@@ -113,9 +112,8 @@ static QhStatus *compute(const QhObserverOps *o, void *state, OneQParams *out, c
 
 static void *observe_all(QhCheckRun *run, const QhObserverOps *o, const QhQuantSpec *spec,
                          float *const *tensors, int n, const char *check) {
-  const QhHostApi *host = qh_host_api_get();
   void *state = NULL;
-  QhStatus *st = o->create(run->instance, host, spec, OBS_RANK, obs_dims, &state);
+  QhStatus *st = qh_backend_call_observer_create(run->backend, o, spec, OBS_RANK, obs_dims, &state);
   if (st) {
     char *why = qh_check_status_text(st);
     qh_check_add(run, QH_CHECK_FAIL, check, "create: %s", why);
@@ -125,12 +123,12 @@ static void *observe_all(QhCheckRun *run, const QhObserverOps *o, const QhQuantS
   for (int t = 0; t < n; t++) {
     QhTensorView v;
     float_view(&v, tensors[t], OBS_RANK, obs_dims, OBS_NUMEL);
-    st = o->observe(state, host, &v);
+    st = qh_backend_call_observer_observe(run->backend, o, state, &v);
     if (st) {
       char *why = qh_check_status_text(st);
       qh_check_add(run, QH_CHECK_FAIL, check, "observe: %s", why);
       g_free(why);
-      o->destroy(state);
+      qh_backend_observer_destroy(run->backend, o, state);
       return NULL;
     }
   }
@@ -143,23 +141,22 @@ static gboolean same_qparams(const OneQParams *a, const OneQParams *b) {
 
 static void check_save_load(QhCheckRun *run, const QhObserverOps *o, const QhQuantSpec *spec,
                             void *state, const OneQParams *expected, const char *check) {
-  const QhHostApi *host = qh_host_api_get();
   QhBuffer buf;
   qh_buffer_init(&buf, 64u << 20);
-  QhStatus *st = o->save(state, host, &buf);
+  QhStatus *st = qh_backend_call_observer_save(run->backend, o, state, &buf);
   void *loaded = NULL;
   char *why = NULL;
   if (st) {
     why = qh_check_status_text(st);
     qh_check_add(run, QH_CHECK_FAIL, check, "save: %s", why);
-  } else if ((st = o->load(run->instance, host, spec, OBS_RANK, obs_dims, buf.bytes->data,
+  } else if ((st = qh_backend_call_observer_load(run->backend, o, spec, OBS_RANK, obs_dims, buf.bytes->data,
                            buf.bytes->len, &loaded)) != NULL) {
     why = qh_check_status_text(st);
     qh_check_add(run, QH_CHECK_FAIL, check, "load of its own %u saved bytes: %s", buf.bytes->len, why);
   } else {
     OneQParams again;
     char *problem = NULL;
-    st = compute(o, loaded, &again, &problem);
+    st = compute(run, o, loaded, &again, &problem);
     if (st) {
       why = qh_check_status_text(st);
       qh_check_add(run, QH_CHECK_FAIL, check, "compute_qparams after load: %s", why);
@@ -171,9 +168,9 @@ static void check_save_load(QhCheckRun *run, const QhObserverOps *o, const QhQua
       /* Bytes it did not write must be refused, not trusted. */
       guint half = buf.bytes->len / 2;
       void *bogus = NULL;
-      QhStatus *bad = o->load(run->instance, host, spec, OBS_RANK, obs_dims, buf.bytes->data, half, &bogus);
+      QhStatus *bad = qh_backend_call_observer_load(run->backend, o, spec, OBS_RANK, obs_dims, buf.bytes->data, half, &bogus);
       if (bad == NULL) {
-        o->destroy(bogus);
+        qh_backend_observer_destroy(run->backend, o, bogus);
         qh_check_add(run, QH_CHECK_FAIL, check, "load accepted a truncated state (%u of %u bytes)",
                      half, buf.bytes->len);
       } else {
@@ -183,7 +180,7 @@ static void check_save_load(QhCheckRun *run, const QhObserverOps *o, const QhQua
       }
     }
     g_free(problem);
-    o->destroy(loaded);
+    qh_backend_observer_destroy(run->backend, o, loaded);
   }
   g_free(why);
   qh_buffer_clear(&buf);
@@ -194,11 +191,11 @@ static void check_merge(QhCheckRun *run, const QhObserverOps *o, const QhQuantSp
   void *a = observe_all(run, o, spec, tensors, 2, check);
   void *b = a ? observe_all(run, o, spec, tensors + 2, 1, check) : NULL;
   if (a && b) {
-    QhStatus *st = o->merge(a, qh_host_api_get(), b);
+    QhStatus *st = qh_backend_call_observer_merge(run->backend, o, a, b);
     OneQParams merged;
     char *problem = NULL;
     if (st == NULL)
-      st = compute(o, a, &merged, &problem);
+      st = compute(run, o, a, &merged, &problem);
     if (st) {
       char *why = qh_check_status_text(st);
       qh_check_add(run, QH_CHECK_FAIL, check, "%s", why);
@@ -217,8 +214,8 @@ static void check_merge(QhCheckRun *run, const QhObserverOps *o, const QhQuantSp
     }
     g_free(problem);
   }
-  if (a) o->destroy(a);
-  if (b) o->destroy(b);
+  if (a) qh_backend_observer_destroy(run->backend, o, a);
+  if (b) qh_backend_observer_destroy(run->backend, o, b);
 }
 
 static void check_observer(QhCheckRun *run, const QhObserverOps *o) {
@@ -229,20 +226,20 @@ static void check_observer(QhCheckRun *run, const QhObserverOps *o) {
   /* A backend may refuse uint8 (a symmetric int8 DPU does): then int8 symmetric. */
   const QhQuantSpec *spec = &spec_u8;
   void *probe = NULL;
-  QhStatus *st = o->create(run->instance, qh_host_api_get(), spec, OBS_RANK, obs_dims, &probe);
+  QhStatus *st = qh_backend_call_observer_create(run->backend, o, spec, OBS_RANK, obs_dims, &probe);
   if (st && qh_status_is_valid(st) && st->code == QH_ERR_UNSUPPORTED) {
     qh_status_free(st);
     spec = &spec_s8;
   } else if (st) {
     qh_status_free(st);
   } else {
-    o->destroy(probe);
+    qh_backend_observer_destroy(run->backend, o, probe);
   }
   void *state = observe_all(run, o, spec, in.aligned, 3, check);
   if (state) {
     OneQParams q;
     char *problem = NULL;
-    st = compute(o, state, &q, &problem);
+    st = compute(run, o, state, &q, &problem);
     if (st) {
       char *why = qh_check_status_text(st);
       qh_check_add(run, QH_CHECK_FAIL, check, "compute_qparams: %s", why);
@@ -266,7 +263,7 @@ static void check_observer(QhCheckRun *run, const QhObserverOps *o) {
       g_free(sub);
     }
     g_free(problem);
-    o->destroy(state);
+    qh_backend_observer_destroy(run->backend, o, state);
   }
   for (int t = 0; t < 3; t++)
     qh_aligned_free(storage[t]);
@@ -289,11 +286,11 @@ static void check_reference_numerics(QhCheckRun *run, const QhReferenceNumericsO
   float_view(&vin, in, 2, dims, n);
   float_view(&vout, out, 2, dims, n);
   const QhQParams *q = &q_u8;
-  QhStatus *st = rn->fake_quantize(run->instance, qh_host_api_get(), QH_ROLE_ACTIVATION, q, &vin, &vout);
+  QhStatus *st = qh_backend_call_fake_quantize(run->backend, QH_ROLE_ACTIVATION, q, &vin, &vout);
   if (st && qh_status_is_valid(st) && st->code == QH_ERR_UNSUPPORTED) {
     qh_status_free(st);
     q = &q_s8;
-    st = rn->fake_quantize(run->instance, qh_host_api_get(), QH_ROLE_ACTIVATION, q, &vin, &vout);
+    st = qh_backend_call_fake_quantize(run->backend, QH_ROLE_ACTIVATION, q, &vin, &vout);
   }
   if (st) {
     char *why = qh_check_status_text(st);
@@ -393,7 +390,7 @@ QhCheckReport *qh_plugin_check(const QhPluginSearch *search, const char *name_or
   QhCheckReport *report = g_new0(QhCheckReport, 1);
   report->results = g_ptr_array_new();
   report->findings = g_ptr_array_new_with_free_func(g_free);
-  QhCheckRun run = {report, NULL, NULL, NULL};
+  QhCheckRun run = {report, NULL, NULL};
   GError *local = NULL;
   report->info = scan_target(&run, search, name_or_path, &local);
   if (local) {
@@ -424,16 +421,15 @@ QhCheckReport *qh_plugin_check(const QhPluginSearch *search, const char *name_or
   const char *prev_name = qh_plugin_set_current(info->name);
   QhOutputCapture capture;
   qh_output_capture_begin(&capture);
-  run.plugin = qh_plugin_load(info->path, NULL, &local);
-  if (run.plugin == NULL) {
+  QhPlugin *plugin = qh_plugin_load(info->path, NULL, &local);
+  if (plugin == NULL) {
     qh_check_add(&run, QH_CHECK_FAIL, "load", "%s", local->message);
     g_clear_error(&local);
-  } else if (!qh_plugin_create_instance(run.plugin, backend_opts, 1, &local)) {
+  } else if ((run.backend = qh_backend_new(plugin, backend_opts, 1, &local)) == NULL) {
     qh_check_add(&run, QH_CHECK_FAIL, "instance", "%s", local->message);
     g_clear_error(&local);
   } else {
-    run.desc = qh_plugin_desc(run.plugin);
-    run.instance = qh_plugin_instance(run.plugin);
+    run.desc = qh_backend_desc(run.backend);
     gboolean has_create = QH_HAS_FIELD(run.desc, QhPluginDesc, instance_destroy) &&
                           run.desc->instance_create != NULL;
     qh_check_add(&run, QH_CHECK_PASS, "instance", "%s",
@@ -441,7 +437,7 @@ QhCheckReport *qh_plugin_check(const QhPluginSearch *search, const char *name_or
                             : "no instance_create (the instance is NULL)");
     run_groups(&run);
   }
-  qh_plugin_free(run.plugin);
+  qh_backend_free(run.backend);
   long printed = qh_output_capture_end(&capture);
   qh_plugin_set_current(prev_name);
   qh_plugin_set_report_sink(prev_sink);

@@ -7,12 +7,12 @@
 #include <glib/gstdio.h>
 #include <string.h>
 
-#include "plugin/check-private.h"
-#include "plugin/graph-view.h"
-#include "plugin/host-api-private.h"
-#include "plugin/host-private.h"
-#include "plugin/status-private.h"
-#include "quant/annotation.h"
+#include "conformance/check-private.h"
+#include "hostapi/graph-view.h"
+#include "hostapi/host-private.h"
+#include "hostapi/status-private.h"
+#include "hostapi/annotation.h"
+#include "lower/deploy-model.h"
 
 /* ---- built-in graphs ---- */
 
@@ -173,10 +173,9 @@ static QhAnnotationSet *new_annotation_set(const QhCheckRun *run) {
 
 /* Run the plugin's annotate (and validate) on g; FALSE with *why on failure. */
 static gboolean annotate_graph(QhCheckRun *run, QhGraph *g, QhAnnotationSet *set, char **why) {
-  const QhAnnotateOps *a = run->desc->annotate;
-  QhGraphView *view = qh_graph_view_new(g, QH_VIEW_READ | QH_VIEW_ANNOTATE);
+  QhGraphView *view = qh_graph_view_new(g, QH_VIEW_READ);
   qh_graph_view_set_annotations(view, set);
-  QhStatus *st = a->annotate(run->instance, qh_host_api_get(), view);
+  QhStatus *st = qh_backend_call_annotate(run->backend, view);
   gboolean ok = TRUE;
   GError *error = NULL;
   if (st) {
@@ -188,15 +187,11 @@ static gboolean annotate_graph(QhCheckRun *run, QhGraph *g, QhAnnotationSet *set
     *why = g_strdup_printf("the annotation it made is invalid: %s", error->message);
     g_error_free(error);
     ok = FALSE;
-  } else if (a->validate) {
-    qh_graph_view_set_permissions(view, QH_VIEW_READ);
-    st = a->validate(run->instance, qh_host_api_get(), view);
-    if (st) {
-      char *text = qh_check_status_text(st);
-      *why = g_strdup_printf("validate: %s", text);
-      g_free(text);
-      ok = FALSE;
-    }
+  } else if ((st = qh_backend_call_validate(run->backend, view)) != NULL) {
+    char *text = qh_check_status_text(st);
+    *why = g_strdup_printf("validate: %s", text);
+    g_free(text);
+    ok = FALSE;
   }
   qh_graph_view_free(view);
   return ok;
@@ -209,8 +204,8 @@ void qh_check_transform(QhCheckRun *run) {
     char *check = g_strdup_printf("transform_for_annotation on %s", float_graphs[i].name);
     QhGraph *g = float_graphs[i].make();
     int before = qh_graph_count_live_nodes(g);
-    QhGraphView *view = qh_graph_view_new(g, QH_VIEW_READ | QH_VIEW_REWRITE);
-    QhStatus *st = run->desc->transform->transform_for_annotation(run->instance, qh_host_api_get(), view);
+    QhGraphView *view = qh_graph_view_new(g, QH_VIEW_READ);
+    QhStatus *st = qh_backend_call_transform(run->backend, view);
     qh_graph_view_free(view);
     char *why = NULL;
     if (st) {
@@ -345,10 +340,10 @@ void qh_check_refine(QhCheckRun *run) {
     qh_check_add(run, QH_CHECK_FAIL, check, "%s", error->message);
     g_clear_error(&error);
   } else {
-    QhGraphView *view = qh_graph_view_new(g, QH_VIEW_READ | QH_VIEW_QPARAMS_READ | QH_VIEW_QPARAMS_WRITE);
+    QhGraphView *view = qh_graph_view_new(g, QH_VIEW_READ);
     qh_graph_view_set_annotations(view, set);
     qh_graph_view_set_qparams_hooks(view, table_get, table_set, &table);
-    QhStatus *st = run->desc->refine->refine(run->instance, qh_host_api_get(), view);
+    QhStatus *st = qh_backend_call_refine(run->backend, view);
     qh_graph_view_free(view);
     if (st) {
       char *text = qh_check_status_text(st);
@@ -382,10 +377,11 @@ void qh_check_deploy(QhCheckRun *run) {
       {FALSE, "uint8 Q/DQ graph (zero point 128)"}, {TRUE, "symmetric int8 Q/DQ graph (scale 2^-4)"}};
   char *declined = NULL;
   for (size_t i = 0; i < G_N_ELEMENTS(graphs); i++) {
-    QhArtifact artifact = {QH_ARTIFACT_MAGIC, dir, 64u << 20, 0, NULL}; /* no source file */
+    QhArtifact artifact = {QH_ARTIFACT_MAGIC, dir, 64u << 20, 0, NULL, /* no source file */
+                            qh_deploy_model_save};
     QhGraph *g = graph_qdq_typed(graphs[i].int8);
     QhGraphView *view = qh_graph_view_new(g, QH_VIEW_READ);
-    QhStatus *st = run->desc->deploy->deploy(run->instance, qh_host_api_get(), view, &artifact);
+    QhStatus *st = qh_backend_call_deploy(run->backend, view, &artifact);
     qh_graph_view_free(view);
     qh_graph_free(g);
     artifact.magic = 0;

@@ -1,5 +1,7 @@
 /* QhAnnotationSet: the quantization specs an annotator (the host's declarative one or
- * a plugin's imperative annotate) puts on the edges of a graph, and node flags.
+ * a plugin's imperative annotate) puts on the edges of a graph, and node flags. It sits
+ * with the host table (hostapi/) because the table's annotation_* functions write it;
+ * the quantization stages (quant/) read it.
  *
  * Specs are keyed by QhEdgeRef (node, slot, kind) and stored as deep copies: every
  * string and array of a QhQuantSpec is copied, so a plugin's memory is never kept.
@@ -25,12 +27,12 @@
  * Ownership: the set owns its copies; specs returned are borrowed until the spec is
  * replaced or the set is freed. The set refers to nodes by id and never to the graph,
  * which every call that needs it receives. Threading: not synchronised. */
-#ifndef QH_QUANT_ANNOTATION_H
-#define QH_QUANT_ANNOTATION_H
+#ifndef QH_HOSTAPI_ANNOTATION_H
+#define QH_HOSTAPI_ANNOTATION_H
 
 #include <glib.h>
 
-#include "plugin/sdk-private.h"
+#include "hostapi/sdk-private.h"
 
 G_BEGIN_DECLS
 
@@ -116,6 +118,11 @@ gboolean qh_annotation_set_foreach(const QhAnnotationSet *set, const QhGraph *gr
 /* "input 0 of node 'conv' (Conv)" / "output 1 of node ..." for messages; node must be
  * a valid id. The caller g_free()s it. */
 char *qh_annotation_describe_edge(const QhGraph *graph, const QhEdgeRef *edge);
+
+/* Default role of an input slot of an op when a pattern gives none (backend-config.h):
+ * slot 0 activation; Conv/ConvTranspose/Gemm/MatMul slots 1 and 2 weight and bias;
+ * everything else activation. Shared by the unit matcher and the quantize report. */
+int32_t qh_annotation_default_role(const char *op_type, int slot);
 
 G_END_DECLS
 

@@ -7,9 +7,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "plugin/graph-view.h"
-#include "plugin/host-api-private.h"
-#include "plugin/status-private.h"
+#include "hostapi/graph-view.h"
+#include "hostapi/host-api-private.h"
+#include "hostapi/status-private.h"
 
 /* Bounds on plugin-given counts, far above anything real, far below overflow. */
 #define MAX_ATTR_ELEMENTS (1u << 24)

@@ -3,7 +3,7 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "plugin/status-private.h"
+#include "hostapi/status-private.h"
 
 static char *one_line(const char *text) {
   if (!text)

@@ -14,13 +14,13 @@
  * Errors: QH_ERROR_INVALID naming the node for malformed quantization parameters
  * (non-positive or non-finite scales, a zero point array not matching the scales,
  * an axis out of range); a pattern that does not fit is simply not a match. */
-#ifndef QH_EXEC_QDQ_UNITS_H
-#define QH_EXEC_QDQ_UNITS_H
+#ifndef QH_LOWER_QDQ_UNITS_H
+#define QH_LOWER_QDQ_UNITS_H
 
 #include <glib.h>
 
 #include "core/graph.h"
-#include "plugin/sdk-private.h"
+#include "hostapi/sdk-private.h"
 
 G_BEGIN_DECLS
 
@@ -83,11 +83,6 @@ GPtrArray *qh_qdq_match_units_with(const QhGraph *g, const QhLoweringPattern *co
 /* Fill out (abi_version and struct_size included) for a plugin's accept/create. Every
  * pointer in out points into unit, valid while unit lives. */
 void qh_qdq_unit_to_abi(const QhQdqUnit *unit, QhNodeUnit *out);
-
-/* Default role of an input slot of the first op when the pattern gives none
- * (backend-config.h): slot 0 activation; Conv/ConvTranspose/Gemm/MatMul slots 1 and
- * 2 weight and bias; everything else activation. */
-int32_t qh_qdq_default_role(const char *op_type, int slot);
 
 G_END_DECLS
 

@@ -12,13 +12,13 @@
  * Ownership: the view borrows the graph, the annotation set and the hooks' user
  * data; it owns only its consumer index. Threading: like the graph, not
  * synchronised; used on the thread running the callback. */
-#ifndef QH_PLUGIN_GRAPH_VIEW_H
-#define QH_PLUGIN_GRAPH_VIEW_H
+#ifndef QH_HOSTAPI_GRAPH_VIEW_H
+#define QH_HOSTAPI_GRAPH_VIEW_H
 
 #include <glib.h>
 
-#include "plugin/sdk-private.h"
-#include "quant/annotation.h"
+#include "hostapi/sdk-private.h"
+#include "hostapi/annotation.h"
 
 G_BEGIN_DECLS
 

@@ -5,10 +5,10 @@
  * host facts, buffers, artefacts and threads; host-graph.c fills the graph queries,
  * rewrites, annotation, qconfig and qparams functions. No slot is ever NULL (a test
  * checks every slot). */
-#ifndef QH_PLUGIN_HOST_API_PRIVATE_H
-#define QH_PLUGIN_HOST_API_PRIVATE_H
+#ifndef QH_HOSTAPI_HOST_API_PRIVATE_H
+#define QH_HOSTAPI_HOST_API_PRIVATE_H
 
-#include "plugin/sdk-private.h"
+#include "hostapi/sdk-private.h"
 
 /* The process-wide table (built on first use; thread-safe). */
 const QhHostApi *qh_host_api_get(void);

@@ -2,7 +2,7 @@
  * quantization stages install, the value -> consumers index the consumer queries
  * need (the graph itself keeps only producers), and the checked mutations and
  * qparams checks behind the host table's rewrite and qparams_set functions. */
-#include "plugin/graph-view.h"
+#include "hostapi/graph-view.h"
 
 #include <math.h>
 #include <string.h>

@@ -12,7 +12,7 @@
  * only where the reference rounds a tie to even and the DPU rounds it up. */
 #include <math.h>
 
-#include "plugin/check-private.h"
+#include "conformance/check-private.h"
 
 #define IN_POS 6 /* scale 1/64 */
 

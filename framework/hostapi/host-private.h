@@ -3,11 +3,11 @@
  *
  * Threading: the current-plugin and report sink are thread-local, set by the host
  * around each call into a plugin. */
-#ifndef QH_PLUGIN_HOST_PRIVATE_H
-#define QH_PLUGIN_HOST_PRIVATE_H
+#ifndef QH_HOSTAPI_HOST_PRIVATE_H
+#define QH_HOSTAPI_HOST_PRIVATE_H
 
 #include "exec/threadpool.h"
-#include "plugin/sdk-private.h"
+#include "hostapi/sdk-private.h"
 
 struct QhBuffer {
   uint32_t magic;
@@ -15,12 +15,19 @@ struct QhBuffer {
   gsize limit; /* appends beyond this many bytes fail with QH_ERR_OUT_OF_MEMORY */
 };
 
+/* Writes graph to path as ONNX, atomically, as it is or (strip_qdq) as its deploy
+ * model, setting *out_bytes; lowering supplies it (lower/deploy-model.h), so this
+ * folder needs nothing from the folders above it. */
+typedef gboolean (*QhArtifactModelWriter)(const QhGraph *graph, const char *path, gboolean strip_qdq,
+                                          gsize *out_bytes, GError **error);
+
 struct QhArtifact {
   uint32_t magic;
   char *dir;   /* the temporary directory files go to */
   gsize limit; /* total bytes allowed */
   gsize written;
   const char *source_digest; /* borrowed: hex SHA-256 of the source model file, or NULL */
+  QhArtifactModelWriter write_model; /* artifact_write_model's writer; NULL: refused */
 };
 
 struct QhRunContext {

@@ -5,8 +5,8 @@
  * Including the host headers first declares the enums before the macros exist; the
  * macros then expand to the same numbers, which the assertions below pin down. Every
  * host file that needs the SDK includes this header instead of the SDK directly. */
-#ifndef QH_PLUGIN_SDK_PRIVATE_H
-#define QH_PLUGIN_SDK_PRIVATE_H
+#ifndef QH_HOSTAPI_SDK_PRIVATE_H
+#define QH_HOSTAPI_SDK_PRIVATE_H
 
 #include "core/dtype.h"
 #include "core/error.h"
