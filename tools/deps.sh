@@ -2,7 +2,9 @@
 # Install what qhost needs on Debian 12, and only what is missing.
 #   tools/deps.sh           build dependencies
 #   tools/deps.sh --tests   also the test oracles: PyTorch, torchvision, onnx, scikit-learn
-#                           (Debian packages) and ONNX Runtime (npm, into tests/ort)
+#                           (Debian packages) and ONNX Runtime (npm, into tests/ort), and
+#                           what the Python package's install test needs (venv, setuptools,
+#                           wheel: python/README.md's install command)
 # Runs as root (CI) or through sudo. Node.js/npm may come from outside Debian: they are
 # installed from apt only when missing, since apt refuses to replace them.
 set -eu
@@ -14,7 +16,8 @@ want_tests=0
 build_pkgs="build-essential cmake pkg-config libglib2.0-dev libjson-glib-dev libprotobuf-c-dev
   protobuf-c-compiler libonnx-dev libopenblas-serial-dev libzip-dev libdnnl-dev
   libxnnpack-dev libpthreadpool-dev"
-test_pkgs="python3 python3-numpy python3-torch python3-torchvision python3-onnx python3-sklearn"
+test_pkgs="python3 python3-numpy python3-torch python3-torchvision python3-onnx python3-sklearn
+  python3-venv python3-setuptools python3-wheel"
 
 as_root() {
   if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
