@@ -64,6 +64,29 @@ static gpointer engine_once(gpointer unused) {
   return NULL;
 }
 
+static const char *isa_name(dnnl_cpu_isa_t isa) {
+  switch (isa) {
+  case dnnl_cpu_isa_sse41: return "sse41";
+  case dnnl_cpu_isa_avx: return "avx";
+  case dnnl_cpu_isa_avx2: return "avx2";
+  case dnnl_cpu_isa_avx2_vnni: return "avx2_vnni";
+  case dnnl_cpu_isa_avx512_core: return "avx512_core";
+  case dnnl_cpu_isa_avx512_core_vnni: return "avx512_core_vnni";
+  case dnnl_cpu_isa_avx512_core_bf16: return "avx512_core_bf16";
+  case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx";
+  default: return "other";
+  }
+}
+
+static gpointer describe_once(gpointer unused) {
+  (void)unused;
+  const dnnl_version_t *v = dnnl_version();
+  if (engine == NULL)
+    return g_strdup("oneDNN unavailable (convolutions on OpenBLAS)");
+  return g_strdup_printf("oneDNN %d.%d.%d convolutions, ISA %s", v->major, v->minor, v->patch,
+                         isa_name(dnnl_get_effective_cpu_isa()));
+}
+
 static void entry_free(gpointer p) {
   ConvEntry *e = p;
   if (e == NULL)
@@ -86,6 +109,25 @@ void qh_conv_cache_free(QhConvCache *cache) {
   if (cache->stream)
     dnnl_stream_destroy(cache->stream);
   g_free(cache);
+}
+
+int qh_conv_cache_engine_entries(const QhConvCache *cache) {
+  if (cache == NULL)
+    return 0;
+  int n = 0;
+  GHashTableIter it;
+  gpointer v;
+  g_hash_table_iter_init(&it, cache->entries);
+  while (g_hash_table_iter_next(&it, NULL, &v))
+    n += !((const ConvEntry *)v)->declined;
+  return n;
+}
+
+const char *qh_conv_engine_describe(void) {
+  static GOnce once = G_ONCE_INIT;
+  static GOnce desc = G_ONCE_INIT;
+  g_once(&once, engine_once, NULL);
+  return g_once(&desc, describe_once, NULL);
 }
 
 static guint64 fingerprint(const QhTensor *w) {
@@ -302,8 +344,7 @@ static gboolean run_entry(const ConvEntry *e, QhConvCache *cache, void *scratch,
 QhConvEngineResult qh_conv_onednn(QhExecContext *ctx, const QhConvGeometry *g, GError **error) {
   if (ctx->bit_compatible || !g->weights_constant)
     return QH_CONV_ENGINE_DECLINED;
-  static GOnce once = G_ONCE_INIT;
-  g_once(&once, engine_once, NULL);
+  (void)qh_conv_engine_describe(); /* sets the ISA cap and creates the engine, once */
   if (engine == NULL)
     return QH_CONV_ENGINE_DECLINED;
   if (ctx->conv_cache == NULL) {
