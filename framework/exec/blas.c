@@ -1,7 +1,7 @@
 /* Describes the BLAS kernel set and the convolution engine in use (see blas.h). */
 #include "exec/blas.h"
 
-#include "exec/kernels/conv-private.h"
+#include "exec/onednn.h"
 
 #include <cblas.h>
 #include <stdlib.h>
@@ -11,8 +11,8 @@ static gpointer describe_once(gpointer unused) {
   const char *forced = getenv("OPENBLAS_CORETYPE");
   if (forced != NULL && *forced != '\0')
     return g_strdup_printf("OpenBLAS %s kernels (OPENBLAS_CORETYPE=%s); %s", openblas_get_corename(),
-                           forced, qh_conv_engine_describe());
-  return g_strdup_printf("OpenBLAS %s kernels; %s", openblas_get_corename(), qh_conv_engine_describe());
+                           forced, qh_onednn_describe());
+  return g_strdup_printf("OpenBLAS %s kernels; %s", openblas_get_corename(), qh_onednn_describe());
 }
 
 const char *qh_blas_describe(void) {

@@ -11,8 +11,10 @@
 #include "core/tensor.h"
 #include "exec/blas.h"
 #include "exec/kernels/conv-private.h"
+#include "exec/onednn.h"
 #include "exec/op.h"
 #include "exec/threadpool.h"
+#include "plugin/host-api-private.h"
 
 static QhThreadPool *pool1, *pool2;
 
@@ -142,8 +144,9 @@ static double rel_diff(const QhTensor *a, const QhTensor *b) {
 
 /* Infer, run the naive twin (or run, when there is none) and the fast path on 1 and
  * 2 threads, check they agree; returns the reference output (caller frees). Conv's fast
- * path runs three ways: on oneDNN (constant weights), and on OpenBLAS with computed
- * weights and in bit-compatible mode. The tolerance, max |fast - naive| <= 1e-5 max |naive|:
+ * path runs three ways: on oneDNN's convolution (constant weights), on oneDNN's sgemm
+ * (computed weights) and on OpenBLAS (bit-compatible mode); ConvTranspose, Gemm and
+ * MatMul on oneDNN's sgemm and on OpenBLAS. The tolerance, max |fast - naive| <= 1e-5 max |naive|:
  * the naive twin sums in double, the fast paths in float in their own order (blocked,
  * FMA); with at most a few hundred products of values in [-1, 1] per output the float
  * rounding stays within a few 1e-7 of the largest output (measured: below 1e-6). */
@@ -153,12 +156,15 @@ static QhTensor *check_case(const Case *c) {
   run_with(c, def->run_naive != NULL ? def->run_naive : def->run, pool1, ref);
   QhThreadPool *pools[] = {pool1, pool2};
   gboolean is_conv = strcmp(c->node->op_type, "Conv") == 0;
+  /* every op on sgemm has a bit-compatible (OpenBLAS) run too */
+  gboolean three_ways = is_conv || strcmp(c->node->op_type, "ConvTranspose") == 0 ||
+                        strcmp(c->node->op_type, "Gemm") == 0 || strcmp(c->node->op_type, "MatMul") == 0;
   const EngineMode modes[] = {ENGINE_AUTO, ENGINE_NONCONST, ENGINE_BITCOMPAT};
   for (int i = 0; i < 2; i++)
-    for (int m = 0; m < (is_conv ? 3 : 1); m++) {
+    for (int m = 0; m < (three_ways ? 3 : 1); m++) {
       QhTensor *out = infer_alloc(c);
       int engine = run_mode(c, def->run, pools[i], out, modes[m]);
-      if (modes[m] != ENGINE_AUTO)
+      if (modes[m] != ENGINE_AUTO || !is_conv)
         g_assert_cmpint(engine, ==, 0);
       else if (is_conv && i == 0) {
         conv_on_engine += engine;
@@ -332,6 +338,25 @@ static void test_conv_sweep(void) {
    * the engine behind the OpenBLAS path */
   g_test_message("%s: %d of %d convs on oneDNN", qh_blas_describe(), conv_on_engine, conv_total);
   g_assert_cmpint(conv_on_engine, ==, conv_total);
+}
+
+/* oneDNN dispatches within the features the host reports: QH_EXPECT_ISA (set by
+ * CMake next to QHOST_CPU_DISABLE) names the ISA family it must use. Skipped (77) when
+ * the CPU lacks that ISA for real. */
+static void test_engine_isa(void) {
+  const char *want = g_getenv("QH_EXPECT_ISA");
+  const char *desc = qh_onednn_describe();
+  uint64_t f = qh_host_api_get()->cpu_features();
+  g_test_message("%s (host features 0x%" G_GINT64_MODIFIER "x)", desc, (guint64)f);
+  g_assert_nonnull(qh_onednn_engine());
+  if (want == NULL || strcmp(want, "native") == 0)
+    return;
+  if (strcmp(want, "avx2") == 0) {
+    g_assert_nonnull(strstr(desc, "ISA avx2"));
+  } else {
+    g_assert_cmpstr(want, ==, "sse41");
+    g_assert_nonnull(strstr(desc, "ISA sse41"));
+  }
 }
 
 /* The cache follows the node: new weights at the same address, a new input shape and
@@ -829,8 +854,14 @@ static void test_conv_speed(void) {
 
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
+  const char *want = g_getenv("QH_EXPECT_ISA");
+  if (want != NULL && strcmp(want, "avx2") == 0 && !__builtin_cpu_supports("avx2")) {
+    g_print("SKIP: this CPU has no AVX2\n");
+    return 77;
+  }
   pool1 = qh_thread_pool_new(1);
   pool2 = qh_thread_pool_new(2);
+  g_test_add_func("/kernels/dense/engine_isa", test_engine_isa);
   g_test_add_func("/kernels/dense/conv/exact", test_conv_exact);
   g_test_add_func("/kernels/dense/conv/sweep", test_conv_sweep);
   g_test_add_func("/kernels/dense/conv/engine_cache", test_conv_engine_cache);

@@ -4,18 +4,18 @@
  * OpenBLAS's speed depends on OPENBLAS_CORETYPE, which some machines force to Haswell,
  * and its sgemm repacks the weights on every call after an im2col pass; oneDNN chooses
  * its kernels from the CPU (capped to what QHOST_CPU_DISABLE leaves, like the x86
- * plugin) and runs direct convolutions on nChw16c/nChw8c blocks. The graph's tensors stay
- * NCHW: the activations are reordered into the primitive's layout and back around each
- * call, in the context's scratch. A primitive whose best implementation is oneDNN's
+ * plugin). The graph's tensors stay NCHW: pointwise convs run on them in place; the
+ * others let oneDNN pick its layout (NHWC or channel blocks for its direct kernels) and
+ * the activations are reordered into it and back around each call, in the context's
+ * scratch. A primitive whose best implementation is oneDNN's
  * reference C loop, or a weight that is not a plan constant, declines, and conv.c runs
  * its OpenBLAS path. Why oneDNN and not a packed sgemm of our own: docs/design.md. */
-#include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
 #include <string.h>
 
 #include "exec/kernels/common.h"
 #include "exec/kernels/conv-private.h"
-#include "plugin/host-api-private.h"
+#include "exec/onednn.h"
 
 #define ALIGN_UP(x) (((x) + 63) & ~(size_t)63)
 /* Weights sampled for the fingerprint that guards a cached entry. */
@@ -38,54 +38,13 @@ typedef struct {
   size_t src_bytes, dst_bytes, scratch_bytes;
 } ConvEntry;
 
+/* qh_onednn_engine(), set on the first call of qh_conv_onednn */
+static dnnl_engine_t engine;
+
 struct QhConvCache {
   GHashTable *entries; /* const QhNode * -> ConvEntry * */
   dnnl_stream_t stream;
 };
-
-static dnnl_engine_t engine;
-
-/* The ISA cap mirrors the host's feature mask (QHOST_CPU_DISABLE) so that the AVX2 and
- * SSE paths can be tested on an AVX-512 machine. It is the same cap the x86 plugin sets
- * when VNNI is absent, and none when everything is present; oneDNN keeps the first cap
- * set in a process, so the two never disagree. */
-static gpointer engine_once(gpointer unused) {
-  (void)unused;
-  uint64_t f = qh_host_api_get()->cpu_features();
-  const uint64_t avx512 = QH_CPU_AVX512F | QH_CPU_AVX512BW | QH_CPU_AVX512VL;
-  if ((f & avx512) == avx512 && !(f & QH_CPU_AVX512VNNI))
-    (void)dnnl_set_max_cpu_isa(dnnl_cpu_isa_avx512_core);
-  else if ((f & avx512) != avx512 && (f & QH_CPU_AVX2) && (f & QH_CPU_FMA))
-    (void)dnnl_set_max_cpu_isa((f & QH_CPU_AVXVNNI) ? dnnl_cpu_isa_avx2_vnni : dnnl_cpu_isa_avx2);
-  else if ((f & avx512) != avx512)
-    (void)dnnl_set_max_cpu_isa(dnnl_cpu_isa_sse41);
-  if (dnnl_engine_create(&engine, dnnl_cpu, 0) != dnnl_success)
-    engine = NULL;
-  return NULL;
-}
-
-static const char *isa_name(dnnl_cpu_isa_t isa) {
-  switch (isa) {
-  case dnnl_cpu_isa_sse41: return "sse41";
-  case dnnl_cpu_isa_avx: return "avx";
-  case dnnl_cpu_isa_avx2: return "avx2";
-  case dnnl_cpu_isa_avx2_vnni: return "avx2_vnni";
-  case dnnl_cpu_isa_avx512_core: return "avx512_core";
-  case dnnl_cpu_isa_avx512_core_vnni: return "avx512_core_vnni";
-  case dnnl_cpu_isa_avx512_core_bf16: return "avx512_core_bf16";
-  case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx";
-  default: return "other";
-  }
-}
-
-static gpointer describe_once(gpointer unused) {
-  (void)unused;
-  const dnnl_version_t *v = dnnl_version();
-  if (engine == NULL)
-    return g_strdup("oneDNN unavailable (convolutions on OpenBLAS)");
-  return g_strdup_printf("oneDNN %d.%d.%d convolutions, ISA %s", v->major, v->minor, v->patch,
-                         isa_name(dnnl_get_effective_cpu_isa()));
-}
 
 static void entry_free(gpointer p) {
   ConvEntry *e = p;
@@ -121,13 +80,6 @@ int qh_conv_cache_engine_entries(const QhConvCache *cache) {
   while (g_hash_table_iter_next(&it, NULL, &v))
     n += !((const ConvEntry *)v)->declined;
   return n;
-}
-
-const char *qh_conv_engine_describe(void) {
-  static GOnce once = G_ONCE_INIT;
-  static GOnce desc = G_ONCE_INIT;
-  g_once(&once, engine_once, NULL);
-  return g_once(&desc, describe_once, NULL);
 }
 
 static guint64 fingerprint(const QhTensor *w) {
@@ -205,6 +157,14 @@ static gboolean entry_build(ConvEntry *e, const QhConvGeometry *g, const QhTenso
       dnnl_memory_desc_init_by_tag(&any_w, w_rank, w_dims, dnnl_f32, dnnl_format_tag_any) ||
       dnnl_memory_desc_init_by_tag(&e->bias_md, 1, b_dims, dnnl_f32, dnnl_x))
     return FALSE;
+  /* A pointwise conv on NCHW is one GEMM per image, which oneDNN runs in place (its
+   * gemm implementation); other shapes pick oneDNN's preferred layout and pay two
+   * activation reorders. Measured per run (CPU time, 1 thread): resnet50 80.0 -> 76.4 ms,
+   * mobilenet_v3_large 12.9 -> 12.2, efficientnet_b0 66.5 -> 62.6 against `any` for all. */
+  if (qh_window_k_size(win) == 1) {
+    any_src = e->user_src_md;
+    any_dst = e->user_dst_md;
+  }
   dnnl_convolution_desc_t cd;
   if (dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct,
                                                  &any_src, &any_w, e->has_bias ? &e->bias_md : NULL,
@@ -344,7 +304,7 @@ static gboolean run_entry(const ConvEntry *e, QhConvCache *cache, void *scratch,
 QhConvEngineResult qh_conv_onednn(QhExecContext *ctx, const QhConvGeometry *g, GError **error) {
   if (ctx->bit_compatible || !g->weights_constant)
     return QH_CONV_ENGINE_DECLINED;
-  (void)qh_conv_engine_describe(); /* sets the ISA cap and creates the engine, once */
+  engine = qh_onednn_engine();
   if (engine == NULL)
     return QH_CONV_ENGINE_DECLINED;
   if (ctx->conv_cache == NULL) {
@@ -359,8 +319,7 @@ QhConvEngineResult qh_conv_onednn(QhExecContext *ctx, const QhConvGeometry *g, G
   /* oneDNN's OpenMP team gets the pool's thread count for this call only (the calling
    * thread's setting is put back: the x86 plugin keeps its own). */
   const int threads = qh_thread_pool_size(ctx->pool);
-  const int saved = omp_get_max_threads();
-  omp_set_num_threads(threads);
+  const int saved = qh_onednn_threads_set(threads);
   QhConvEngineResult r = QH_CONV_ENGINE_DECLINED;
   const ConvEntry *e = entry_get(ctx->conv_cache, g, threads);
   if (!e->declined) {
@@ -376,6 +335,6 @@ QhConvEngineResult qh_conv_onednn(QhExecContext *ctx, const QhConvGeometry *g, G
       r = QH_CONV_ENGINE_FAILED;
     }
   }
-  omp_set_num_threads(saved);
+  qh_onednn_threads_restore(saved);
   return r;
 }

@@ -115,10 +115,6 @@ QhConvEngineResult qh_conv_onednn(QhExecContext *ctx, const QhConvGeometry *g, G
 /* How many of the cache's Conv nodes run on oneDNN (not declined); for tests. */
 int qh_conv_cache_engine_entries(const QhConvCache *cache);
 
-/* "oneDNN 2.6.3 convolutions, ISA avx512_core" (the ISA oneDNN dispatches to after the
- * QHOST_CPU_DISABLE cap), or why there is no engine; static storage, computed once. */
-const char *qh_conv_engine_describe(void);
-
 /* Free a context's conv cache (NULL is fine). */
 void qh_conv_cache_free(QhConvCache *cache);
 

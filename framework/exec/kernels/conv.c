@@ -141,7 +141,7 @@ static gboolean conv_run(QhExecContext *ctx, const QhNode *node, const QhTensor 
           memset(yg, 0, sizeof(float) * (size_t)(g.mg * osz));
         continue;
       }
-      qh_sgemm(ctx->pool, CblasNoTrans, CblasNoTrans, (int)g.mg, (int)osz, (int)kdim, 1.0f,
+      qh_sgemm(ctx, CblasNoTrans, CblasNoTrans, (int)g.mg, (int)osz, (int)kdim, 1.0f,
                wt + gi * g.mg * kdim, (int)kdim, bmat, (int)osz, b != NULL ? 1.0f : 0.0f, yg,
                (int)osz);
     }
