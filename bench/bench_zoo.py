@@ -3,7 +3,7 @@
 
   bench_zoo.py --qhost PATH [--models resnet50,...] [--threads 1,2] [--runs 10]
                [--warmup 2] [--rounds 3] [--workdir DIR] [--size 224]
-               [--calib-samples 8] [--seed 0] [--coverage-only] [--check-coverage] [--json]
+               [--calib-samples 8] [--seed 0] [--coverage-only] [--fp32-only] [--check-coverage] [--json]
 
 Prints the CPU and its ISA flags, then for every model:
   1. exports it with PyTorch (this interpreter; 1.13 on these machines): torchvision,
@@ -24,7 +24,8 @@ Prints the CPU and its ISA flags, then for every model:
      each round the median of --runs timed runs after --warmup; the table shows the
      median of the round medians and the ratios int8/ORT int8, int8/qhost fp32,
      qhost fp32/ORT fp32, with the geometric mean of int8/ORT int8 per thread count.
---check-coverage fails a model whose plugin MAC share is below 99%, that leaves a
+--fp32-only times only qhost fp32 and ONNX Runtime fp32 (the coverage comes from one
+untimed x86 run). --check-coverage fails a model whose plugin MAC share is below 99%, that leaves a
 conv/linear unit on the host, or that has a layout transpose between plugin units.
 Exit 0 when every model ran (and passed --check-coverage), 1 otherwise, 2 usage.
 """

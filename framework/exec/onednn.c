@@ -28,6 +28,18 @@ dnnl_engine_t qh_onednn_engine(void) {
   return engine;
 }
 
+static gpointer enabled_once(gpointer unused) {
+  (void)unused;
+  const char *choice = g_getenv("QHOST_FP32_ENGINE");
+  gboolean openblas = choice != NULL && g_ascii_strcasecmp(choice, "openblas") == 0;
+  return GINT_TO_POINTER(!openblas && qh_onednn_engine() != NULL);
+}
+
+gboolean qh_onednn_enabled(void) {
+  static GOnce once = G_ONCE_INIT;
+  return GPOINTER_TO_INT(g_once(&once, enabled_once, NULL));
+}
+
 static const char *isa_name(dnnl_cpu_isa_t isa) {
   switch (isa) {
   case dnnl_cpu_isa_sse41: return "sse41";
@@ -46,6 +58,8 @@ static gpointer describe_once(gpointer unused) {
   (void)unused;
   if (qh_onednn_engine() == NULL)
     return g_strdup("oneDNN unavailable");
+  if (!qh_onednn_enabled())
+    return g_strdup("oneDNN off (QHOST_FP32_ENGINE=openblas)");
   const dnnl_version_t *v = dnnl_version();
   return g_strdup_printf("oneDNN %d.%d.%d, ISA %s", v->major, v->minor, v->patch,
                          isa_name(dnnl_get_effective_cpu_isa()));

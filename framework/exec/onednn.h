@@ -21,6 +21,11 @@ G_BEGIN_DECLS
  * take their OpenBLAS path. */
 dnnl_engine_t qh_onednn_engine(void);
 
+/* FALSE when the float path must stay on OpenBLAS for the whole process: the environment
+ * sets QHOST_FP32_ENGINE=openblas (every context then behaves as bit-compatible), or
+ * oneDNN has no engine. Read once. */
+gboolean qh_onednn_enabled(void);
+
 /* "oneDNN 2.6.3, ISA avx512_core_amx": the version and the ISA oneDNN dispatches to
  * after the cap, or why there is no engine; static storage, computed once. */
 const char *qh_onednn_describe(void);

@@ -58,7 +58,7 @@ void qh_sgemm(QhExecContext *ctx, CBLAS_TRANSPOSE trans_a, CBLAS_TRANSPOSE trans
   int threads = qh_thread_pool_size(pool);
   int64_t macs = (int64_t)m * n * k;
   Job j = {trans_a, trans_b, m, n, k, lda, ldb, ldc, alpha, beta, a, b, c, FALSE, FALSE, 0};
-  j.openblas = ctx->bit_compatible || qh_onednn_engine() == NULL;
+  j.openblas = ctx->bit_compatible || !qh_onednn_enabled();
   if (threads == 1 || macs < MIN_PARALLEL_MACS || (n < 2 * COLUMN_ALIGN && m < 2 * threads)) {
     gemm_call(&j, m, n, a, b, c);
     return;

@@ -304,9 +304,9 @@ static gboolean run_entry(const ConvEntry *e, QhConvCache *cache, void *scratch,
 QhConvEngineResult qh_conv_onednn(QhExecContext *ctx, const QhConvGeometry *g, GError **error) {
   if (ctx->bit_compatible || !g->weights_constant)
     return QH_CONV_ENGINE_DECLINED;
-  engine = qh_onednn_engine();
-  if (engine == NULL)
+  if (!qh_onednn_enabled())
     return QH_CONV_ENGINE_DECLINED;
+  engine = qh_onednn_engine();
   if (ctx->conv_cache == NULL) {
     QhConvCache *c = g_new0(QhConvCache, 1);
     if (dnnl_stream_create(&c->stream, engine, dnnl_stream_default_flags) != dnnl_success) {
