@@ -3,7 +3,7 @@
 
   bench_zoo.py --qhost PATH [--models resnet50,...] [--threads 1,2] [--runs 10]
                [--warmup 2] [--rounds 3] [--workdir DIR] [--size 224]
-               [--calib-samples 8] [--seed 0] [--coverage-only] [--check-coverage] [--json]
+               [--calib-samples 8] [--seed 0] [--coverage-only] [--fp32-only] [--check-coverage] [--json]
 
 Prints the CPU and its ISA flags, then for every model:
   1. exports it with PyTorch (this interpreter; 1.13 on these machines): torchvision,
@@ -24,7 +24,8 @@ Prints the CPU and its ISA flags, then for every model:
      each round the median of --runs timed runs after --warmup; the table shows the
      median of the round medians and the ratios int8/ORT int8, int8/qhost fp32,
      qhost fp32/ORT fp32, with the geometric mean of int8/ORT int8 per thread count.
---check-coverage fails a model whose plugin MAC share is below 99%, that leaves a
+--fp32-only times only qhost fp32 and ONNX Runtime fp32 (the coverage comes from one
+untimed x86 run). --check-coverage fails a model whose plugin MAC share is below 99%, that leaves a
 conv/linear unit on the host, or that has a layout transpose between plugin units.
 Exit 0 when every model ran (and passed --check-coverage), 1 otherwise, 2 usage.
 """
@@ -244,6 +245,8 @@ def main():
     ap.add_argument("--seed", type=int, default=0, help="seed of the calibration data")
     ap.add_argument("--workdir", help="keep the exports here and reuse them (default: a temp dir)")
     ap.add_argument("--coverage-only", action="store_true", help="parity and coverage, no timing")
+    ap.add_argument("--fp32-only", action="store_true",
+                    help="time only qhost fp32 and ORT fp32 (parity and coverage as usual)")
     ap.add_argument("--check-coverage", action="store_true",
                     help="fail unless >= 99%% MACs and every conv/linear on the plugin, no layout transposes")
     ap.add_argument("--json", action="store_true", help="print results as JSON on stdout")
@@ -312,6 +315,8 @@ def main():
                 "qhost_fp32": [args.qhost, "bench", onnx_path, "--input", x_path] + common + ["--json"],
                 "ort_fp32": [node, ort_js, onnx_path, x_path] + common if node else None,
             }
+            if args.fp32_only:
+                cmds["qhost_int8"] = cmds["ort_int8"] = None
             if args.coverage_only:
                 cmds = {"qhost_int8": [args.qhost, "bench", qdq, "--input", x_path, "--no-fp32", "--backend",
                                        "x86", "--threads", str(t), "--warmup", "0", "--runs", "1", "--json"]}
@@ -324,8 +329,16 @@ def main():
                     if err:
                         errors.setdefault(m, []).append(f"{side} threads={t} round {i + 1}: {err}")
                     rounds[side].append(out)
-            row["coverage"] = coverage_of(next((r for r in reversed(rounds["qhost_int8"]) if r), None),
-                                          boundary_transposes(qdq))
+            if args.fp32_only:
+                out, err = run_json([args.qhost, "bench", qdq, "--input", x_path, "--no-fp32", "--backend", "x86",
+                                     "--threads", str(t), "--warmup", "0", "--runs", "1", "--json"])
+                if err:
+                    errors.setdefault(m, []).append(f"coverage threads={t}: {err}")
+                rounds["qhost_int8"].append(None)
+                coverage_run = out
+            else:
+                coverage_run = next((r for r in reversed(rounds["qhost_int8"]) if r), None)
+            row["coverage"] = coverage_of(coverage_run, boundary_transposes(qdq))
             for side in SIDES:
                 row[side] = summarize(rounds[side])
             row["int8_over_ort"] = ratio(row["qhost_int8"], row["ort_int8"])

@@ -1,5 +1,7 @@
-/* Describes the BLAS kernel set in use (see blas.h). */
+/* Describes the BLAS kernel set and the convolution engine in use (see blas.h). */
 #include "exec/blas.h"
+
+#include "exec/onednn.h"
 
 #include <cblas.h>
 #include <stdlib.h>
@@ -8,9 +10,9 @@ static gpointer describe_once(gpointer unused) {
   (void)unused;
   const char *forced = getenv("OPENBLAS_CORETYPE");
   if (forced != NULL && *forced != '\0')
-    return g_strdup_printf("OpenBLAS %s kernels (OPENBLAS_CORETYPE=%s)", openblas_get_corename(),
-                           forced);
-  return g_strdup_printf("OpenBLAS %s kernels", openblas_get_corename());
+    return g_strdup_printf("OpenBLAS %s kernels (OPENBLAS_CORETYPE=%s); %s", openblas_get_corename(),
+                           forced, qh_onednn_describe());
+  return g_strdup_printf("OpenBLAS %s kernels; %s", openblas_get_corename(), qh_onednn_describe());
 }
 
 const char *qh_blas_describe(void) {

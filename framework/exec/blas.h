@@ -12,7 +12,8 @@
 G_BEGIN_DECLS
 
 /* "OpenBLAS Cooperlake kernels", plus " (OPENBLAS_CORETYPE=X)" when the environment
- * chose them; static storage, computed once. */
+ * chose them, then "; " and the convolution engine (qh_conv_engine_describe: oneDNN's
+ * version and ISA); static storage, computed once. */
 const char *qh_blas_describe(void);
 
 G_END_DECLS

@@ -27,10 +27,19 @@
 
 G_BEGIN_DECLS
 
+typedef struct QhConvCache QhConvCache;
+
 typedef struct {
   QhThreadPool *pool; /* never NULL; may have a single thread */
   void *scratch;      /* owned; see qh_exec_scratch */
   size_t scratch_size;
+  /* TRUE: Conv runs OpenBLAS (im2col + sgemm), the path the PyTorch parity of
+   * calibration was established on, instead of the oneDNN engine (kernels/conv-onednn.c). */
+  gboolean bit_compatible;
+  /* Set by the plan before each run call: bit k when input k is a plan constant
+   * (initializer or folded), whose data stays the same for the context's lifetime. */
+  guint64 constant_inputs;
+  QhConvCache *conv_cache; /* owned; oneDNN primitives and packed weights per Conv node */
 } QhExecContext;
 
 /* A scratch buffer of at least size bytes (64-byte aligned, contents undefined)
@@ -39,7 +48,7 @@ typedef struct {
  * out. Threading: only the thread that runs the node may call it. */
 void *qh_exec_scratch(QhExecContext *ctx, size_t size);
 
-/* Free ctx's scratch buffer (not the pool). */
+/* Free ctx's scratch buffer and conv cache (not the pool). */
 void qh_exec_context_clear(QhExecContext *ctx);
 
 typedef gboolean (*QhOpInferFn)(const QhNode *node, const QhTensor *const *inputs, int n_inputs,

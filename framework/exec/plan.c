@@ -583,6 +583,10 @@ gboolean qh_plan_run(QhPlan *plan, QhExecContext *ctx, const QhTensor *const *in
       ok = ext->run(ext->data, ctx, node, ins, node->n_inputs, outs, node->n_outputs, error);
     } else if (!outputs_empty(node, outs)) {
       QhOpRunFn run = (plan->use_naive && def->run_naive) ? def->run_naive : def->run;
+      ctx->constant_inputs = 0;
+      for (int k = 0; k < node->n_inputs && k < 64; k++)
+        if (node->inputs[k] >= 0 && plan->infos[node->inputs[k]].data != NULL)
+          ctx->constant_inputs |= G_GUINT64_CONSTANT(1) << k;
       ok = run(ctx, node, ins, node->n_inputs, outs, node->n_outputs, error);
     }
     if (plan->profiling)

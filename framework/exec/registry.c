@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "exec/op.h"
+#include "exec/kernels/conv-private.h"
 
 static const QhOpDef *const families[] = {
     qh_ops_conv,       qh_ops_gemm, qh_ops_pool, qh_ops_elementwise, qh_ops_activation,
@@ -51,6 +52,8 @@ void *qh_exec_scratch(QhExecContext *ctx, size_t size) {
 }
 
 void qh_exec_context_clear(QhExecContext *ctx) {
+  qh_conv_cache_free(ctx->conv_cache);
+  ctx->conv_cache = NULL;
   qh_aligned_free(ctx->scratch);
   ctx->scratch = NULL;
   ctx->scratch_size = 0;

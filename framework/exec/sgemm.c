@@ -1,10 +1,12 @@
-/* GEMM split over the host's thread pool, each block on single-threaded OpenBLAS
- * (see sgemm.h for why). */
+/* GEMM split over the host's thread pool, each block on a single-threaded call of
+ * oneDNN's sgemm, or of OpenBLAS's in bit-compatible runs (see sgemm-private.h). */
 #include "exec/sgemm-private.h"
+
+#include "exec/onednn.h"
 
 /* Below this many multiply-adds a split costs more than it saves. */
 #define MIN_PARALLEL_MACS (INT64_C(1) << 18)
-/* Column blocks are multiples of this (OpenBLAS's widest register block). */
+/* Column blocks are multiples of this (the widest register block of both libraries). */
 #define COLUMN_ALIGN 16
 
 typedef struct {
@@ -14,8 +16,25 @@ typedef struct {
   const float *a, *b;
   float *c;
   gboolean by_columns;
+  gboolean openblas;
   int64_t block;
 } Job;
+
+static void gemm_call(const Job *j, int m, int n, const float *a, const float *b, float *c) {
+  if (j->openblas) {
+    cblas_sgemm(CblasRowMajor, j->ta, j->tb, m, n, j->k, j->alpha, a, j->lda, b, j->ldb, j->beta, c,
+                j->ldc);
+    return;
+  }
+  /* one thread per block: the pool is the only parallelism */
+  int previous = qh_onednn_threads_set(1);
+  dnnl_status_t s = dnnl_sgemm(j->ta == CblasTrans ? 'T' : 'N', j->tb == CblasTrans ? 'T' : 'N', m, n,
+                               j->k, j->alpha, a, j->lda, b, j->ldb, j->beta, c, j->ldc);
+  qh_onednn_threads_restore(previous);
+  if (s != dnnl_success) /* only on arguments qh_sgemm's callers never pass */
+    cblas_sgemm(CblasRowMajor, j->ta, j->tb, m, n, j->k, j->alpha, a, j->lda, b, j->ldb, j->beta, c,
+                j->ldc);
+}
 
 static void gemm_block(void *arg, int64_t begin, int64_t end) {
   const Job *j = arg;
@@ -25,25 +44,25 @@ static void gemm_block(void *arg, int64_t begin, int64_t end) {
     return;
   if (j->by_columns) {
     const float *b = j->tb == CblasNoTrans ? j->b + lo : j->b + lo * j->ldb;
-    cblas_sgemm(CblasRowMajor, j->ta, j->tb, j->m, (int)(hi - lo), j->k, j->alpha, j->a, j->lda,
-                b, j->ldb, j->beta, j->c + lo, j->ldc);
+    gemm_call(j, j->m, (int)(hi - lo), j->a, b, j->c + lo);
   } else {
     const float *a = j->ta == CblasNoTrans ? j->a + lo * j->lda : j->a + lo;
-    cblas_sgemm(CblasRowMajor, j->ta, j->tb, (int)(hi - lo), j->n, j->k, j->alpha, a, j->lda,
-                j->b, j->ldb, j->beta, j->c + lo * j->ldc, j->ldc);
+    gemm_call(j, (int)(hi - lo), j->n, a, j->b, j->c + lo * j->ldc);
   }
 }
 
-void qh_sgemm(QhThreadPool *pool, CBLAS_TRANSPOSE trans_a, CBLAS_TRANSPOSE trans_b, int m, int n,
+void qh_sgemm(QhExecContext *ctx, CBLAS_TRANSPOSE trans_a, CBLAS_TRANSPOSE trans_b, int m, int n,
               int k, float alpha, const float *a, int lda, const float *b, int ldb, float beta,
               float *c, int ldc) {
+  QhThreadPool *pool = ctx->pool;
   int threads = qh_thread_pool_size(pool);
   int64_t macs = (int64_t)m * n * k;
+  Job j = {trans_a, trans_b, m, n, k, lda, ldb, ldc, alpha, beta, a, b, c, FALSE, FALSE, 0};
+  j.openblas = ctx->bit_compatible || !qh_onednn_enabled();
   if (threads == 1 || macs < MIN_PARALLEL_MACS || (n < 2 * COLUMN_ALIGN && m < 2 * threads)) {
-    cblas_sgemm(CblasRowMajor, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    gemm_call(&j, m, n, a, b, c);
     return;
   }
-  Job j = {trans_a, trans_b, m, n, k, lda, ldb, ldc, alpha, beta, a, b, c, FALSE, 0};
   j.by_columns = n >= 2 * COLUMN_ALIGN;
   int64_t extent = j.by_columns ? n : m;
   int64_t block = (extent + threads - 1) / threads;

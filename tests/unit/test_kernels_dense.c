@@ -9,8 +9,12 @@
 #include "core/error.h"
 #include "core/graph.h"
 #include "core/tensor.h"
+#include "exec/blas.h"
+#include "exec/kernels/conv-private.h"
+#include "exec/onednn.h"
 #include "exec/op.h"
 #include "exec/threadpool.h"
+#include "plugin/host-api-private.h"
 
 static QhThreadPool *pool1, *pool2;
 
@@ -99,15 +103,31 @@ static QhTensor *infer_alloc(const Case *c) {
   return t;
 }
 
-static void run_with(const Case *c, QhOpRunFn fn, QhThreadPool *pool, QhTensor *out) {
+/* How a fast run sees its context: as in a plan whose weights are constants (Conv may
+ * take oneDNN), with every input computed (OpenBLAS), or bit-compatible (OpenBLAS). */
+typedef enum { ENGINE_AUTO, ENGINE_NONCONST, ENGINE_BITCOMPAT } EngineMode;
+
+/* Run fn; returns how many Conv nodes ran on oneDNN (0 or 1 here). */
+static int run_mode(const Case *c, QhOpRunFn fn, QhThreadPool *pool, QhTensor *out, EngineMode mode) {
   QhExecContext ctx = {.pool = pool};
+  ctx.constant_inputs = mode == ENGINE_NONCONST ? 0 : ~(guint64)1; /* every input but X */
+  ctx.bit_compatible = mode == ENGINE_BITCOMPAT;
   GError *error = NULL;
   QhTensor *outs[1] = {out};
   gboolean ok = fn(&ctx, c->node, (const QhTensor *const *)c->in, c->n_in, outs, 1, &error);
+  int engine = qh_conv_cache_engine_entries(ctx.conv_cache);
   qh_exec_context_clear(&ctx);
   g_assert_no_error(error);
   g_assert_true(ok);
+  return engine;
 }
+
+static void run_with(const Case *c, QhOpRunFn fn, QhThreadPool *pool, QhTensor *out) {
+  (void)run_mode(c, fn, pool, out, ENGINE_AUTO);
+}
+
+/* Conv nodes the sweeps ran on oneDNN, and all Conv nodes they ran. */
+static int conv_on_engine, conv_total;
 
 /* max |a - b| / max |ref|, with ref = a */
 static double rel_diff(const QhTensor *a, const QhTensor *b) {
@@ -123,24 +143,43 @@ static double rel_diff(const QhTensor *a, const QhTensor *b) {
 }
 
 /* Infer, run the naive twin (or run, when there is none) and the fast path on 1 and
- * 2 threads, check they agree; returns the reference output (caller frees). */
+ * 2 threads, check they agree; returns the reference output (caller frees). Conv's fast
+ * path runs three ways: on oneDNN's convolution (constant weights), on oneDNN's sgemm
+ * (computed weights) and on OpenBLAS (bit-compatible mode); ConvTranspose, Gemm and
+ * MatMul on oneDNN's sgemm and on OpenBLAS. The tolerance, max |fast - naive| <= 1e-5 max |naive|:
+ * the naive twin sums in double, the fast paths in float in their own order (blocked,
+ * FMA); with at most a few hundred products of values in [-1, 1] per output the float
+ * rounding stays within a few 1e-7 of the largest output (measured: below 1e-6). */
 static QhTensor *check_case(const Case *c) {
   const QhOpDef *def = def_of(c->node);
   QhTensor *ref = infer_alloc(c);
   run_with(c, def->run_naive != NULL ? def->run_naive : def->run, pool1, ref);
   QhThreadPool *pools[] = {pool1, pool2};
-  for (int i = 0; i < 2; i++) {
-    QhTensor *out = infer_alloc(c);
-    run_with(c, def->run, pools[i], out);
-    double d = rel_diff(ref, out);
-    if (d > 1e-5) {
-      char *s = qh_shape_to_string(&ref->shape);
-      g_test_message("%s output %s: fast vs naive relative diff %g", c->node->op_type, s, d);
-      g_free(s);
+  gboolean is_conv = strcmp(c->node->op_type, "Conv") == 0;
+  /* every op on sgemm has a bit-compatible (OpenBLAS) run too */
+  gboolean three_ways = is_conv || strcmp(c->node->op_type, "ConvTranspose") == 0 ||
+                        strcmp(c->node->op_type, "Gemm") == 0 || strcmp(c->node->op_type, "MatMul") == 0;
+  const EngineMode modes[] = {ENGINE_AUTO, ENGINE_NONCONST, ENGINE_BITCOMPAT};
+  for (int i = 0; i < 2; i++)
+    for (int m = 0; m < (three_ways ? 3 : 1); m++) {
+      QhTensor *out = infer_alloc(c);
+      int engine = run_mode(c, def->run, pools[i], out, modes[m]);
+      if (modes[m] != ENGINE_AUTO || !is_conv)
+        g_assert_cmpint(engine, ==, 0);
+      else if (is_conv && i == 0) {
+        conv_on_engine += engine;
+        conv_total++;
+      }
+      double d = rel_diff(ref, out);
+      if (d > 1e-5) {
+        char *s = qh_shape_to_string(&ref->shape);
+        g_test_message("%s output %s (mode %d): fast vs naive relative diff %g", c->node->op_type, s,
+                       (int)modes[m], d);
+        g_free(s);
+      }
+      g_assert_cmpfloat(d, <=, 1e-5);
+      qh_tensor_free(out);
     }
-    g_assert_cmpfloat(d, <=, 1e-5);
-    qh_tensor_free(out);
-  }
   return ref;
 }
 
@@ -292,8 +331,79 @@ static void test_conv_sweep(void) {
       {1, 2, 3, 1, 3, {4, 5, 4}, {2, 3, 2}, {1, 2, 1}, {1, 1, 2}, p3d, NULL, TRUE},
       {2, 4, 4, 4, 3, {3, 4, 5}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, p3d, NULL, TRUE},
   };
+  conv_on_engine = conv_total = 0;
   for (size_t i = 0; i < G_N_ELEMENTS(specs); i++)
     check_and_free(conv_case("Conv", &specs[i]));
+  /* oneDNN has JIT kernels for every 1-D, 2-D and 3-D form above; a decline would hide
+   * the engine behind the OpenBLAS path */
+  g_test_message("%s: %d of %d convs on oneDNN", qh_blas_describe(), conv_on_engine, conv_total);
+  if (g_strcmp0(g_getenv("QH_EXPECT_ISA"), "off") == 0)
+    g_assert_cmpint(conv_on_engine, ==, 0);
+  else
+    g_assert_cmpint(conv_on_engine, ==, conv_total);
+}
+
+/* oneDNN dispatches within the features the host reports: QH_EXPECT_ISA (set by
+ * CMake next to QHOST_CPU_DISABLE) names the ISA family it must use. Skipped (77) when
+ * the CPU lacks that ISA for real. */
+static void test_engine_isa(void) {
+  const char *want = g_getenv("QH_EXPECT_ISA");
+  const char *desc = qh_onednn_describe();
+  uint64_t f = qh_host_api_get()->cpu_features();
+  g_test_message("%s (host features 0x%" G_GINT64_MODIFIER "x)", desc, (guint64)f);
+  g_assert_nonnull(qh_onednn_engine());
+  if (want == NULL || strcmp(want, "native") == 0)
+    return;
+  if (strcmp(want, "off") == 0) { /* QHOST_FP32_ENGINE=openblas */
+    g_assert_false(qh_onednn_enabled());
+    g_assert_nonnull(strstr(desc, "oneDNN off"));
+    return;
+  }
+  if (strcmp(want, "avx2") == 0) {
+    g_assert_nonnull(strstr(desc, "ISA avx2"));
+  } else {
+    g_assert_cmpstr(want, ==, "sse41");
+    g_assert_nonnull(strstr(desc, "ISA sse41"));
+  }
+}
+
+/* The cache follows the node: new weights at the same address, a new input shape and
+ * a new thread count each rebuild the entry, and the result follows the naive twin. */
+static void test_conv_engine_cache(void) {
+  if (!qh_onednn_enabled()) {
+    g_test_skip("QHOST_FP32_ENGINE=openblas");
+    return;
+  }
+  static const int64_t p1111[] = {1, 1, 1, 1};
+  const ConvSpec p = {1, 8, 16, 1, 2, {9, 9}, {3, 3}, {1, 1}, {1, 1}, p1111, NULL, TRUE};
+  Case *c = conv_case("Conv", &p);
+  const QhOpDef *def = def_of(c->node);
+  QhExecContext ctx = {.pool = pool1, .constant_inputs = ~(guint64)1};
+  for (int step = 0; step < 4; step++) {
+    if (step == 1) { /* same buffer, new values */
+      float *w = c->in[1]->data;
+      for (int64_t i = 0; i < qh_tensor_numel(c->in[1]); i++)
+        w[i] = -0.5f * w[i] + 0.25f;
+    } else if (step == 2) { /* a larger image on the same node */
+      qh_tensor_free(c->in[0]);
+      c->in[0] = rand_tensor(4, (int64_t[]){1, 8, 13, 11});
+    } else if (step == 3) {
+      ctx.pool = pool2;
+    }
+    QhTensor *ref = infer_alloc(c), *out = infer_alloc(c);
+    run_with(c, def->run_naive, pool1, ref);
+    GError *error = NULL;
+    QhTensor *outs[1] = {out};
+    g_assert_true(def->run(&ctx, c->node, (const QhTensor *const *)c->in, 3, outs, 1, &error));
+    g_assert_no_error(error);
+    g_assert_cmpint(qh_conv_cache_engine_entries(ctx.conv_cache), ==, 1);
+    g_assert_cmpfloat(rel_diff(ref, out), <=, 1e-5);
+    qh_tensor_free(ref);
+    qh_tensor_free(out);
+  }
+  qh_exec_context_clear(&ctx);
+  g_assert_null(ctx.conv_cache);
+  case_free(c);
 }
 
 static void test_conv_transpose(void) {
@@ -726,14 +836,18 @@ static void time_conv(const ConvSpec *p, const char *what) {
   double flops = 2.0 * (double)def->macs(c->node, (const QhTensor *const *)c->in, 3, y, 1);
   for (int threads = 1; threads <= 2; threads++) {
     QhThreadPool *pool = qh_thread_pool_new(threads); /* also sets BLAS threads */
-    run_with(c, def->run, pool, y); /* warm-up */
+    /* one context, as in a plan's runs: the first run builds oneDNN's primitive */
+    QhExecContext ctx = {.pool = pool, .constant_inputs = ~(guint64)1};
+    QhTensor *outs[1] = {y};
+    g_assert_true(def->run(&ctx, c->node, (const QhTensor *const *)c->in, 3, outs, 1, NULL));
     /* the best of a few runs: the machine is shared, the minimum is the kernel's speed */
     double sec = INFINITY;
     for (int i = 0; i < 8; i++) {
       gint64 t0 = g_get_monotonic_time();
-      run_with(c, def->run, pool, y);
+      g_assert_true(def->run(&ctx, c->node, (const QhTensor *const *)c->in, 3, outs, 1, NULL));
       sec = MIN(sec, (double)(g_get_monotonic_time() - t0) / 1e6);
     }
+    qh_exec_context_clear(&ctx);
     g_test_message("%s: %.3f ms, %.1f GFLOP/s on %d thread(s)", what, sec * 1e3,
                    flops / sec / 1e9, threads);
     qh_thread_pool_free(pool);
@@ -752,10 +866,17 @@ static void test_conv_speed(void) {
 
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
+  const char *want = g_getenv("QH_EXPECT_ISA");
+  if (want != NULL && strcmp(want, "avx2") == 0 && !__builtin_cpu_supports("avx2")) {
+    g_print("SKIP: this CPU has no AVX2\n");
+    return 77;
+  }
   pool1 = qh_thread_pool_new(1);
   pool2 = qh_thread_pool_new(2);
+  g_test_add_func("/kernels/dense/engine_isa", test_engine_isa);
   g_test_add_func("/kernels/dense/conv/exact", test_conv_exact);
   g_test_add_func("/kernels/dense/conv/sweep", test_conv_sweep);
+  g_test_add_func("/kernels/dense/conv/engine_cache", test_conv_engine_cache);
   g_test_add_func("/kernels/dense/conv/transpose", test_conv_transpose);
   g_test_add_func("/kernels/dense/conv/errors", test_conv_errors);
   g_test_add_func("/kernels/dense/gemm", test_gemm);

@@ -87,6 +87,37 @@ void qh_conv_col2im(const QhWindow *w, const float *col, int64_t c_begin, int64_
 void qh_conv_depthwise(QhThreadPool *pool, const QhWindow *w, int64_t planes, int64_t channels,
                        const float *x, const float *wt, const float *b, float *y);
 
+/* A Conv's operands and geometry, for the fp32 engine (conv-onednn.c). */
+typedef struct {
+  const QhNode *node;
+  const QhWindow *w;
+  int64_t n, c, m, group;
+  const QhTensor *x, *wt;
+  const float *b; /* NULL: no bias */
+  float *y;
+  gboolean weights_constant; /* wt is a plan constant (QhExecContext.constant_inputs) */
+} QhConvGeometry;
+
+typedef enum {
+  QH_CONV_ENGINE_RAN,      /* y holds the result */
+  QH_CONV_ENGINE_DECLINED, /* nothing done: run the OpenBLAS path */
+  QH_CONV_ENGINE_FAILED,   /* error set */
+} QhConvEngineResult;
+
+/* Run g on oneDNN's fp32 convolution, or decline: when ctx->bit_compatible is set,
+ * the weights are not constant, or oneDNN has only its reference loop for it. The
+ * primitive and the reordered weights are built on a node's first run and kept in
+ * ctx->conv_cache (keyed by node, input shape, thread count and the weights' address
+ * and fingerprint). Threading: the calling thread's OpenMP team runs it, sized to
+ * ctx's pool for the call. */
+QhConvEngineResult qh_conv_onednn(QhExecContext *ctx, const QhConvGeometry *g, GError **error);
+
+/* How many of the cache's Conv nodes run on oneDNN (not declined); for tests. */
+int qh_conv_cache_engine_entries(const QhConvCache *cache);
+
+/* Free a context's conv cache (NULL is fine). */
+void qh_conv_cache_free(QhConvCache *cache);
+
 /* ConvTranspose (conv-transpose.c). */
 gboolean qh_conv_transpose_infer(const QhNode *node, const QhTensor *const *inputs, int n_inputs,
                                  QhTensor *outputs, int n_outputs, GError **error);

@@ -199,7 +199,7 @@ gboolean qh_conv_transpose_run(QhExecContext *ctx, const QhNode *node,
     for (int64_t gi = 0; gi < g.group; gi++) {
       const float *xg = x + (n * g.c + gi * g.cg) * isz;
       const float *wg = wt + gi * g.cg * rows;
-      qh_sgemm(ctx->pool, CblasTrans, CblasNoTrans, (int)rows, (int)isz, (int)g.cg, 1.0f,
+      qh_sgemm(ctx, CblasTrans, CblasNoTrans, (int)rows, (int)isz, (int)g.cg, 1.0f,
                wg, (int)rows, xg, (int)isz, 0.0f, col, (int)isz);
       Col2imArgs a = {.w = w, .col = col, .y = y + (n * g.m + gi * g.mg) * osz};
       qh_thread_pool_parallel_for(ctx->pool, g.mg, 1, col2im_task, &a);

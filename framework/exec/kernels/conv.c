@@ -92,6 +92,14 @@ static gboolean conv_run(QhExecContext *ctx, const QhNode *node, const QhTensor 
   const int64_t kvol = qh_window_k_size(w), kdim = g.cg * kvol;
   if (g.n == 0 || g.m == 0 || osz == 0)
     return TRUE;
+  if (kdim > 0) {
+    QhConvGeometry eg = {.node = node, .w = w, .n = g.n, .c = g.c, .m = g.m, .group = g.group,
+                         .x = inputs[0], .wt = inputs[1], .b = b, .y = y,
+                         .weights_constant = (ctx->constant_inputs & 2) != 0};
+    QhConvEngineResult r = qh_conv_onednn(ctx, &eg, error);
+    if (r != QH_CONV_ENGINE_DECLINED)
+      return r == QH_CONV_ENGINE_RAN;
+  }
   if (g.group == g.c && g.m == g.c) {
     qh_conv_depthwise(ctx->pool, w, g.n * g.c, g.c, x, wt, b, y);
     return TRUE;
@@ -133,7 +141,7 @@ static gboolean conv_run(QhExecContext *ctx, const QhNode *node, const QhTensor 
           memset(yg, 0, sizeof(float) * (size_t)(g.mg * osz));
         continue;
       }
-      qh_sgemm(ctx->pool, CblasNoTrans, CblasNoTrans, (int)g.mg, (int)osz, (int)kdim, 1.0f,
+      qh_sgemm(ctx, CblasNoTrans, CblasNoTrans, (int)g.mg, (int)osz, (int)kdim, 1.0f,
                wt + gi * g.mg * kdim, (int)kdim, bmat, (int)osz, b != NULL ? 1.0f : 0.0f, yg,
                (int)osz);
     }

@@ -1,6 +1,6 @@
 /* Gemm (alpha * A' B' + beta * C with optional transposes and C broadcast to [M, N])
  * and MatMul (NumPy matmul: 1-D operands promoted and their unit dimension dropped,
- * batch dimensions broadcast). Both run on qh_sgemm (OpenBLAS); a batched MatMul whose
+ * batch dimensions broadcast). Both run on qh_sgemm (oneDNN, or OpenBLAS when bit-compatible); a batched MatMul whose
  * right operand is a single matrix (PyTorch's Linear on an N-D input) is folded
  * into one tall sgemm. The naive twins are the triple loop in double precision. */
 #include <string.h>
@@ -109,7 +109,7 @@ static gboolean gemm_run(QhExecContext *ctx, const QhNode *node, const QhTensor 
   if (g.k == 0)
     return TRUE;
   int lda = (int)(g.trans_a ? g.m : g.k), ldb = (int)(g.trans_b ? g.k : g.n);
-  qh_sgemm(ctx->pool, g.trans_a ? CblasTrans : CblasNoTrans,
+  qh_sgemm(ctx, g.trans_a ? CblasTrans : CblasNoTrans,
            g.trans_b ? CblasTrans : CblasNoTrans, (int)g.m, (int)g.n, (int)g.k, g.alpha,
            qh_f32(inputs[0]), lda, qh_f32(inputs[1]), ldb, g.c != NULL ? 1.0f : 0.0f, y,
            (int)g.n);
@@ -283,7 +283,7 @@ static gboolean matmul_run(QhExecContext *ctx, const QhNode *node, const QhTenso
   for (int64_t bi = 0; bi < n_loop; bi++) {
     int64_t oa, ob;
     batch_offsets(&g, bi, &oa, &ob);
-    qh_sgemm(ctx->pool, CblasNoTrans, CblasNoTrans, (int)rows, (int)g.n, (int)g.k, 1.0f,
+    qh_sgemm(ctx, CblasNoTrans, CblasNoTrans, (int)rows, (int)g.n, (int)g.k, 1.0f,
              a + oa, (int)g.k, b + ob, (int)g.n, 0.0f, y + bi * g.m * g.n, (int)g.n);
   }
   return TRUE;
