@@ -3,13 +3,14 @@
 
 #include <omp.h>
 
-#include "plugin/host-api-private.h"
+#include "core/cpu.h"
+#include "qhost/host-api.h" /* the QH_CPU_* bits */
 
 static dnnl_engine_t engine;
 
 static gpointer engine_once(gpointer unused) {
   (void)unused;
-  uint64_t f = qh_host_api_get()->cpu_features();
+  uint64_t f = qh_cpu_features();
   const uint64_t avx512 = QH_CPU_AVX512F | QH_CPU_AVX512BW | QH_CPU_AVX512VL;
   if ((f & avx512) == avx512 && !(f & QH_CPU_AVX512VNNI))
     (void)dnnl_set_max_cpu_isa(dnnl_cpu_isa_avx512_core);

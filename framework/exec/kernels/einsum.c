@@ -383,7 +383,7 @@ static gboolean run(QhExecContext *ctx, const QhNode *node, const QhTensor *cons
     gather(qh_f32(inputs[1]), lb, nbl, q->size, q->stride[1], bp);
     if (M > 0 && N > 0 && K > 0)
       for (int64_t b = 0; b < B; b++)
-        qh_sgemm(ctx->pool, CblasNoTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, ap + b * M * K, (int)K,
+        qh_sgemm(ctx, CblasNoTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, ap + b * M * K, (int)K,
                  bp + b * K * N, (int)N, 0.0f, cp + b * M * N, (int)N);
     /* C is [batch][M][N]: its stride for each label, then read in the output's order */
     int64_t cstr[MAX_LABELS] = {0}, st = 1;

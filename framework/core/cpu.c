@@ -1,0 +1,67 @@
+/* The CPU's instruction-set features, detected once per process and masked by
+ * QHOST_CPU_DISABLE. The host's own fp32 engine (exec/onednn.c) and the plugins (through
+ * the QhHostApi table's cpu_features) read the same answer, so one variable steers every
+ * kernel path in a test. */
+#include "core/cpu.h"
+#include "qhost/host-api.h" /* the QH_CPU_* bits */
+
+#include <glib.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+
+static uint64_t detect_cpu(void) {
+  uint64_t f = 0;
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("sse4.1")) f |= QH_CPU_SSE41;
+  if (__builtin_cpu_supports("avx2")) f |= QH_CPU_AVX2;
+  if (__builtin_cpu_supports("fma")) f |= QH_CPU_FMA;
+  if (__builtin_cpu_supports("avx512f")) f |= QH_CPU_AVX512F;
+  if (__builtin_cpu_supports("avx512bw")) f |= QH_CPU_AVX512BW;
+  if (__builtin_cpu_supports("avx512vl")) f |= QH_CPU_AVX512VL;
+  if (__builtin_cpu_supports("avx512vnni")) f |= QH_CPU_AVX512VNNI;
+  /* AVX-VNNI (vpdpbusd on ymm, e.g. Alder Lake without AVX-512) is read from CPUID itself:
+   * leaf 7 subleaf 1, EAX bit 4; subleaf 1 exists when subleaf 0's EAX (the highest
+   * subleaf) is at least 1. It uses the ymm state, so it counts only where the OS has
+   * enabled that state, which __builtin_cpu_supports("avx2") has already checked. */
+  unsigned a, b, c, d;
+  if ((f & QH_CPU_AVX2) && __get_cpuid_count(7, 0, &a, &b, &c, &d) && a >= 1 &&
+      __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 4)))
+    f |= QH_CPU_AVXVNNI;
+#endif
+  return f;
+}
+
+/* QHOST_CPU_DISABLE=avx512vnni,avx512f,... hides features so that every kernel path
+ * can be tested on one machine. */
+static uint64_t masked_features(void) {
+  static const struct { const char *name; uint64_t bit; } names[] = {
+      {"sse4.1", QH_CPU_SSE41},       {"avx2", QH_CPU_AVX2},         {"fma", QH_CPU_FMA},
+      {"avx512f", QH_CPU_AVX512F},    {"avx512bw", QH_CPU_AVX512BW}, {"avx512vl", QH_CPU_AVX512VL},
+      {"avx512vnni", QH_CPU_AVX512VNNI}, {"avxvnni", QH_CPU_AVXVNNI},
+  };
+  uint64_t f = detect_cpu();
+  const char *mask = g_getenv("QHOST_CPU_DISABLE");
+  if (mask == NULL)
+    return f;
+  char **parts = g_strsplit(mask, ",", -1);
+  for (char **p = parts; *p; p++)
+    for (gsize i = 0; i < G_N_ELEMENTS(names); i++)
+      if (g_ascii_strcasecmp(g_strstrip(*p), names[i].name) == 0)
+        f &= ~names[i].bit;
+  g_strfreev(parts);
+  return f;
+}
+
+uint64_t qh_cpu_features(void) {
+  static gsize once;
+  static uint64_t features;
+  if (g_once_init_enter(&once)) {
+    features = masked_features();
+    g_once_init_leave(&once, 1);
+  }
+  return features;
+}
