@@ -231,6 +231,7 @@ QHOST_API QhostStatus *qhost_options_set_input_file(QhostOptions *options, const
 typedef struct QhostModel QhostModel;
 
 /* Load an ONNX model (opsets 13 to 17; external data inside the model's directory).
+ * The model keeps the file's bytes for its sessions (the file is read once here).
  * Errors name the file. */
 QHOST_API QhostStatus *qhost_model_load(const char *path, QhostModel **out);
 /* Release the model's memory now; later calls on it return QHOST_STATUS_CLOSED. Sessions
@@ -286,10 +287,11 @@ typedef struct QhostSession QhostSession;
 /* A session runs `model` on the host's reference kernels or, when options name a
  * backend, with the QDQ units the backend claims on its int8 kernels (options may be
  * NULL: host, one thread; the backend is loaded here, its options checked here). The
- * session reads its own copy of the model from the model's file, so the model may be
- * closed or freed afterwards. It is planned for the input shapes of its first run; a
- * run with other shapes plans again, reading the file again (lowering rewrites the
- * graph it lowers). A session runs on one thread at a time; sessions on different
+ * session keeps its own reference to the model's bytes as qhost_model_load read them,
+ * so the model may be closed or freed afterwards and the file may change or go away.
+ * It is planned for the input shapes of its first run; a run with other shapes plans
+ * again from those bytes (lowering rewrites the graph it lowers); only external data
+ * files, if the model has any, are read again from the model's directory. A session runs on one thread at a time; sessions on different
  * threads run concurrently. */
 QHOST_API QhostStatus *qhost_session_new(const QhostModel *model, const QhostOptions *options,
                                          QhostSession **out);

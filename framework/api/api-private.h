@@ -39,6 +39,7 @@ struct QhostOptions {
 struct QhostModel {
   char *path;
   QhGraph *graph;            /* NULL once closed */
+  GBytes *bytes;             /* the file as read at load, for sessions; NULL once closed */
 };
 
 /* Tensors the library owns, with their names (NULL for an unnamed .npy array). */

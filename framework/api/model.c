@@ -110,9 +110,20 @@ QhostStatus *qhost_model_load(const char *path, QhostModel **out) {
   QhGraph *graph = qh_load_model(path, &error);
   if (graph == NULL)
     return qh_api_status_from_error(error);
+  /* Sessions plan again from these bytes when input shapes change (lowering rewrites the
+   * graph it lowers), so a file replaced after loading never changes what runs. */
+  gchar *data = NULL;
+  gsize len = 0;
+  if (!g_file_get_contents(path, &data, &len, &error)) {
+    qh_graph_free(graph);
+    QhostStatus *io = qh_api_status(QHOST_STATUS_IO, "%s: cannot read: %s", path, error->message);
+    g_error_free(error);
+    return io;
+  }
   QhostModel *m = g_new0(QhostModel, 1);
   m->path = g_strdup(path);
   m->graph = graph;
+  m->bytes = g_bytes_new_take(data, len);
   *out = m;
   return NULL;
 }
@@ -122,6 +133,7 @@ QhostStatus *qhost_model_close(QhostModel *model) {
   if (st)
     return st;
   g_clear_pointer(&model->graph, qh_graph_free);
+  g_clear_pointer(&model->bytes, g_bytes_unref);
   return NULL;
 }
 
@@ -129,6 +141,8 @@ void qhost_model_free(QhostModel *model) {
   if (model == NULL)
     return;
   qh_graph_free(model->graph);
+  if (model->bytes)
+    g_bytes_unref(model->bytes);
   g_free(model->path);
   g_free(model);
 }

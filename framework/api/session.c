@@ -1,8 +1,9 @@
 /* Sessions of the embedding API: a model planned for the shapes of the data it is given,
  * on the host's reference kernels or lowered to a backend's, run on the caller's tensors
  * in place (flows/runner.c does the sample-by-sample runs and the stacking). A run with
- * new input shapes plans again, from a fresh copy of the model read from its file,
- * because lowering rewrites the graph it lowers. */
+ * new input shapes plans again, from a fresh graph parsed from the model's bytes as
+ * qhost_model_load read them (lowering rewrites the graph it lowers): the model file is
+ * not read again. */
 #include <string.h>
 
 #include "api/api-private.h"
@@ -11,6 +12,8 @@
 
 struct QhostSession {
   char *path;
+  char *dir;                 /* external data resolves here */
+  GBytes *bytes;             /* the model file as loaded; NULL after close */
   QhPluginSearch search;     /* owned copies */
   char *backend;
   char **backend_opts;
@@ -30,6 +33,13 @@ static void release(QhostSession *s) {
   g_clear_pointer(&s->graph, qh_graph_free);
   g_clear_pointer(&s->plugin, qh_backend_free);
   g_clear_pointer(&s->shapes, g_free);
+  g_clear_pointer(&s->bytes, g_bytes_unref);
+}
+
+static QhGraph *parse_graph(QhostSession *s, GError **error) {
+  gsize len = 0;
+  const guint8 *data = g_bytes_get_data(s->bytes, &len);
+  return qh_onnx_load_from_memory(data, len, s->path, s->dir, error);
 }
 
 void qhost_session_free(QhostSession *s) {
@@ -37,6 +47,7 @@ void qhost_session_free(QhostSession *s) {
     return;
   release(s);
   g_free(s->path);
+  g_free(s->dir);
   g_strfreev(s->search.paths);
   g_free(s->search.dir);
   g_free(s->backend);
@@ -63,6 +74,8 @@ QhostStatus *qhost_session_new(const QhostModel *model, const QhostOptions *opti
   qh_api_backend_choice(options, &choice);
   QhostSession *s = g_new0(QhostSession, 1);
   s->path = g_strdup(model->path);
+  s->dir = g_path_get_dirname(model->path);
+  s->bytes = g_bytes_ref(model->bytes);
   s->search.paths = g_strdupv(choice.search.paths);
   s->search.dir = g_strdup(choice.search.dir);
   s->backend = g_strdup(choice.name);
@@ -71,7 +84,7 @@ QhostStatus *qhost_session_new(const QhostModel *model, const QhostOptions *opti
   s->n_inputs = (int)model->graph->inputs->len;
   s->n_outputs = (int)model->graph->outputs->len;
   GError *error = NULL;
-  gboolean ok = (s->graph = qh_onnx_load(s->path, &error)) != NULL; /* loaded (and logged) once already */
+  gboolean ok = (s->graph = parse_graph(s, &error)) != NULL;
   if (ok && s->backend) {
     QhBackendChoice own = {s->search, s->backend, s->backend_opts, s->threads};
     ok = (s->plugin = qh_backend_choice_load(&own, &error)) != NULL;
@@ -136,7 +149,7 @@ static gboolean prepare_runner(QhostSession *s, QhTensor *const *ptrs, const QhT
   s->runner = NULL;
   if (s->graph_used) {
     qh_graph_free(s->graph);
-    if ((s->graph = qh_load_model(s->path, error)) == NULL)
+    if ((s->graph = parse_graph(s, error)) == NULL)
       return FALSE;
   }
   s->graph_used = TRUE;

@@ -192,6 +192,55 @@ static void test_model_and_tensors(void) {
   qhost_model_free(model);
 }
 
+/* A session plans again for new shapes from the bytes the model was loaded from: the file
+ * replaced by garbage, then removed, changes nothing it computes. */
+static void test_file_replaced(const char *dir) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/replaced.onnx", dir);
+  size_t len = 0;
+  char *bytes = read_all(model_path, &len);
+  CHECK(bytes != NULL);
+  FILE *f = fopen(path, "wb");
+  CHECK(f != NULL && fwrite(bytes, 1, len, f) == len);
+  fclose(f);
+  free(bytes);
+  QhostModel *model = NULL;
+  QhostSession *session = NULL;
+  QhostValues *first = NULL, *later = NULL;
+  OK(qhost_model_load(path, &model));
+  OK(qhost_session_new(model, NULL, &session));
+  qhost_model_free(model);
+  float x[2 * 64];
+  for (int i = 0; i < 2 * 64; i++)
+    x[i] = (float)(i % 7) * 0.25f;
+  int64_t two[] = {2, 1, 8, 8}, one[] = {1, 1, 8, 8};
+  QhostTensor in = {NULL, QHOST_DTYPE_FLOAT32, 4, two, x, sizeof x};
+  OK(qhost_session_run(session, &in, 1, &first));
+  f = fopen(path, "wb");
+  CHECK(f != NULL && fputs("not an ONNX model", f) >= 0);
+  fclose(f);
+  QhostTensor row = {NULL, QHOST_DTYPE_FLOAT32, 4, one, x, 64 * sizeof(float)};
+  OK(qhost_session_run(session, &row, 1, &later));
+  QhostTensor a, b;
+  OK(qhost_values_get(first, 0, &a));
+  OK(qhost_values_get(later, 0, &b));
+  /* one row alone against row 0 of two: the same model, up to the fp32 GEMM's blocking */
+  CHECK(b.shape[0] == 1);
+  for (int i = 0; i < 10; i++) {
+    float u = ((const float *)a.data)[i], v = ((const float *)b.data)[i];
+    CHECK(u - v <= 1e-4f * (1.0f + (u > 0 ? u : -u)) && v - u <= 1e-4f * (1.0f + (u > 0 ? u : -u)));
+  }
+  qhost_values_free(later);
+  later = NULL;
+  CHECK(unlink(path) == 0);
+  OK(qhost_session_run(session, &in, 1, &later));
+  OK(qhost_values_get(later, 0, &b));
+  CHECK(b.nbytes == a.nbytes && memcmp(a.data, b.data, a.nbytes) == 0);
+  qhost_values_free(later);
+  qhost_values_free(first);
+  qhost_session_free(session);
+}
+
 /* Calibration arrays and a qconfig in memory give the bytes the same data and qconfig in
  * files give, and the report comes back as JSON and text. */
 static void test_quantize_from_memory(const char *dir) {
@@ -390,6 +439,7 @@ int main(void) {
     return 1;
   test_null_handles();
   test_model_and_tensors();
+  test_file_replaced(dir);
   test_quantize_from_memory(dir);
   test_flows(dir);
   test_two_threads(dir);
