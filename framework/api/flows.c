@@ -42,27 +42,10 @@ static QhostStatus *check_quantize_args(const char *model_path, const QhostOptio
   return NULL;
 }
 
-/* A single-input model takes unnamed calibration arrays: name them after its input. */
-static QhostStatus *name_calib_arrays(const char *model_path, const QhostOptions *o) {
-  if (o->calib_arrays == NULL || o->calib_arrays->len != 1 ||
-      ((QhNamedTensor *)o->calib_arrays->pdata[0])->name != NULL)
-    return NULL;
-  QhostModel *m = NULL;
-  QhostStatus *st = qhost_model_load(model_path, &m);
-  if (st)
-    return st;
-  if (m->graph->inputs->len == 1) {
-    QhNamedTensor *nt = o->calib_arrays->pdata[0];
-    nt->name = g_strdup(qh_graph_value(m->graph, g_array_index(m->graph->inputs, int, 0))->name);
-  }
-  qhost_model_free(m);
-  return NULL;
-}
-
 QhostStatus *qhost_quantize(const char *model_path, const QhostOptions *options, const char *output_path,
                             char **out_report_json, char **out_report_text) {
   QhostStatus *st = check_quantize_args(model_path, options, output_path);
-  if (st || (st = name_calib_arrays(model_path, options)))
+  if (st)
     return st;
   gboolean has_stats = options->stats_paths && options->stats_paths[0];
   if (!has_stats && options->calib_path == NULL && options->calib_arrays == NULL)
@@ -88,7 +71,7 @@ QhostStatus *qhost_quantize(const char *model_path, const QhostOptions *options,
 QhostStatus *qhost_calibrate(const char *model_path, const QhostOptions *options, const char *stats_path,
                              int64_t *out_samples, int64_t *out_points) {
   QhostStatus *st = check_quantize_args(model_path, options, stats_path);
-  if (st || (st = name_calib_arrays(model_path, options)))
+  if (st)
     return st;
   if (options->calib_path == NULL && options->calib_arrays == NULL)
     return qh_api_status(QHOST_STATUS_INVALID_ARGUMENT, "no calibration data set");

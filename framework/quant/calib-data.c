@@ -203,8 +203,20 @@ QhCalibSource *qh_calib_open_arrays(const char *label, const QhGraph *graph, con
     GPtrArray *copies = g_ptr_array_new_with_free_func((GDestroyNotify)qh_named_tensor_free);
     for (guint k = 0; k < arrays->len && ok; k++) {
       const QhNamedTensor *nt = arrays->pdata[k];
+      const char *name = nt->name;
+      /* one unnamed array feeds a single-input model; anything else must be named */
+      if (name == NULL && arrays->len == 1 && s->n_inputs == 1)
+        name = qh_graph_value(graph, g_array_index(graph->inputs, int, 0))->name;
+      if (name == NULL) {
+        g_set_error(error, QH_ERROR, QH_ERROR_MISMATCH,
+                    "%s: calibration array %u has no name: only one array for a single-input model may "
+                    "go unnamed",
+                    label, k);
+        ok = FALSE;
+        break;
+      }
       QhNamedTensor *c = g_new0(QhNamedTensor, 1);
-      c->name = g_strdup(nt->name);
+      c->name = g_strdup(name);
       g_ptr_array_add(copies, c);
       ok = (c->tensor = qh_tensor_copy(nt->tensor, error)) != NULL;
     }

@@ -296,6 +296,11 @@ static void test_quantize_from_memory(const char *dir) {
   OK(qhost_options_set_calibration_tensors(options, &odd, 1));
   EXPECT(qhost_quantize(model_path, options, never, NULL, NULL), QHOST_STATUS_MISMATCH, "input 'input'");
   CHECK(access(never, F_OK) != 0);
+  /* two unnamed arrays: only a lone array for a single-input model may go unnamed */
+  QhostTensor pair[2] = {odd, odd};
+  OK(qhost_options_set_calibration_tensors(options, pair, 2));
+  EXPECT(qhost_quantize(model_path, options, never, NULL, NULL), QHOST_STATUS_MISMATCH, "has no name");
+  CHECK(access(never, F_OK) != 0);
   qhost_options_free(options);
 }
 
