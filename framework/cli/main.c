@@ -2,6 +2,7 @@
  * subcommand, each in its own file. */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 
@@ -47,11 +48,17 @@ int main(int argc, char **argv) {
    * (resnet18 on x86, 2 threads, 2 cores: 3.2 ms passive, 2.8 ms with this spin), but
    * workers that spin long hold the cores when something else needs them: beside
    * another busy process the same run takes 5.2 ms passive, 6.5-7.7 ms with this spin,
-   * 15-23 ms with 10000 rounds (libgomp's default is 300000). So a short spin. libgomp
-   * reads it when a plugin loads libgomp, so it is set before any plugin is loaded; a
-   * user's OMP_WAIT_POLICY or GOMP_SPINCOUNT wins. */
-  if (!g_getenv("OMP_WAIT_POLICY") && !g_getenv("GOMP_SPINCOUNT"))
+   * 15-23 ms with 10000 rounds (libgomp's default is 300000). So a short spin; a user's
+   * OMP_WAIT_POLICY or GOMP_SPINCOUNT wins. libgomp reads its environment once, in its
+   * constructor, and libqhost links it (the host's fp32 engine is oneDNN), so it has
+   * read it before main runs: the runner sets the variable and executes itself again
+   * (x86 int8 resnet18, 2 threads, beside one busy process: median 26-67 ms with the
+   * default spin, 2.1-7.4 ms with this one). When the exec fails the run goes on with
+   * libgomp's default. */
+  if (!g_getenv("OMP_WAIT_POLICY") && !g_getenv("GOMP_SPINCOUNT")) {
     g_setenv("GOMP_SPINCOUNT", "1000", TRUE);
+    execv("/proc/self/exe", argv);
+  }
   if (argc < 2) {
     print_help(stderr);
     return QH_EXIT_USAGE;

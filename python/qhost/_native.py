@@ -36,6 +36,12 @@ def _candidates():
 
 
 def _load():
+    # libgomp (linked by libqhost for oneDNN) reads its environment once, when it is
+    # loaded: a short spin keeps idle OpenMP workers from holding the cores between
+    # parallel regions (framework/cli/main.c measures it). A user's setting wins, and
+    # a process that loaded libgomp before (PyTorch imported first) keeps its own.
+    if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
+        os.environ["GOMP_SPINCOUNT"] = "1000"
     tried = []
     for path, origin in _candidates():
         try:
