@@ -73,6 +73,20 @@ int uq_attr_ints(const QhHostApi *host, const QhGraphView *g, uint32_t node, con
   return 1;
 }
 
+const char *uq_window_2d(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *malformed,
+                         int64_t ks[2], int64_t strides[2], int64_t pads[4], int64_t dilations[2]) {
+  const char *auto_pad = NULL;
+  QhStatus *st = host->node_attr_string(g, node, "auto_pad", &auto_pad);
+  if (st)
+    host->status_free(st);
+  else if (auto_pad && strcmp(auto_pad, "NOTSET") != 0 && strcmp(auto_pad, "VALID") != 0)
+    return "auto_pad SAME is not supported";
+  if (!uq_attr_ints(host, g, node, "kernel_shape", 2, -1, ks) || !uq_attr_ints(host, g, node, "strides", 2, 1, strides) ||
+      !uq_attr_ints(host, g, node, "pads", 4, 0, pads) || !uq_attr_ints(host, g, node, "dilations", 2, 1, dilations))
+    return malformed;
+  return NULL;
+}
+
 int32_t uq_known_shape(const QhHostApi *host, const QhGraphView *g, uint32_t v, int64_t *dims) {
   int32_t rank = -1;
   QhStatus *st = host->value_shape(g, v, dims, QH_MAX_RANK, &rank);

@@ -24,6 +24,11 @@ float uq_attr_float(const QhHostApi *host, const QhGraphView *g, uint32_t node, 
 /* n ints of attribute name into out (def when absent); 0 when present with another count. */
 int uq_attr_ints(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *name, size_t n,
                  int64_t def, int64_t *out);
+/* The 2-D window attributes of a Conv or pool node: kernel_shape (-1 when absent),
+ * strides and dilations (1), pads (0). NULL when they are read; "auto_pad SAME is not
+ * supported" for SAME_UPPER/SAME_LOWER; `malformed` when one has another count. */
+const char *uq_window_2d(const QhHostApi *host, const QhGraphView *g, uint32_t node, const char *malformed,
+                         int64_t ks[2], int64_t strides[2], int64_t pads[4], int64_t dilations[2]);
 /* NULL when input slot of u is a bias the conv/linear kernels take (constant, n
  * elements, float or int32 with zero points 0 and per-tensor or per-channel scales),
  * then *b_value and *bq (borrowed, NULL for a float bias) describe it; otherwise why not,

@@ -95,17 +95,10 @@ static const char *analyze_conv(const QhHostApi *host, const QhGraphView *g, con
       return "depthwise kernels other than 3x3 and 5x5 are not claimed yet (the host runs them)";
     in->dw = 1;
   }
-  const char *auto_pad = NULL;
-  QhStatus *st = host->node_attr_string(g, node, "auto_pad", &auto_pad);
-  if (st)
-    host->status_free(st);
-  else if (auto_pad && strcmp(auto_pad, "NOTSET") != 0 && strcmp(auto_pad, "VALID") != 0)
-    return "auto_pad SAME is not supported";
   int64_t ks[2];
-  if (!uq_attr_ints(host, g, node, "strides", 2, 1, in->stride) || !uq_attr_ints(host, g, node, "pads", 4, 0, in->pad) ||
-      !uq_attr_ints(host, g, node, "dilations", 2, 1, in->dil) ||
-      !uq_attr_ints(host, g, node, "kernel_shape", 2, -1, ks))
-    return "malformed strides, pads, dilations or kernel_shape";
+  const char *why = uq_window_2d(host, g, node, "malformed strides, pads, dilations or kernel_shape", ks, in->stride, in->pad, in->dil);
+  if (why)
+    return why;
   in->co = d[0], in->ci = in->dw ? group : d[1], in->kh = d[2], in->kw = d[3];
   if ((ks[0] >= 0 && ks[0] != in->kh) || (ks[1] >= 0 && ks[1] != in->kw))
     return "kernel_shape differs from the weight";

@@ -54,16 +54,10 @@ typedef struct {
 } U8Op;
 
 static const char *pool_window(const QhHostApi *host, const QhGraphView *g, uint32_t node, U8Op *k) {
-  const char *auto_pad = NULL;
-  QhStatus *st = host->node_attr_string(g, node, "auto_pad", &auto_pad);
-  if (st)
-    host->status_free(st);
-  else if (auto_pad && strcmp(auto_pad, "NOTSET") != 0 && strcmp(auto_pad, "VALID") != 0)
-    return "auto_pad SAME is not supported";
   int64_t ks[2], s[2], d[2];
-  if (!uq_attr_ints(host, g, node, "kernel_shape", 2, -1, ks) || !uq_attr_ints(host, g, node, "strides", 2, 1, s) ||
-      !uq_attr_ints(host, g, node, "pads", 4, 0, k->pad) || !uq_attr_ints(host, g, node, "dilations", 2, 1, d))
-    return "only 2-D pooling is supported (kernel_shape, strides, pads, dilations of 2)";
+  const char *why = uq_window_2d(host, g, node, "only 2-D pooling is supported (kernel_shape, strides, pads, dilations of 2)", ks, s, k->pad, d);
+  if (why)
+    return why;
   k->ceil = uq_attr_int(host, g, node, "ceil_mode", 0) != 0;
   if (uq_attr_int(host, g, node, "storage_order", 0) != 0)
     return "storage_order=1 is not supported";

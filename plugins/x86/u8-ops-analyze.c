@@ -23,17 +23,10 @@ const char *x86_u8op_name(int op) {
 }
 
 static const char *window_problem(const QhHostApi *host, const QhGraphView *g, uint32_t node, U8Op *k) {
-  const char *auto_pad = NULL;
-  QhStatus *st = host->node_attr_string(g, node, "auto_pad", &auto_pad);
-  if (st)
-    host->status_free(st);
-  else if (auto_pad && strcmp(auto_pad, "NOTSET") != 0 && strcmp(auto_pad, "VALID") != 0)
-    return "auto_pad SAME is not supported";
   int64_t ks[2], s[2], d[2];
-  if (!x86_attr_ints(host, g, node, "kernel_shape", 2, -1, ks) ||
-      !x86_attr_ints(host, g, node, "strides", 2, 1, s) || !x86_attr_ints(host, g, node, "pads", 4, 0, k->pad) ||
-      !x86_attr_ints(host, g, node, "dilations", 2, 1, d))
-    return "only 2-D pooling is supported (kernel_shape, strides, pads, dilations of 2)";
+  const char *why = uq_window_2d(host, g, node, "only 2-D pooling is supported (kernel_shape, strides, pads, dilations of 2)", ks, s, k->pad, d);
+  if (why)
+    return why;
   k->ceil_mode = x86_attr_int(host, g, node, "ceil_mode", 0) != 0;
   if (d[0] != 1 || d[1] != 1)
     return "dilated pooling is not supported";
