@@ -23,6 +23,7 @@ static uint64_t detect_cpu(void) {
   if (__builtin_cpu_supports("avx512bw")) f |= QH_CPU_AVX512BW;
   if (__builtin_cpu_supports("avx512vl")) f |= QH_CPU_AVX512VL;
   if (__builtin_cpu_supports("avx512vnni")) f |= QH_CPU_AVX512VNNI;
+  if (__builtin_cpu_supports("avx512vbmi")) f |= QH_CPU_AVX512VBMI;
   /* AVX-VNNI (vpdpbusd on ymm, e.g. Alder Lake without AVX-512) is read from CPUID itself:
    * leaf 7 subleaf 1, EAX bit 4; subleaf 1 exists when subleaf 0's EAX (the highest
    * subleaf) is at least 1. It uses the ymm state, so it counts only where the OS has
@@ -41,7 +42,7 @@ static uint64_t masked_features(void) {
   static const struct { const char *name; uint64_t bit; } names[] = {
       {"sse4.1", QH_CPU_SSE41},       {"avx2", QH_CPU_AVX2},         {"fma", QH_CPU_FMA},
       {"avx512f", QH_CPU_AVX512F},    {"avx512bw", QH_CPU_AVX512BW}, {"avx512vl", QH_CPU_AVX512VL},
-      {"avx512vnni", QH_CPU_AVX512VNNI}, {"avxvnni", QH_CPU_AVXVNNI},
+      {"avx512vnni", QH_CPU_AVX512VNNI}, {"avxvnni", QH_CPU_AVXVNNI}, {"avx512vbmi", QH_CPU_AVX512VBMI},
   };
   uint64_t f = detect_cpu();
   const char *mask = g_getenv("QHOST_CPU_DISABLE");

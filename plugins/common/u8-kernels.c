@@ -61,6 +61,30 @@ void qh_u8_lut_apply(const uint8_t lut[256], const uint8_t *x, uint8_t *y, size_
     y[i] = t[x[i]];
 }
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+
+/* 64 lookups per step: vpermi2b indexes a 128-byte table by an index's low seven bits,
+ * so the two halves of the table each give a candidate and the index's top bit picks
+ * one. The tail is the same step on a masked load and store. */
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) void qh_u8_lut_apply_vbmi(const uint8_t lut[256],
+                                                                                const uint8_t *x, uint8_t *y,
+                                                                                size_t n) {
+  const __m512i t0 = _mm512_loadu_si512(lut), t1 = _mm512_loadu_si512(lut + 64);
+  const __m512i t2 = _mm512_loadu_si512(lut + 128), t3 = _mm512_loadu_si512(lut + 192);
+  for (size_t i = 0; i < n; i += 64) {
+    __mmask64 m = n - i >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (n - i)) - 1);
+    __m512i idx = _mm512_maskz_loadu_epi8(m, x + i);
+    __m512i low = _mm512_permutex2var_epi8(t0, idx, t1), high = _mm512_permutex2var_epi8(t2, idx, t3);
+    _mm512_mask_storeu_epi8(y + i, m, _mm512_mask_blend_epi8(_mm512_movepi8_mask(idx), low, high));
+  }
+}
+#else
+void qh_u8_lut_apply_vbmi(const uint8_t lut[256], const uint8_t *x, uint8_t *y, size_t n) {
+  qh_u8_lut_apply(lut, x, y, n);
+}
+#endif
+
 /* The element formula: DequantizeLinear of both operands, the float op, then
  * QuantizeLinear; Relu then quantize is quantize clamped below at zo. */
 static inline __attribute__((always_inline)) uint8_t bin_one(int mul, float a, float b, float so, float lo,

@@ -39,8 +39,11 @@ int qh_u8_act_from_name(const char *op_type);
 void qh_u8_act_lut(QhU8Act act, float alpha, float beta, float sx, int32_t zx, float so, int32_t zo,
                    uint8_t lut[256]);
 
-/* y[i] = lut[x[i]] (x and y may be the same buffer). */
+/* y[i] = lut[x[i]] (x and y may be the same buffer). _vbmi is the AVX-512 VBMI path (64
+ * bytes per step), for a CPU with QH_CPU_AVX512VBMI (and AVX-512 F and BW) only; the
+ * first is its scalar twin. */
 void qh_u8_lut_apply(const uint8_t lut[256], const uint8_t *x, uint8_t *y, size_t n);
+void qh_u8_lut_apply_vbmi(const uint8_t lut[256], const uint8_t *x, uint8_t *y, size_t n);
 
 /* ---- binary ops with a per-channel operand ---- */
 typedef struct {

@@ -29,6 +29,7 @@ typedef struct {
   int64_t shape[QH_MAX_RANK];  /* Reshape's constant target */
   int32_t shape_rank;
   uint8_t lut[256];            /* HardSwish, HardSigmoid */
+  int vbmi;                    /* the table with AVX-512 VBMI (the host reports it) */
   /* set by reshape */
   int reshaped, rank;
   int64_t dims[QH_MAX_RANK];
@@ -128,6 +129,8 @@ static QhStatus *create(void *instance, const QhHostApi *host, const QhGraphView
   if (!k)
     return host->status_new(QH_ERR_OUT_OF_MEMORY, "out of memory");
   k->inst = instance;
+  const uint64_t vbmi = QH_CPU_AVX512F | QH_CPU_AVX512BW | QH_CPU_AVX512VBMI;
+  k->vbmi = (host->cpu_features() & vbmi) == vbmi;
   const char *p = analyze(host, g, u, k);
   if (p) {
     free(k);
@@ -215,7 +218,7 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
 
 static void hardswish_task(void *user, size_t start, size_t count) {
   const Job *j = user;
-  qh_u8_lut_apply(j->k->lut, j->x + start, j->y + start, count);
+  (j->k->vbmi ? qh_u8_lut_apply_vbmi : qh_u8_lut_apply)(j->k->lut, j->x + start, j->y + start, count);
 }
 
 /* One image from NHWC to ONNX's [c][h*w] order. */

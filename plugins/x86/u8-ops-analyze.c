@@ -335,6 +335,8 @@ QhStatus *x86_u8op_create(void *instance, const QhHostApi *host, const QhGraphVi
   k->isa = (cpu & QH_CPU_AVX512F) && (cpu & QH_CPU_AVX512BW) && (cpu & QH_CPU_AVX512VL) ? QH_U8_ISA_AVX512
            : (cpu & QH_CPU_AVX2)                                                       ? QH_U8_ISA_AVX2
                                                                                         : QH_U8_ISA_SSE2;
+  const uint64_t vbmi = QH_CPU_AVX512F | QH_CPU_AVX512BW | QH_CPU_AVX512VBMI;
+  k->vbmi = (cpu & vbmi) == vbmi;
   float lo = (float)(0 - k->zo), hi = (float)(255 - k->zo);
   k->identity = 1;
   for (int q = 0; q < 256; q++) {

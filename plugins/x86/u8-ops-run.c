@@ -2,7 +2,7 @@
  * reshape's and splits each op into tasks on the instance's team: same-shape and
  * per-channel Add / Mul (plugins/common/u8-kernels.c's clone for this CPU), the table
  * lookups (a vector min/max when the table is a clamp, as for Relu and Clip with shared
- * qparams), BatchNormalization's per-channel tables, and plugins/common/u8-layout.c's
+ * qparams; AVX-512 VBMI's byte permutes where the CPU has them), BatchNormalization's per-channel tables, and plugins/common/u8-layout.c's
  * pooling rows, Pad rows, channel Slice and shuffle, NHWC to NCHW (Flatten). */
 #include <emmintrin.h>
 #include <string.h>
@@ -116,8 +116,11 @@ static void lut_task(void *user, size_t index, uint32_t worker) {
       _mm_storeu_si128((__m128i *)(y + i),
                        _mm_min_epu8(_mm_max_epu8(_mm_loadu_si128((const __m128i *)(a + i)), lo), hi));
   }
-  for (; i < i1; i++)
-    y[i] = lut[a[i]];
+  if (j->k->vbmi)
+    qh_u8_lut_apply_vbmi(lut, a + i, y + i, i1 - i);
+  else
+    for (; i < i1; i++)
+      y[i] = lut[a[i]];
 }
 
 /* One output row (n, oh) of MaxPool, AveragePool or GlobalAveragePool (oh = 1):

@@ -80,6 +80,7 @@ typedef struct QhRunContext QhRunContext;
 #define QH_CPU_AVX512VL (1ull << 5)
 #define QH_CPU_AVX512VNNI (1ull << 6)
 #define QH_CPU_AVXVNNI (1ull << 7)
+#define QH_CPU_AVX512VBMI (1ull << 8) /* vpermi2b: byte tables (Added in ABI 1.2) */
 
 /* artifact_write_model flags (Added in ABI 1.1) */
 #define QH_MODEL_STRIP_QDQ 0x1u /* the deploy model: Q/DQ removed, weights dequantized */
