@@ -275,6 +275,8 @@ PATTERN_F(matmul_relu, matmul_relu_ops, 0, x86_linear_kernel, accept_linear, THR
 PATTERN(matmul, matmul_ops, 0, x86_linear_kernel, accept_linear);
 PATTERN(add_relu, add_relu_ops, 0, x86_add_kernel, x86_accept_u8op);
 PATTERN(add, add_ops, 0, x86_add_kernel, x86_accept_u8op);
+PATTERN(act_mul_relu, mul_relu_ops, 0, x86_act_mul_kernel, x86_accept_act_mul); /* x * act(x) */
+PATTERN(act_mul, mul_ops, 0, x86_act_mul_kernel, x86_accept_act_mul);
 PATTERN(mul_relu, mul_relu_ops, 0, x86_mul_kernel, x86_accept_u8op);
 PATTERN(mul, mul_ops, 0, x86_mul_kernel, x86_accept_u8op);
 PATTERN(concat, concat_ops, 0, x86_concat_kernel, x86_accept_concat);
@@ -304,7 +306,7 @@ PATTERN(slice_channels, slice_ops, 0, x86_slice_kernel, x86_accept_u8op); /* Shu
 static const QhLoweringPattern *const patterns[] = {
     &conv_add_relu, &conv_add, &conv_relu, &conv_clip, &conv,
     &linear_relu, &linear, &matmul_relu, &matmul,
-    &add_relu, &add, &mul_relu, &mul, &concat, &relu, &clip, &maxpool, &avgpool, &global_avgpool, &flatten,
+    &add_relu, &add, &act_mul_relu, &act_mul, &mul_relu, &mul, &concat, &relu, &clip, &maxpool, &avgpool, &global_avgpool, &flatten,
     &sigmoid, &tanh_lut, &hardsigmoid, &hardswish, &batchnorm_relu, &batchnorm, &pad, &reducemean, &channel_shuffle, &slice_channels};
 const QhLoweringOps x86_lowering = {QH_STRUCT_HEADER(QhLoweringOps), patterns,
                                     sizeof patterns / sizeof patterns[0]};

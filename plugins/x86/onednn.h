@@ -77,7 +77,11 @@ int32_t x86_known_shape(const QhHostApi *host, const QhGraphView *g, uint32_t v,
  * the host's QDQ run. */
 QhStatus *x86_accept_u8op(void *instance, const QhHostApi *host, const QhGraphView *g,
                           const QhNodeUnit *u);
-extern const QhKernelOps x86_add_kernel, x86_mul_kernel, x86_relu_kernel, x86_clip_kernel,
+/* A Mul (+Relu) of act(x) by x (SiLU, opset-13 HardSwish), run as one table over x; other
+ * Muls are declined here and go to the plain Mul. */
+QhStatus *x86_accept_act_mul(void *instance, const QhHostApi *host, const QhGraphView *g,
+                             const QhNodeUnit *u);
+extern const QhKernelOps x86_add_kernel, x86_mul_kernel, x86_act_mul_kernel, x86_relu_kernel, x86_clip_kernel,
     x86_maxpool_kernel, x86_avgpool_kernel, x86_gap_kernel, x86_flatten_kernel, x86_sigmoid_kernel,
     x86_tanh_kernel, x86_hardsigmoid_kernel, x86_hardswish_kernel, x86_batchnorm_kernel, x86_pad_kernel,
     x86_reducemean_kernel, x86_shuffle_kernel, x86_slice_kernel;

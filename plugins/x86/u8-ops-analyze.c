@@ -307,6 +307,75 @@ static const char *analyze(const QhHostApi *host, const QhGraphView *g, const Qh
   return NULL;
 }
 
+/* A QuantizeLinear's or DequantizeLinear's per-tensor uint8 qparams, read from its
+ * constant inputs (a missing zero point is 0); 0 when they are not that. */
+static int node_u8_qparams(const QhHostApi *host, const QhGraphView *g, uint32_t node, float *scale, int32_t *zp) {
+  uint32_t sv = host->node_input(g, node, 1), zv = host->node_input(g, node, 2);
+  const void *d = NULL;
+  size_t bytes = 0;
+  if (sv == QH_INVALID_ID || !(host->value_flags(g, sv) & QH_VALUE_CONSTANT) ||
+      host->value_dtype(g, sv) != QH_DTYPE_FLOAT)
+    return 0;
+  QhStatus *st = host->value_data(g, sv, &d, &bytes);
+  if (st || !d || bytes != sizeof(float)) {
+    host->status_free(st);
+    return 0;
+  }
+  memcpy(scale, d, sizeof *scale);
+  *zp = 0;
+  if (zv == QH_INVALID_ID)
+    return 1;
+  if (!(host->value_flags(g, zv) & QH_VALUE_CONSTANT) || host->value_dtype(g, zv) != QH_DTYPE_UINT8)
+    return 0;
+  st = host->value_data(g, zv, &d, &bytes);
+  if (st || !d || bytes != 1) {
+    host->status_free(st);
+    return 0;
+  }
+  *zp = *(const uint8_t *)d;
+  return 1;
+}
+
+/* A Mul of act(x) by x (SiLU's x * Sigmoid(x), opset-13 HardSwish's x * HardSigmoid(x)):
+ * one of the unit's inputs is QuantizeLinear(act(DequantizeLinear(x))) with x the other
+ * input. The product is then a function of x's byte alone, so the whole Mul is one
+ * 256-entry table over x, built with the host's formulas (the activation's table, then
+ * the Mul's own element formula): exactly what the reference computes, without reading
+ * the activation's output. Returns x's slot and fills k->lut, or -1. */
+static int gated_mul(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u, U8Op *k) {
+  for (int s = 0; s < 2; s++) {
+    uint32_t q = host->value_producer(g, u->inputs[s]);
+    if (q == QH_INVALID_ID || !uq_op_is(host, g, q, "QuantizeLinear"))
+      continue;
+    uint32_t act = host->value_producer(g, host->node_input(g, q, 0));
+    int kind = act == QH_INVALID_ID ? -1 : qh_u8_act_from_name(host->node_op_type(g, act));
+    if (kind < 0)
+      continue;
+    uint32_t dq = host->value_producer(g, host->node_input(g, act, 0));
+    if (dq == QH_INVALID_ID || !uq_op_is(host, g, dq, "DequantizeLinear") ||
+        host->node_input(g, dq, 0) != u->inputs[1 - s])
+      continue;
+    float s_in, s_act;
+    int32_t z_in, z_act;
+    if (!node_u8_qparams(host, g, dq, &s_in, &z_in) || !node_u8_qparams(host, g, q, &s_act, &z_act) ||
+        !(s_in > 0.0f) || !(s_act > 0.0f) || !isfinite(s_in) || !isfinite(s_act))
+      continue;
+    float alpha = uq_attr_float(host, g, act, "alpha", 0.2f), beta = uq_attr_float(host, g, act, "beta", 0.5f);
+    if (!isfinite(alpha) || !isfinite(beta))
+      continue;
+    uint8_t act_lut[256], x[256];
+    qh_u8_act_lut((QhU8Act)kind, alpha, beta, s_in, z_in, s_act, z_act, act_lut);
+    for (int i = 0; i < 256; i++)
+      x[i] = (uint8_t)i;
+    const QhQParams *xq = u->input_qparams[1 - s], *bq = u->input_qparams[s];
+    QhU8Binary p = {.mul = 1, .relu = k->relu, .sa = xq->scale[0], .za = xq->zero_point[0], .sb = bq->scale[0],
+                    .zb = bq->zero_point[0], .so = k->so, .zo = k->zo};
+    qh_u8_binary_same_ref(&p, x, act_lut, k->lut, 256);
+    return 1 - s;
+  }
+  return -1;
+}
+
 QhStatus *x86_accept_u8op(void *instance, const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u) {
   (void)instance;
   if (!u || u->struct_size < sizeof(QhNodeUnit) || u->n_nodes < 1 || !u->nodes ||
@@ -317,6 +386,22 @@ QhStatus *x86_accept_u8op(void *instance, const QhHostApi *host, const QhGraphVi
   memset(&k, 0, sizeof k);
   const char *p = analyze(host, g, u, &k);
   return p ? host->status_new(QH_ERR_UNSUPPORTED, p) : NULL;
+}
+
+QhStatus *x86_accept_act_mul(void *instance, const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u) {
+  QhStatus *st = x86_accept_u8op(instance, host, g, u);
+  if (st)
+    return st;
+  U8Op k;
+  memset(&k, 0, sizeof k);
+  analyze(host, g, u, &k);
+  if (k.op != U_MUL || gated_mul(host, g, u, &k) < 0)
+    return host->status_new(QH_ERR_UNSUPPORTED, "not a Mul of an activation of its other input");
+  return NULL;
+}
+
+static int is_act_mul(const QhNodeUnit *u) {
+  return u->pattern_id && strncmp(u->pattern_id, "act_mul", 7) == 0;
 }
 
 QhStatus *x86_u8op_create(void *instance, const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u,
@@ -353,6 +438,11 @@ QhStatus *x86_u8op_create(void *instance, const QhHostApi *host, const QhGraphVi
     qh_u8_act_lut((QhU8Act)(k->op - U_SIGMOID), k->alpha, k->beta, k->sa, k->za, k->so, k->zo, k->lut);
   for (int q = 0; q < 256; q++)
     k->identity &= k->lut[q] == q;
+  k->gate = k->op == U_MUL && is_act_mul(u) ? gated_mul(host, g, u, k) : -1;
+  if (is_act_mul(u) && k->gate < 0) {
+    free(k);
+    return host->status_new(QH_ERR_UNSUPPORTED, "not a Mul of an activation of its other input");
+  }
   if (k->op == U_PAD) /* the host pads the float tensor with the value, then quantizes */
     k->pad_code = x86_quant_u8(k->clip_lo, k->so, lo, hi, k->zo);
   if (k->op == U_BN) {

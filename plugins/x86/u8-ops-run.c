@@ -180,6 +180,11 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
   switch (k->op) {
   case U_ADD:
   case U_MUL:
+    if (k->gate >= 0) { /* act(x) * x: a table over x (act(x) has x's shape) */
+      j.a = inputs[k->gate].data;
+      x86_parallel_for(k->inst, blocks, lut_task, &j);
+      return NULL;
+    }
     if (k->bcast) {
       if (k->bcast == 2) /* a is the per-channel one: swap (Add and Mul commute exactly) */
         j.a = inputs[1].data, j.b = inputs[0].data;
@@ -241,6 +246,7 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
                             .run = run, .destroy = x86_u8op_destroy}
 U8KERNEL(x86_add_kernel, "x86_add_nhwc_qu8");
 U8KERNEL(x86_mul_kernel, "x86_mul_nhwc_qu8");
+U8KERNEL(x86_act_mul_kernel, "x86_act_mul_lut_qu8");
 U8KERNEL(x86_relu_kernel, "x86_relu_nhwc_qu8");
 U8KERNEL(x86_clip_kernel, "x86_clip_nhwc_qu8");
 U8KERNEL(x86_maxpool_kernel, "x86_maxpool2d_nhwc_qu8");

@@ -40,6 +40,7 @@ typedef struct {
   int bcast;       /* Add / Mul: 0 equal shapes, 1 b is per channel, 2 a is per channel */
   int isa;         /* QH_U8_ISA_* of plugins/common's clones */
   int vbmi;        /* table lookups with AVX-512 VBMI (the host reports QH_CPU_AVX512VBMI) */
+  int gate;        /* Mul of act(x) by x: x's input slot, and lut is the whole Mul; else -1 */
   size_t n_in;     /* the unit's inputs (Clip: x, then its constant min and max) */
   float clip_lo, clip_hi;
   int64_t kh, kw, sh, sw, pad[4];

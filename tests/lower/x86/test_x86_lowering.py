@@ -698,8 +698,84 @@ def case_residual_x86(r, tmp):
     assert cov["host_qdq_nodes"] == 2, cov      # the model's input Q and output DQ
 
 
+def act_mul_graph(path, spec, seed):
+    """x -> Q -> [DQ -> act -> Q -> DQ] * DQ(x) (+Relu) -> Q -> DQ: SiLU's x * Sigmoid(x) and
+    opset 13's HardSwish, x * HardSigmoid(x). spec: act, its attrs, order (act first or x
+    first), the qparams of x (as the act reads it, and as the Mul reads it), of act(x) and of
+    the output; "other" makes the act read another tensor (not the gated form)."""
+    onnx, TP, helper, nh = qhtest.onnx_modules()
+    rng = np.random.default_rng(seed)
+    shape = spec.get("shape", [2, 16, 9, 9])
+    consts = dict(sx=spec["x"], sxm=spec.get("x_mul", spec["x"]), sa=spec["a"], so=spec["out"])
+    inits = []
+    for n, (sc, z) in consts.items():
+        inits += [nh.from_array(np.array(sc, np.float32), n), nh.from_array(np.array(z, np.uint8), "z" + n)]
+    feeds = {"x": rng.uniform(-7, 7, shape).astype(np.float32)}
+    act_in = "xq"
+    nodes = [helper.make_node("QuantizeLinear", ["x", "sx", "zsx"], ["xq"])]
+    if spec.get("other"):
+        feeds["w"] = rng.uniform(-7, 7, shape).astype(np.float32)
+        nodes.append(helper.make_node("QuantizeLinear", ["w", "sx", "zsx"], ["wq"]))
+        act_in = "wq"
+    nodes += [helper.make_node("DequantizeLinear", [act_in, "sx", "zsx"], ["xd1"]),
+              helper.make_node("DequantizeLinear", ["xq", "sxm", "zsxm"], ["xd2"]),
+              helper.make_node(spec["act"], ["xd1"], ["a"], **spec.get("attrs", {})),
+              helper.make_node("QuantizeLinear", ["a", "sa", "zsa"], ["aq"]),
+              helper.make_node("DequantizeLinear", ["aq", "sa", "zsa"], ["ad"]),
+              helper.make_node("Mul", ["ad", "xd2"] if spec.get("act_first", True) else ["xd2", "ad"], ["m"])]
+    last = "m"
+    if spec.get("relu"):
+        nodes.append(helper.make_node("Relu", ["m"], ["r"]))
+        last = "r"
+    nodes += [helper.make_node("QuantizeLinear", [last, "so", "zso"], ["yq"]),
+              helper.make_node("DequantizeLinear", ["yq", "so", "zso"], ["y"])]
+    ins = [helper.make_tensor_value_info(n, TP.FLOAT, shape) for n in feeds]
+    graph = helper.make_graph(nodes, "act_mul", ins, [helper.make_tensor_value_info("y", TP.FLOAT, None)],
+                              initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    qhtest.save_model(model, path)
+    npz = path + ".in.npz"
+    np.savez(npz, **feeds)
+    return path, npz
+
+
+ACT_MULS = {
+    "silu": dict(act="Sigmoid", x=(0.05, 140), a=(1 / 256, 0), out=(0.03, 12), kernel="x86_act_mul_lut_qu8"),
+    "silu_x_first_relu": dict(act="Sigmoid", act_first=False, relu=True, shape=[1, 7, 5, 3], x=(0.04, 128),
+                              a=(1 / 256, 0), out=(0.02, 0), kernel="x86_act_mul_lut_qu8"),
+    "hardswish_opset13": dict(act="HardSigmoid", attrs=dict(alpha=1 / 6, beta=0.5), x=(0.06, 128),
+                              a=(1 / 256, 0), out=(0.025, 20), kernel="x86_act_mul_lut_qu8"),
+    # the act and the Mul read x through DequantizeLinears of different qparams
+    "silu_two_grids": dict(act="Sigmoid", x=(0.05, 140), x_mul=(0.07, 100), a=(0.0041, 3), out=(0.03, 12),
+                           kernel="x86_act_mul_lut_qu8"),
+    # Sigmoid(w) * x: not the gated form, the plain Mul
+    "sigmoid_of_other": dict(act="Sigmoid", other=True, x=(0.05, 140), a=(1 / 256, 0), out=(0.03, 12),
+                             kernel="x86_mul_nhwc_qu8"),
+}
+
+
+def case_act_mul(r, tmp):
+    """x * act(x) as one table over x (x86_act_mul_lut_qu8), identical to the host's QDQ run;
+    a Mul of an activation of another tensor stays the plain Mul."""
+    for i, (name, spec) in enumerate(ACT_MULS.items()):
+        model, npz = act_mul_graph(os.path.join(tmp, f"{name}.qdq.onnx"), spec, 400 + i)
+        host, low = os.path.join(tmp, f"{name}.host.npy"), os.path.join(tmp, f"{name}.x86.npy")
+        ok(r, "run", model, "--input", npz, "-o", host)
+        units = json.loads(ok(r, "inspect", model, "--json", *BACKEND))["coverage"]["units"]
+        mul = [u for u in units if u.get("ops", [""])[0] == "Mul" or "Mul" in str(u.get("ops"))]
+        assert len(mul) == 1 and mul[0].get("kernel") == spec["kernel"], units
+        ok(r, "run", model, "--input", npz, "-o", low, *BACKEND, "--threads", "2")
+        a, b = np.load(host).astype(np.float64), np.load(low).astype(np.float64)
+        assert len(np.unique(a)) > 20, f"{name}: degenerate test output"
+        steps = np.rint(np.abs(a - b) / spec["out"][0])
+        print(f"{name}: Mul on {mul[0].get('kernel')}, {100 * np.mean(steps == 0):.2f}% identical over {steps.size}")
+        assert steps.max() == 0, f"{name}: {steps.max()} steps from the host's"
+
+
 CASES = {
     "u8ops": case_u8ops,
+    "act_mul": case_act_mul,
     "residual_x86": case_residual_x86,
     "no_vnni": case_no_vnni,
     "units": case_units,
