@@ -5,11 +5,13 @@
  * rounding mode; Dequantize computes (x - zero_point) * scale. Both see the input as
  * [outer, channels, inner] around the quantization axis (channels = 1 per tensor).
  * The naive twins apply that formula per element with nearbyintf; the fast paths
- * restate it in a form GCC vectorises for baseline x86-64 (SSE2, no roundps) and
- * that gives the same bytes: see quantize_fast_one. */
+ * restate it in a form GCC vectorises without roundps and that gives the same bytes
+ * (see quantize_fast_one), compiled for SSE2, AVX2 and AVX-512 and picked at run time. */
 #include <math.h>
 
+#include "core/cpu.h"
 #include "exec/kernels/common.h"
+#include "qhost/host-api.h" /* the QH_CPU_* bits */
 
 typedef struct {
   const QhTensor *scale, *zp; /* zp may be NULL */
@@ -177,18 +179,52 @@ static inline float quantize_fast_one(float x, float s, float lo, float hi) {
   return (v + ROUND_MAGIC) - ROUND_MAGIC;
 }
 
-static void quantize_u8(const float *restrict x, uint8_t *restrict y, int64_t n, float s,
-                        int32_t z) {
-  const float lo = (float)(0 - z), hi = (float)(255 - z);
-  for (int64_t i = 0; i < n; i++)
-    y[i] = (uint8_t)((int32_t)quantize_fast_one(x[i], s, lo, hi) + z);
-}
+/* The per-tensor loops, written once and compiled per instruction set (baseline SSE2,
+ * AVX2, AVX-512): x / s is an exactly rounded IEEE division in every width, so each clone
+ * gives the bytes of the others, and wider lanes pay off on a model's input (a 224x224
+ * image is 150 528 divisions). Picked from the host's CPU features, so QHOST_CPU_DISABLE
+ * selects each one for the tests. */
+#define QDQ_LOOPS(sfx, isa)                                                                        \
+  __attribute__((target(isa), optimize("tree-vectorize"))) static void quantize_u8_##sfx(            \
+      const float *restrict x, uint8_t *restrict y, int64_t n, float s, int32_t z) {               \
+    const float lo = (float)(0 - z), hi = (float)(255 - z);                                        \
+    for (int64_t i = 0; i < n; i++)                                                                \
+      y[i] = (uint8_t)((int32_t)quantize_fast_one(x[i], s, lo, hi) + z);                           \
+  }                                                                                                \
+  __attribute__((target(isa), optimize("tree-vectorize"))) static void quantize_s8_##sfx(            \
+      const float *restrict x, int8_t *restrict y, int64_t n, float s, int32_t z) {                \
+    const float lo = (float)(-128 - z), hi = (float)(127 - z);                                     \
+    for (int64_t i = 0; i < n; i++)                                                                \
+      y[i] = (int8_t)((int32_t)quantize_fast_one(x[i], s, lo, hi) + z);                            \
+  }                                                                                                \
+  __attribute__((target(isa), optimize("tree-vectorize"))) static void dequantize_u8_##sfx(          \
+      const uint8_t *restrict x, float *restrict y, int64_t n, float s, int32_t z) {               \
+    for (int64_t i = 0; i < n; i++)                                                                \
+      y[i] = (float)((int32_t)x[i] - z) * s;                                                       \
+  }                                                                                                \
+  __attribute__((target(isa), optimize("tree-vectorize"))) static void dequantize_s8_##sfx(          \
+      const int8_t *restrict x, float *restrict y, int64_t n, float s, int32_t z) {                \
+    for (int64_t i = 0; i < n; i++)                                                                \
+      y[i] = (float)((int32_t)x[i] - z) * s;                                                       \
+  }
+QDQ_LOOPS(sse2, "sse2")
+QDQ_LOOPS(avx2, "avx2")
+QDQ_LOOPS(avx512, "avx512f,avx512bw,avx512vl")
 
-static void quantize_s8(const float *restrict x, int8_t *restrict y, int64_t n, float s,
-                        int32_t z) {
-  const float lo = (float)(-128 - z), hi = (float)(127 - z);
-  for (int64_t i = 0; i < n; i++)
-    y[i] = (int8_t)((int32_t)quantize_fast_one(x[i], s, lo, hi) + z);
+typedef struct {
+  void (*quantize_u8)(const float *, uint8_t *, int64_t, float, int32_t);
+  void (*quantize_s8)(const float *, int8_t *, int64_t, float, int32_t);
+  void (*dequantize_u8)(const uint8_t *, float *, int64_t, float, int32_t);
+  void (*dequantize_s8)(const int8_t *, float *, int64_t, float, int32_t);
+} QdqLoops;
+
+static const QdqLoops *qdq_loops(void) {
+  static const QdqLoops sse2 = {quantize_u8_sse2, quantize_s8_sse2, dequantize_u8_sse2, dequantize_s8_sse2},
+                        avx2 = {quantize_u8_avx2, quantize_s8_avx2, dequantize_u8_avx2, dequantize_s8_avx2},
+                        avx512 = {quantize_u8_avx512, quantize_s8_avx512, dequantize_u8_avx512,
+                                  dequantize_s8_avx512};
+  const uint64_t f = qh_cpu_features(), want512 = QH_CPU_AVX512F | QH_CPU_AVX512BW | QH_CPU_AVX512VL;
+  return (f & want512) == want512 ? &avx512 : (f & QH_CPU_AVX2) ? &avx2 : &sse2;
 }
 
 /* Per-axis with inner == 1 (the axis is the innermost one): runs would be single
@@ -218,14 +254,15 @@ static void quantize_fast_task(void *arg, int64_t begin, int64_t end) {
     return;
   }
   const float *x = j->x;
+  const QdqLoops *f = qdq_loops();
 #define QUANTIZE_FAST_RUN(c, i0, i1)                                             \
   do {                                                                          \
     const float s = qh_f32(j->p.scale)[c];                                      \
     const int32_t z = zp_at(j->p.zp, c);                                        \
     if (j->qdt == QH_DTYPE_U8)                                                  \
-      quantize_u8(x + i0, (uint8_t *)j->y + i0, i1 - i0, s, z);                 \
+      f->quantize_u8(x + i0, (uint8_t *)j->y + i0, i1 - i0, s, z);              \
     else                                                                        \
-      quantize_s8(x + i0, (int8_t *)j->y + i0, i1 - i0, s, z);                  \
+      f->quantize_s8(x + i0, (int8_t *)j->y + i0, i1 - i0, s, z);               \
   } while (0)
   FOR_CHANNEL_RUNS(j, begin, end, QUANTIZE_FAST_RUN)
 #undef QUANTIZE_FAST_RUN
@@ -233,18 +270,6 @@ static void quantize_fast_task(void *arg, int64_t begin, int64_t end) {
 
 /* (x - z) fits in int32 for 8-bit inputs, and int32 inputs have z == 0
  * (check_int32_zp), so int32 arithmetic gives the naive twin's int64 values. */
-static void dequantize_u8(const uint8_t *restrict x, float *restrict y, int64_t n, float s,
-                          int32_t z) {
-  for (int64_t i = 0; i < n; i++)
-    y[i] = (float)((int32_t)x[i] - z) * s;
-}
-
-static void dequantize_s8(const int8_t *restrict x, float *restrict y, int64_t n, float s,
-                          int32_t z) {
-  for (int64_t i = 0; i < n; i++)
-    y[i] = (float)((int32_t)x[i] - z) * s;
-}
-
 static void dequantize_s32(const int32_t *restrict x, float *restrict y, int64_t n, float s) {
   for (int64_t i = 0; i < n; i++)
     y[i] = (float)x[i] * s;
@@ -256,14 +281,15 @@ static void dequantize_fast_task(void *arg, int64_t begin, int64_t end) {
     dequantize_task(arg, begin, end); /* per element channels: nothing to vectorise */
     return;
   }
+  const QdqLoops *f = qdq_loops();
 #define DEQUANTIZE_FAST_RUN(c, i0, i1)                                           \
   do {                                                                          \
     const float s = qh_f32(j->p.scale)[c];                                      \
     const int32_t z = zp_at(j->p.zp, c);                                        \
     if (j->qdt == QH_DTYPE_U8)                                                  \
-      dequantize_u8((const uint8_t *)j->x + i0, (float *)j->y + i0, i1 - i0, s, z); \
+      f->dequantize_u8((const uint8_t *)j->x + i0, (float *)j->y + i0, i1 - i0, s, z); \
     else if (j->qdt == QH_DTYPE_S8)                                             \
-      dequantize_s8((const int8_t *)j->x + i0, (float *)j->y + i0, i1 - i0, s, z);  \
+      f->dequantize_s8((const int8_t *)j->x + i0, (float *)j->y + i0, i1 - i0, s, z);  \
     else if (z == 0)                                                            \
       dequantize_s32((const int32_t *)j->x + i0, (float *)j->y + i0, i1 - i0, s);   \
     else                                                                        \
