@@ -34,6 +34,16 @@ typedef struct {
  * 0), averages 0.0 quantized. GLOBAL: oh = ow = 1, the whole image. */
 void qh_u8_pool_row(const QhU8Pool *p, const uint8_t *img, int64_t oy, uint8_t *yrow);
 
+/* The GLOBAL kind of qh_u8_pool_row for one image, the same bytes, 64 channels per step
+ * with AVX-512 VBMI (plugins/common/u8-gap.c): for a CPU with QH_CPU_AVX512VBMI (and
+ * AVX-512 F and BW) only. Returns 0, writing nothing, where its exact integer form does
+ * not apply (2^21 pixels or more, a scale that is not a normal float); the caller then
+ * runs qh_u8_pool_row. */
+int qh_u8_global_avg_vbmi(const QhU8Pool *p, const uint8_t *img, uint8_t *y);
+/* Its first half: sums[c] (p->c of them) = the twin's double sum of dq over channel c's
+ * pixels, exactly; 0 where it does not apply. */
+int qh_u8_global_sums_vbmi(const QhU8Pool *p, const uint8_t *img, double *sums);
+
 /* ---- data movement ---- */
 /* One image [hw, c] (NHWC) into ONNX's order [c, hw]: y[c * hw + p] = x[p * c + c],
  * through lut when it is not NULL. */

@@ -124,7 +124,7 @@ static void lut_task(void *user, size_t index, uint32_t worker) {
 }
 
 /* One output row (n, oh) of MaxPool, AveragePool or GlobalAveragePool (oh = 1):
- * plugins/common/u8-layout.c. */
+ * plugins/common/u8-layout.c (GlobalAveragePool with VBMI: u8-gap.c). */
 static void pool_task(void *user, size_t index, uint32_t worker) {
   (void)worker;
   const Job *j = user;
@@ -135,7 +135,11 @@ static void pool_task(void *user, size_t index, uint32_t worker) {
                 .lut = k->identity ? NULL : k->lut, .dq = k->dq, .so = k->so, .zo = k->zo};
   memcpy(p.pad, k->pad, sizeof p.pad);
   int64_t n = (int64_t)index / k->oh, oh = (int64_t)index % k->oh;
-  qh_u8_pool_row(&p, j->a + (size_t)n * k->h * k->w * k->c, oh, j->y + ((size_t)n * k->oh + oh) * k->ow * k->c);
+  const uint8_t *img = j->a + (size_t)n * k->h * k->w * k->c;
+  uint8_t *row = j->y + ((size_t)n * k->oh + oh) * k->ow * k->c;
+  if (kind == QH_U8_POOL_GLOBAL && k->vbmi && qh_u8_global_avg_vbmi(&p, img, row))
+    return;
+  qh_u8_pool_row(&p, img, oh, row);
 }
 
 /* NHWC [n, h, w, c] to ONNX's Flatten order [n, c*h*w]. */

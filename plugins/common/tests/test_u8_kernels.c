@@ -208,6 +208,48 @@ static int lut_vbmi_cases(void) {
   return fails != 0;
 }
 
+/* The VBMI GlobalAveragePool against qh_u8_pool_row's GLOBAL kind: random qparams
+ * (zero points at both ends included), channel counts around the 64-channel step and
+ * pixel counts around the 128-pixel flush, byte for byte, and its per-channel sums
+ * against the twin's double sum exactly (the bytes alone would hide an error far below
+ * one output step); the cases the shortcut declines are counted and must be few. */
+static int gap_vbmi_cases(void) {
+  size_t fails = 0, checked = 0, declined = 0;
+  for (int t = 0; t < 300; t++) {
+    int64_t c = 1 + (int64_t)(rnd() % 200), h = 1 + (int64_t)(rnd() % 17), w = 1 + (int64_t)(rnd() % 19);
+    float dq[256], sx = rnd_scale() * (t % 3 == 0 ? 0.01f : 1.0f);
+    int32_t zx = t % 5 == 0 ? 0 : t % 5 == 1 ? 255 : (int32_t)(rnd() % 256);
+    for (int q = 0; q < 256; q++)
+      dq[q] = (float)(q - zx) * sx;
+    QhU8Pool p = {.kind = QH_U8_POOL_GLOBAL, .h = h, .w = w, .c = c, .oh = 1, .ow = 1, .dq = dq,
+                  .so = rnd_scale() * 0.2f, .zo = (int32_t)(rnd() % 256)};
+    uint8_t *x = malloc((size_t)(h * w * c)), y0[200], y1[200];
+    int32_t centre = (int32_t)(rnd() % 256);
+    for (int64_t i = 0; i < h * w * c; i++) {
+      int32_t v = centre + (int32_t)(rnd() % 121) - 60;
+      x[i] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+    }
+    qh_u8_pool_row(&p, x, 0, y0);
+    memset(y1, 0, sizeof y1);
+    double sums[200];
+    if (!qh_u8_global_avg_vbmi(&p, x, y1) || !qh_u8_global_sums_vbmi(&p, x, sums)) {
+      declined++;
+    } else {
+      for (int64_t i = 0; i < c; i++) {
+        double want = 0.0; /* the twin's sum, in its order */
+        for (int64_t px = 0; px < h * w; px++)
+          want += (double)dq[x[px * c + i]];
+        fails += y0[i] != y1[i] || sums[i] != want;
+      }
+      checked += (size_t)c;
+    }
+    free(x);
+  }
+  printf("vbmi global average pool: %zu outputs compared, %zu differ, %zu of 300 cases declined\n", checked,
+         fails, declined);
+  return fails != 0 || declined > 30;
+}
+
 int main(int argc, char **argv) {
   const char *isa = argc == 3 && strcmp(argv[1], "--isa") == 0 ? argv[2] : "sse2";
   int id;
@@ -218,7 +260,7 @@ int main(int argc, char **argv) {
       printf("skip: this CPU lacks AVX-512 F/BW/VBMI\n");
       return 77;
     }
-    return lut_vbmi_cases();
+    return lut_vbmi_cases() | gap_vbmi_cases();
   }
   if (strcmp(isa, "avx512") == 0) {
     id = QH_U8_ISA_AVX512;
