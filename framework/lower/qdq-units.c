@@ -321,21 +321,38 @@ static int try_pattern(const Ctx *c, const QhLoweringPattern *pat, int start, Qh
   return crossed_pairs_match(c, u, error);
 }
 
-static void build_abi(QhQdqUnit *u) {
+/* A tensor of the unit as far as the graph declares it (rank -1 when unknown); the
+ * lowering overwrites it with the plan's shapes and the kernel's layouts. */
+static void declared_tensor(const QhGraph *g, int value, const QhQParams *q, QhTensorView *t) {
+  const QhValue *v = qh_graph_value(g, value);
+  *t = (QhTensorView){QH_STRUCT_HEADER(QhTensorView)};
+  t->dtype = (int32_t)v->dtype;
+  t->rank = v->shape.rank >= 0 && v->shape.rank <= QH_MAX_RANK ? v->shape.rank : -1;
+  if (t->rank >= 0)
+    memcpy(t->dims, v->shape.dims, sizeof(int64_t) * (size_t)t->rank);
+  t->layout = t->rank == 4 ? QH_LAYOUT_NCHW : QH_LAYOUT_ANY;
+  t->qparams = q;
+}
+
+static void build_abi(const QhGraph *g, QhQdqUnit *u) {
   guint k = u->inputs->len;
   for (int i = 0; i < u->n_nodes; i++)
     u->abi_nodes[i] = (uint32_t)u->nodes[i];
   u->abi_inputs = g_new0(uint32_t, k ? k : 1);
   u->abi_roles = g_new0(int32_t, k ? k : 1);
   u->abi_input_qparams = g_new0(const QhQParams *, k ? k : 1);
+  u->abi_input_tensors = g_new0(QhTensorView, k ? k : 1);
   for (guint i = 0; i < k; i++) {
     QhQdqUnitInput *in = &g_array_index(u->inputs, QhQdqUnitInput, i);
     u->abi_inputs[i] = (uint32_t)in->value;
     u->abi_roles[i] = in->role;
     u->abi_input_qparams[i] = in->quantized ? &in->qparams : NULL;
+    declared_tensor(g, in->value, u->abi_input_qparams[i], &u->abi_input_tensors[i]);
   }
   u->abi_output = (uint32_t)u->output;
   u->abi_output_qparams = u->float_output ? NULL : &u->output_qparams;
+  u->abi_output_tensor = g_new0(QhTensorView, 1);
+  declared_tensor(g, u->output, u->abi_output_qparams, u->abi_output_tensor);
 }
 
 static QhQdqUnit *unit_new(void) {
@@ -356,6 +373,8 @@ void qh_qdq_unit_free(QhQdqUnit *u) {
   g_free(u->abi_inputs);
   g_free(u->abi_roles);
   g_free(u->abi_input_qparams);
+  g_free(u->abi_input_tensors);
+  g_free(u->abi_output_tensor);
   g_free(u);
 }
 
@@ -371,6 +390,8 @@ void qh_qdq_unit_to_abi(const QhQdqUnit *u, QhNodeUnit *out) {
   out->outputs = &u->abi_output;
   out->n_outputs = 1;
   out->output_qparams = &u->abi_output_qparams;
+  out->input_tensors = u->abi_input_tensors;
+  out->output_tensors = u->abi_output_tensor;
 }
 
 static void ctx_clear(Ctx *c) {
@@ -387,6 +408,8 @@ static void unit_reset(QhQdqUnit *u) {
   g_clear_pointer(&u->abi_inputs, g_free);
   g_clear_pointer(&u->abi_roles, g_free);
   g_clear_pointer(&u->abi_input_qparams, g_free);
+  g_clear_pointer(&u->abi_input_tensors, g_free);
+  g_clear_pointer(&u->abi_output_tensor, g_free);
 }
 
 GPtrArray *qh_qdq_match_units(const QhGraph *g, const QhLoweringPattern *const *patterns,
@@ -435,7 +458,7 @@ GPtrArray *qh_qdq_match_units_with(const QhGraph *g, const QhLoweringPattern *co
       }
       u->pattern = patterns[p];
       u->pattern_index = p;
-      build_abi(u);
+      build_abi(c.g, u);
       if (accept) {
         r = accept(user_data, u, error);
         if (r < 0) {

@@ -611,13 +611,27 @@ static gboolean check_groups(Ctx *c, const QhPluginDesc *d, QhPluginInfo *info) 
       return FALSE;
     g_ptr_array_add(info->supplies, g_strdup("deploy"));
   }
+  const QhPassOps *ps = GROUP(d, passes);
+  if (ps) {
+    if (!CHECK_HEADER(c, "passes", ps, QhPassOps))
+      return FALSE;
+    if (ps->post_calibration == NULL && ps->post_convert == NULL)
+      return fail(c, "descriptor: passes: neither post_calibration nor post_convert is set");
+    if (ps->post_calibration)
+      g_ptr_array_add(info->supplies, g_strdup("post_calibration"));
+    if (ps->post_convert)
+      g_ptr_array_add(info->supplies, g_strdup("post_convert"));
+  }
   return TRUE;
 }
 
 /* The largest struct_size a plugin of each 1.x minor may declare. */
 static size_t desc_size_for_minor(uint32_t minor) {
-  (void)minor; /* 1.1 grew only the host table: every minor's descriptor has the 1.0 size */
-  return sizeof(QhPluginDesc);
+  /* 1.1 grew only the host table; 1.2 appended `passes`. A plugin of the host's own
+   * minor may have every member. */
+  if (minor >= 2 || minor == QH_ABI_MINOR)
+    return sizeof(QhPluginDesc);
+  return offsetof(QhPluginDesc, passes);
 }
 
 QhPluginInfo *qh_plugin_validate_desc(const QhPluginDesc *d, const char *path,

@@ -144,9 +144,11 @@ static const QhPluginDesc desc = {
     /* past struct_size: a host that reads these follows wild pointers */
     (const QhLoweringOps *)(uintptr_t)0x10,
     (const QhDeployOps *)(uintptr_t)0x18,
+    (const QhPassOps *)(uintptr_t)0x20,
 #else
     NULL, /* lowering */
     NULL, /* deploy */
+    NULL, /* passes */
 #endif
 };
 #define THE_DESC (&desc)
