@@ -289,10 +289,10 @@ static void test_invalid_queries(void) {
   /* Read-only view: every writer refuses with the function and its callback named. */
   uint32_t out = 12345;
   expect(api.graph_add_node(g, "Relu", "", NULL, (uint32_t[]){3}, 1, (uint32_t[]){6}, 1, &out),
-         QH_ERR_INVALID_STATE, "graph_add_node may only be called from transform_for_annotation",
+         QH_ERR_INVALID_STATE, "graph_add_node may only be called from transform_for_annotation and post_convert",
          NULL);
   expect(api.graph_add_value(g, "v", &out), QH_ERR_INVALID_STATE,
-         "graph_add_value may only be called from transform_for_annotation", NULL);
+         "graph_add_value may only be called from transform_for_annotation and post_convert", NULL);
   expect(api.node_remove(g, 0), QH_ERR_INVALID_STATE, "node_remove may only", NULL);
   expect(api.node_set_attr_int(g, 0, "group", 2), QH_ERR_INVALID_STATE, "node_set_attr_int", NULL);
   expect(api.value_replace_uses(g, 3, 2), QH_ERR_INVALID_STATE, "value_replace_uses may only",
@@ -303,7 +303,7 @@ static void test_invalid_queries(void) {
   QhEdgeRef edge = {0, 0, QH_EDGE_INPUT, 0};
   QhQParams qp = {QH_STRUCT_HEADER(QhQParams), .dtype = QH_DTYPE_UINT8};
   expect(api.qparams_get(g, &edge, &qp), QH_ERR_INVALID_STATE,
-         "qparams_get may only be called from refine and the lowering callbacks", NULL);
+         "qparams_get may only be called from refine, post_calibration, post_convert, deploy and the lowering callbacks", NULL);
   expect(api.qparams_set(g, &edge, &qp, "why"), QH_ERR_INVALID_STATE,
          "qparams_set may only be called from refine", NULL);
   int32_t source = -5;

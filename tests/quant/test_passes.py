@@ -1,0 +1,122 @@
+#!/usr/bin/python3
+"""The ABI 1.2 passes and plugin data, through `qhost quantize` and `qhost deploy` with the
+passes test plugin (tests/quant/plugins/passes.c).
+
+Cases: post_calibration snaps every activation scale to a power of two and prunes tiny
+Gemm weights, each change in the report with the plugin's reason, and the QDQ file holds
+the snapped scales; the metadata the plugin attached during quantize sits in the file's
+metadata_props under qhost.passes.; deploy hands it back with the qparams read from the
+model (checked against the file's own Q/DQ nodes); a bad scale (returned or dropped by
+the plugin), a NaN weight and a post_convert that breaks a DequantizeLinear each fail
+with one error line naming the plugin and the node, exit 1, and no output file.
+"""
+import json
+import math
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+import qhtest  # noqa: E402
+
+PLUGIN_DIR = os.environ.get("QH_QUANT_PLUGIN_DIR", "")
+DIGITS = os.path.join(ROOT, "examples", "digits_cnn.onnx")
+CALIB = os.path.join(ROOT, "examples", "digits_calib.npy")
+BACKEND = ["--backend", "passes", "--plugin-dir", PLUGIN_DIR]
+
+
+def ok(r, *args):
+    rc, out, err = r.run(*args, timeout=300)
+    qhtest.check_no_crash(rc, err)
+    assert rc == 0, f"qhost {' '.join(map(str, args))}: exit {rc}\n{err}"
+    return out
+
+
+def quantize(r, tmp, *extra):
+    out, report = os.path.join(tmp, "d.qdq.onnx"), os.path.join(tmp, "report.json")
+    ok(r, "quantize", DIGITS, *BACKEND, "--calib", CALIB, "-o", out, "--report", report, "--quiet", *extra)
+    with open(report) as f:
+        return out, json.load(f)
+
+
+def notes_of(report):
+    text = json.dumps(report)
+    return text
+
+
+def qdq_scales(path):
+    """{output value of a QuantizeLinear: (scale, zero point)} and the metadata, via onnx."""
+    import onnx
+    from onnx import numpy_helper
+    m = onnx.load(path)
+    inits = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
+    qs = {}
+    for n in m.graph.node:
+        if n.op_type == "QuantizeLinear":
+            qs[n.input[0]] = (float(inits[n.input[1]]), int(inits[n.input[2]]))
+    producers = {o: n.name for n in m.graph.node for o in n.output}
+    return qs, producers, {p.key: p.value for p in m.metadata_props}
+
+
+def case_pow2_snapping(r, tmp):
+    out, report = quantize(r, tmp)
+    text = notes_of(report)
+    assert "post_calibration by plugin passes:" in text and "scale rounded up to a power of two" in text, text
+    assert "weights below 1e-3 in magnitude pruned" in text, text
+    qs, _, meta = qdq_scales(out)
+    acts = {k: v for k, v in qs.items() if k not in ("input",)}
+    for name, (scale, _) in acts.items():
+        assert math.log2(scale) == round(math.log2(scale)), f"{name}: scale {scale} is not a power of two"
+    assert int(meta["qhost.passes.snapped"]) >= 3, meta
+    print(f"{len(acts)} activation scales, all powers of two; metadata {meta}")
+
+
+def case_metadata_to_deploy(r, tmp):
+    out, _ = quantize(r, tmp)
+    qs, producers, meta = qdq_scales(out)
+    for key in ("snapped", "qdq_nodes", "gemm_out_scale"):
+        assert f"qhost.passes.{key}" in meta, meta
+    d = os.path.join(tmp, "pkg")
+    ok(r, "deploy", *BACKEND, out, "-o", d)
+    with open(os.path.join(d, "plugin_data.txt")) as f:
+        lines = f.read().splitlines()
+    for key in ("snapped", "qdq_nodes", "gemm_out_scale"):
+        assert f"{key}={meta['qhost.passes.' + key]}" in lines, (key, lines)
+    outputs = [l.split() for l in lines if l.startswith("output ")]
+    assert outputs, lines
+    # every line equals the file's own QuantizeLinear on that node's output
+    by_node = {producers[v]: q for v, q in qs.items() if v in producers}
+    for _, node, scale, zp in outputs:
+        want = by_node[node]
+        assert abs(float(scale) - want[0]) <= 1e-9 * want[0] and int(zp) == want[1], (node, scale, zp, want)
+    print(f"deploy read {len(outputs)} output qparams and 3 metadata entries")
+
+
+def refused(mode, *parts):
+    def case(r, tmp):
+        out = os.path.join(tmp, "d.qdq.onnx")
+        rc, _, err = r.run("quantize", DIGITS, *BACKEND, "--calib", CALIB, "-o", out, "--quiet",
+                           "--backend-opt", f"mode={mode}", timeout=300)
+        qhtest.check_no_crash(rc, err)
+        assert rc == 1, (rc, err)
+        lines = err.strip().splitlines()
+        assert len(lines) == 1, err
+        print(lines[0])
+        for part in ("plugin 'passes'",) + parts:
+            assert part in lines[0], f"{part!r} not in {lines[0]!r}"
+        assert not os.path.exists(out), "an output file was written"
+    return case
+
+
+CASES = {
+    "pow2_snapping": case_pow2_snapping,
+    "metadata_to_deploy": case_metadata_to_deploy,
+    "bad_scale": refused("bad_scale", "post_calibration", "node '", "scale"),
+    "bad_scale_swallowed": refused("swallow", "post_calibration", "refused", "node '", "scale"),
+    "bad_weight": refused("bad_weight", "post_calibration", "node '/fc/Gemm'", "not finite"),
+    "broken_qdq": refused("break_qdq", "post_convert", "DequantizeLinear", "scale must be positive"),
+}
+
+if __name__ == "__main__":
+    sys.exit(qhtest.main(CASES, __doc__.split("\n")[0]))
