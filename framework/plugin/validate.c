@@ -263,8 +263,16 @@ static gboolean check_constraint(Ctx *c, const char *what, const QhDTypeConstrai
 }
 
 static gboolean check_dtype_config(Ctx *c, const char *what, const QhDTypeConfig *dc) {
-  if (!CHECK_HEADER(c, what, dc, QhDTypeConfig))
+  /* bias_derivation was appended in 1.2: older configs end at bias */
+  if (!check_header(c, what, dc, offsetof(QhDTypeConfig, bias) + sizeof(dc->bias), sizeof(QhDTypeConfig)))
     return FALSE;
+  if (QH_HAS_FIELD(dc, QhDTypeConfig, bias_derivation) && dc->bias_derivation != QH_BIAS_FROM_CONSTRAINT) {
+    if (dc->bias_derivation != QH_BIAS_INT32_INPUT_TIMES_WEIGHT)
+      return fail(c, "descriptor: %s: unknown bias_derivation %d", what, dc->bias_derivation);
+    if (dc->weight == NULL || dc->bias == NULL || dc->bias->dtype != QH_DTYPE_INT32)
+      return fail(c, "descriptor: %s: bias_derivation QH_BIAS_INT32_INPUT_TIMES_WEIGHT needs a weight "
+                  "and a bias constraint of dtype QH_DTYPE_INT32", what);
+  }
   if (dc->name && !g_utf8_validate(dc->name, -1, NULL))
     return fail(c, "descriptor: %s: name is not valid UTF-8", what);
   if (dc->flags & ~QH_DTYPE_CONFIG_IS_DYNAMIC)

@@ -321,7 +321,8 @@ static gboolean post_calibration(QhFlow *f, GError **error) {
   gboolean ok = qh_backend_post_calibration(f->backend, view, error);
   f->stage = NULL;
   qh_graph_view_free(view);
-  return ok;
+  /* derived qparams (an int32 bias at sx*sw) follow the scales the pass changed */
+  return ok && qh_quant_points_rederive(f->points, error);
 }
 
 typedef struct {

@@ -64,6 +64,7 @@ AT(QhNodeUnit, input_tensors, 88);
 AT(QhNodeUnit, output_tensors, 96);
 AT(QhPassOps, post_calibration, 8);
 AT(QhPassOps, post_convert, 16);
+AT(QhDTypeConfig, bias_derivation, 56);
 #endif
 
 /* The descriptor: every member, since the host reads each one only when struct_size

@@ -284,6 +284,10 @@ CASES = {
         f"corrupt descriptor: struct_size {DESC_SIZE + 64} is outside [{DESC_MIN_SIZE}, {DESC_SIZE}] for ABI {HOST_ABI}"),
     "null_callback": descriptor_case(
         "null_callback", "descriptor: observers[0] 'HalfObserver': required callback 'observe' is NULL"),
+    "bias_derivation": descriptor_case(
+        "bias_derivation", "descriptor: backend_config.patterns[0].dtype_configs[0]: unknown bias_derivation 7"),
+    "empty_passes": descriptor_case(
+        "empty_passes", "descriptor: passes: neither post_calibration nor post_convert is set"),
     "bad_name": descriptor_case(
         "bad_name", "descriptor: invalid name 'Bad-Name' (want [a-z][a-z0-9_], at most 32 characters)"),
     "bad_utf8": descriptor_case("bad_utf8", "descriptor: description is not valid UTF-8"),

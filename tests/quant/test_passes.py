@@ -72,6 +72,35 @@ def case_pow2_snapping(r, tmp):
     print(f"{len(acts)} activation scales, all powers of two; metadata {meta}")
 
 
+def case_int32_bias_derived(r, tmp):
+    """BackendConfig's bias_derivation (ABI 1.2): every bias is int32 with scale = input
+    scale x weight scale, zero point 0, computed after post_calibration snapped the input
+    scales; the file runs on the host path."""
+    import onnx
+    from onnx import numpy_helper
+    import numpy as np
+    out, _ = quantize(r, tmp)
+    m = onnx.load(out)
+    inits = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
+    producer = {o: n for n in m.graph.node for o in n.output}
+    checked = 0
+    for n in m.graph.node:
+        if n.op_type not in ("Conv", "Gemm") or len(n.input) < 3:
+            continue
+        dq_b, dq_w, dq_x = (producer[n.input[i]] for i in (2, 1, 0))
+        assert dq_b.op_type == "DequantizeLinear", n.name
+        assert inits[dq_b.input[0]].dtype == np.int32, (n.name, inits[dq_b.input[0]].dtype)
+        want = np.float32(inits[dq_x.input[1]]) * inits[dq_w.input[1]].astype(np.float32)
+        got = inits[dq_b.input[1]]
+        assert np.array_equal(np.broadcast_to(want, got.shape), got), (n.name, want, got)
+        assert not np.any(inits[dq_b.input[2]]), n.name
+        assert math.log2(float(inits[dq_x.input[1]])) % 1 == 0 or dq_x.input[1].startswith("input"), n.name
+        checked += 1
+    assert checked == 4, checked  # conv1..conv3 and fc
+    ok(r, "run", out, "--input", CALIB, "-o", os.path.join(tmp, "y.npy"))
+    print(f"{checked} int32 biases at input scale x weight scale")
+
+
 def case_metadata_to_deploy(r, tmp):
     out, _ = quantize(r, tmp)
     qs, producers, meta = qdq_scales(out)
@@ -112,6 +141,7 @@ def refused(mode, *parts):
 CASES = {
     "pow2_snapping": case_pow2_snapping,
     "metadata_to_deploy": case_metadata_to_deploy,
+    "int32_bias_derived": case_int32_bias_derived,
     "bad_scale": refused("bad_scale", "post_calibration", "node '", "scale"),
     "bad_scale_swallowed": refused("swallow", "post_calibration", "refused", "node '", "scale"),
     "bad_weight": refused("bad_weight", "post_calibration", "node '/fc/Gemm'", "not finite"),

@@ -64,6 +64,16 @@ typedef struct QhDTypeConstraint {
 /* dtype config flags */
 #define QH_DTYPE_CONFIG_IS_DYNAMIC 0x1u /* dynamic quantization: reported unsupported by 1.0 hosts */
 
+/* How the bias of a weighted op is quantized (QhDTypeConfig.bias_derivation, added in
+ * ABI 1.2), int32_t. */
+#define QH_BIAS_FROM_CONSTRAINT 0 /* as the bias constraint says; PyTorch's static int8
+                                   * qconfigs give float, so only FLOAT matches */
+/* int32 with scale = input scale x weight scale (one per weight channel when the weight
+ * is per channel), zero point 0, the full int32 range: what most integer kernels and
+ * ONNX Runtime's QDQ Conv/Gemm expect. The bias constraint must say QH_DTYPE_INT32 and
+ * the config must have a weight. */
+#define QH_BIAS_INT32_INPUT_TIMES_WEIGHT 1
+
 /* One DTypeConfig: the dtypes (with constraints) of a pattern's input activation,
  * output, weight and bias. NULL members mean "no such tensor" (an op without weight)
  * or, for bias, "float". */
@@ -76,6 +86,8 @@ typedef struct QhDTypeConfig {
   const QhDTypeConstraint *output;
   const QhDTypeConstraint *weight;
   const QhDTypeConstraint *bias;
+  /* Added in ABI 1.2 */
+  int32_t bias_derivation; /* QH_BIAS_*; default (older plugins) QH_BIAS_FROM_CONSTRAINT */
 } QhDTypeConfig;
 
 /* ---- Fusions (what happens to a matched pattern before annotation), int32_t ---- */

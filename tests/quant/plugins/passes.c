@@ -1,5 +1,6 @@
 /* The ABI 1.2 passes test backend: the BackendConfig tutorial's patterns (conv-relu and
- * linear on quint8 activations, qint8 weights) plus the passes a power-of-two NPU would
+ * linear on quint8 activations, qint8 weights, and an int32 bias the host derives at
+ * input scale x weight scale: QH_BIAS_INT32_INPUT_TIMES_WEIGHT) plus the passes a power-of-two NPU would
  * run, and a deploy step that writes back what quantize left it (and a plain Conv pattern,
  * so the digits example's third conv is quantized too).
  *   post_calibration  every per-tensor activation scale rounded up to a power of two
@@ -33,10 +34,12 @@ typedef struct {
 
 static const QhDTypeConstraint quint8 = {QH_STRUCT_HEADER(QhDTypeConstraint), .dtype = QH_DTYPE_UINT8};
 static const QhDTypeConstraint qint8 = {QH_STRUCT_HEADER(QhDTypeConstraint), .dtype = QH_DTYPE_INT8};
-static const QhDTypeConstraint float32 = {QH_STRUCT_HEADER(QhDTypeConstraint), .dtype = QH_DTYPE_FLOAT};
+static const QhDTypeConstraint qint32 = {QH_STRUCT_HEADER(QhDTypeConstraint), .dtype = QH_DTYPE_INT32};
+/* ABI 1.2: the bias is int32 at input scale x weight scale, derived again after
+ * post_calibration moved the input scales */
 static const QhDTypeConfig weighted = {QH_STRUCT_HEADER(QhDTypeConfig), .name = "weighted_int8",
                                        .input = &quint8, .output = &quint8, .weight = &qint8,
-                                       .bias = &float32};
+                                       .bias = &qint32, .bias_derivation = QH_BIAS_INT32_INPUT_TIMES_WEIGHT};
 static const QhDTypeConfig *const dtype_configs[] = {&weighted};
 
 #define PATTERN(id, fused, ...)                                                                    \
