@@ -315,7 +315,9 @@ static char *pattern_key(const char *const *ops, size_t n) {
 static gboolean check_pattern(Ctx *c, size_t index, const QhBackendPatternConfig *p, GHashTable *seen) {
   char what[64];
   snprintf(what, sizeof what, "backend_config.patterns[%zu]", index);
-  if (!CHECK_HEADER(c, what, p, QhBackendPatternConfig))
+  /* shared_inputs_mask was appended in 1.2: older patterns end at fused_name */
+  if (!check_header(c, what, p, offsetof(QhBackendPatternConfig, fused_name) + sizeof(p->fused_name),
+                    sizeof(QhBackendPatternConfig)))
     return FALSE;
   if (p->n_ops < 1 || p->n_ops > QH_PATTERN_MAX_OPS || p->ops == NULL)
     return fail(c, "descriptor: %s: n_ops must be 1 to %d", what, QH_PATTERN_MAX_OPS);

@@ -303,11 +303,17 @@ static gboolean write_specs(Ctx *c, const QhPatternMatch *m, int32_t obs, const 
   GArray *acts = activation_inputs(c, m, by_tensor_args);
   gboolean ok = TRUE;
   QhEdgeRef first = {QH_INVALID_ID, 0, QH_EDGE_INPUT, 0};
+  QhEdgeRef group = first; /* the first input of the shared_inputs_mask group (ABI 1.2) */
+  uint32_t shared_mask = QH_HAS_FIELD(p, QhBackendPatternConfig, shared_inputs_mask) ? p->shared_inputs_mask : 0;
   for (guint k = 0; ok && k < acts->len; k++) {
     const ActInput *a = &g_array_index(acts, ActInput, k);
     QhEdgeRef e = edge(a->node, a->slot, QH_EDGE_INPUT);
     int32_t have = producer_dtype(c, a->value);
-    if (k > 0 && obs == QH_OBS_OUTPUT_SHARE_OBSERVER_WITH_INPUT) {
+    gboolean in_group = a->node == root->id && a->slot < 32 && (shared_mask & (1u << a->slot));
+    if (in_group && group.node != QH_INVALID_ID && !reuse_input) {
+      QhQuantSpec s = shared_with(group);
+      ok = put(c, e, &s, error);
+    } else if (k > 0 && obs == QH_OBS_OUTPUT_SHARE_OBSERVER_WITH_INPUT) {
       QhQuantSpec s = shared_with(first);
       ok = put(c, e, &s, error);
     } else if (reuse_input) {
@@ -323,6 +329,8 @@ static gboolean write_specs(Ctx *c, const QhPatternMatch *m, int32_t obs, const 
     }
     if (k == 0)
       first = e;
+    if (in_group && group.node == QH_INVALID_ID)
+      group = e;
   }
   for (int s = 0; ok && !*out_reason && s < root->n_inputs; s++) {
     int v = root->inputs[s];

@@ -65,6 +65,7 @@ AT(QhNodeUnit, output_tensors, 96);
 AT(QhPassOps, post_calibration, 8);
 AT(QhPassOps, post_convert, 16);
 AT(QhDTypeConfig, bias_derivation, 56);
+AT(QhBackendPatternConfig, shared_inputs_mask, 104);
 #endif
 
 /* The descriptor: every member, since the host reads each one only when struct_size

@@ -101,6 +101,25 @@ def case_int32_bias_derived(r, tmp):
     print(f"{checked} int32 biases at input scale x weight scale")
 
 
+def case_add_inputs_share_scale(r, tmp):
+    """BackendConfig's shared_inputs_mask (ABI 1.2): the Add's two inputs, from two
+    producers, reach it through DequantizeLinears with one scale and zero point (the
+    group takes in both producers' outputs, as PT2E's sharing does); the file runs."""
+    import onnx
+    from onnx import numpy_helper
+    out, report = quantize(r, tmp)
+    m = onnx.load(out)
+    inits = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
+    producer = {o: n for n in m.graph.node for o in n.output}
+    add, = [n for n in m.graph.node if n.op_type == "Add"]
+    dqs = [producer[i] for i in add.input]
+    assert all(d.op_type == "DequantizeLinear" for d in dqs), [d.op_type for d in dqs]
+    grids = [(float(inits[d.input[1]]), int(inits[d.input[2]])) for d in dqs]
+    assert grids[0] == grids[1], grids
+    ok(r, "run", out, "--input", CALIB, "-o", os.path.join(tmp, "y.npy"))
+    print(f"Add inputs on one grid: scale {grids[0][0]}, zero point {grids[0][1]}")
+
+
 def case_metadata_to_deploy(r, tmp):
     out, _ = quantize(r, tmp)
     qs, producers, meta = qdq_scales(out)
@@ -142,6 +161,7 @@ CASES = {
     "pow2_snapping": case_pow2_snapping,
     "metadata_to_deploy": case_metadata_to_deploy,
     "int32_bias_derived": case_int32_bias_derived,
+    "add_inputs_share_scale": case_add_inputs_share_scale,
     "bad_scale": refused("bad_scale", "post_calibration", "node '", "scale"),
     "bad_scale_swallowed": refused("swallow", "post_calibration", "refused", "node '", "scale"),
     "bad_weight": refused("bad_weight", "post_calibration", "node '/fc/Gemm'", "not finite"),

@@ -130,6 +130,17 @@ typedef struct QhBackendPatternConfig {
   size_t n_dtype_configs;
   int32_t fuser;          /* QH_FUSER_* */
   const char *fused_name; /* for reports and lowering ("ConvReLU2d"); may be NULL */
+  /* Added in ABI 1.2 */
+  /* "These inputs share one scale": bit s set puts input slot s of the root op in one
+   * sharing group. The first activation input of the group keeps its spec; every other
+   * one gets a spec shared with it, so all of them are quantized by one observer (which
+   * sees every value of the group) on one grid, as an Add or Concat of an NPU needs. As
+   * with PT2E's SharedQuantizationSpec, the group takes in the producers' outputs: each
+   * value feeding it is quantized once, on the group's grid, for every reader (so a skip
+   * connection also read by a conv gets the coarser grid; the quantize report's SQNR
+   * shows the cost). 0 (the default, and what 1.0/1.1 patterns read as): no group. Only
+   * slots 0..31 can be named. */
+  uint32_t shared_inputs_mask;
 } QhBackendPatternConfig;
 
 /* ---- The default qconfig mapping (PyTorch's get_default_qconfig_mapping) ---- */

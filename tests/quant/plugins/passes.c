@@ -1,6 +1,7 @@
 /* The ABI 1.2 passes test backend: the BackendConfig tutorial's patterns (conv-relu and
  * linear on quint8 activations, qint8 weights, and an int32 bias the host derives at
- * input scale x weight scale: QH_BIAS_INT32_INPUT_TIMES_WEIGHT) plus the passes a power-of-two NPU would
+ * input scale x weight scale: QH_BIAS_INT32_INPUT_TIMES_WEIGHT; an Add whose inputs
+ * share one scale: shared_inputs_mask) plus the passes a power-of-two NPU would
  * run, and a deploy step that writes back what quantize left it (and a plain Conv pattern,
  * so the digits example's third conv is quantized too).
  *   post_calibration  every per-tensor activation scale rounded up to a power of two
@@ -54,7 +55,18 @@ static const QhDTypeConfig *const dtype_configs[] = {&weighted};
 PATTERN(linear_config, "Linear", "Gemm");
 PATTERN(conv_relu_config, "ConvReLU2d", "Conv", "Relu");
 PATTERN(conv_config, "Conv2d", "Conv");
-static const QhBackendPatternConfig *const patterns[] = {&linear_config, &conv_relu_config, &conv_config};
+/* an NPU's Add: both inputs on one grid (ABI 1.2's shared_inputs_mask) */
+static const QhDTypeConfig unweighted = {QH_STRUCT_HEADER(QhDTypeConfig), .name = "unweighted_uint8",
+                                         .input = &quint8, .output = &quint8};
+static const QhDTypeConfig *const unweighted_configs[] = {&unweighted};
+static const char *const add_ops[] = {"Add"};
+static const QhBackendPatternConfig add_config = {
+    QH_STRUCT_HEADER(QhBackendPatternConfig), .ops = add_ops, .n_ops = 1,
+    .observation_type = QH_OBS_OUTPUT_USE_DIFFERENT_OBSERVER_AS_INPUT,
+    .dtype_configs = unweighted_configs, .n_dtype_configs = 1, .fuser = QH_FUSER_NONE,
+    .fused_name = "Add", .shared_inputs_mask = 0x3};
+static const QhBackendPatternConfig *const patterns[] = {&linear_config, &conv_relu_config, &conv_config,
+                                                          &add_config};
 /* the global qconfig: quint8 MinMaxObserver activations, PyTorch's default weights */
 static const QhQuantSpec activation = {QH_STRUCT_HEADER(QhQuantSpec), .kind = QH_SPEC_QUANTIZE,
                                        .dtype = QH_DTYPE_UINT8, .qscheme = QH_QSCHEME_PER_TENSOR_AFFINE,
@@ -63,7 +75,7 @@ static const QhQConfigEntry global = {QH_STRUCT_HEADER(QhQConfigEntry), .match =
                                       .activation = &activation};
 static const QhQConfigEntry *const qconfig[] = {&global};
 static const QhBackendConfig backend_config = {QH_STRUCT_HEADER(QhBackendConfig), .name = "passes",
-                                               .patterns = patterns, .n_patterns = 3,
+                                               .patterns = patterns, .n_patterns = 4,
                                                .default_qconfig = qconfig, .n_default_qconfig = 1};
 
 /* ---- helpers ---- */
