@@ -141,6 +141,14 @@ def case_metadata_to_deploy(r, tmp):
     print(f"deploy read {len(outputs)} output qparams and 3 metadata entries")
 
 
+def case_plugin_check(r, tmp):
+    """plugin-check over the passes plugin: its deploy takes the built-in graphs, which
+    carry no plugin data (metadata_get says QH_ERR_NOT_FOUND and the plugin goes on)."""
+    out = ok(r, "plugin-check", "passes", "--plugin-dir", PLUGIN_DIR)
+    assert "supplies backend_config, deploy, post_calibration, post_convert" in out, out
+    assert "conforms: yes" in out, out
+
+
 def refused(mode, *parts):
     def case(r, tmp):
         out = os.path.join(tmp, "d.qdq.onnx")
@@ -159,6 +167,7 @@ def refused(mode, *parts):
 
 CASES = {
     "pow2_snapping": case_pow2_snapping,
+    "plugin_check": case_plugin_check,
     "metadata_to_deploy": case_metadata_to_deploy,
     "int32_bias_derived": case_int32_bias_derived,
     "add_inputs_share_scale": case_add_inputs_share_scale,
