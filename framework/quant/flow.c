@@ -265,7 +265,8 @@ static gboolean refine_set(gpointer data, QhGraph *graph, const QhEdgeRef *edge,
   memcpy(q->zero_point, qp->zero_point, sizeof(int32_t) * qp->count);
   qh_quant_report_note(f->report, "%s%s%s: '%s': scale %.9g -> %.9g, zero point %d -> %d (%s)",
                        f->stage ? f->stage : "refine", f->stage ? " by plugin " : "",
-                       f->stage ? f->name : "", pt->name ? pt->name : "?", (double)pt->qparams->scale[0], (double)q->scale[0],
+                       f->stage ? f->name : "", pt->name ? pt->name : "?", (double)pt->qparams->scale[0],
+                       (double)q->scale[0],
                        pt->qparams->zero_point[0], q->zero_point[0], reason ? reason : "no reason given");
   qh_quant_params_free(pt->qparams);
   pt->qparams = q;
@@ -369,8 +370,10 @@ static gboolean converted_graph_sound(QhFlow *f, const GArray *inputs, const GAr
     return FALSE;
   for (int i = 0; i < qh_graph_n_nodes(f->graph); i++) {
     const QhNode *n = qh_graph_node(f->graph, i);
+    if (n->is_removed || (*n->domain && strcmp(n->domain, "ai.onnx") != 0))
+      continue;
     gboolean q = strcmp(n->op_type, "QuantizeLinear") == 0, dq = strcmp(n->op_type, "DequantizeLinear") == 0;
-    if (n->is_removed || (!q && !dq) || (*n->domain && strcmp(n->domain, "ai.onnx") != 0))
+    if (!q && !dq)
       continue;
     QhQParams qp = {0};
     int x = q ? (n->n_outputs ? n->outputs[0] : -1) : qh_node_input(n, 0);
