@@ -97,6 +97,7 @@ const QhReferenceNumericsOps *qh_backend_reference_numerics(const QhBackend *b) 
 }
 const QhLoweringOps *qh_backend_lowering(const QhBackend *b) { return GROUP(b, lowering); }
 const QhDeployOps *qh_backend_deploy_ops(const QhBackend *b) { return GROUP(b, deploy); }
+const QhPassOps *qh_backend_passes(const QhBackend *b) { return GROUP(b, passes); }
 
 size_t qh_backend_n_observers(const QhBackend *b) {
   return QH_HAS_FIELD(b->desc, QhPluginDesc, n_observers) && b->desc->observers ? b->desc->n_observers : 0;
@@ -143,7 +144,7 @@ QhStatus *qh_backend_call_annotate(QhBackend *b, QhGraphView *view) {
   const QhAnnotateOps *a = qh_backend_annotate_ops(b);
   if (a == NULL)
     return qh_status_new(QH_ERR_UNSUPPORTED, "the plugin supplies no annotate");
-  qh_graph_view_set_permissions(view, QH_VIEW_READ | QH_VIEW_ANNOTATE);
+  qh_graph_view_set_permissions(view, QH_VIEW_READ | QH_VIEW_ANNOTATE | QH_VIEW_METADATA_WRITE);
   const char *prev = qh_plugin_set_current(b->name);
   QhStatus *st = a->annotate(b->instance, qh_host_api_get(), view);
   qh_plugin_set_current(prev);
@@ -165,7 +166,8 @@ QhStatus *qh_backend_call_refine(QhBackend *b, QhGraphView *view) {
   const QhRefineOps *r = qh_backend_refine_ops(b);
   if (r == NULL)
     return qh_status_new(QH_ERR_UNSUPPORTED, "the plugin supplies no refine");
-  qh_graph_view_set_permissions(view, QH_VIEW_READ | QH_VIEW_QPARAMS_READ | QH_VIEW_QPARAMS_WRITE);
+  qh_graph_view_set_permissions(view, QH_VIEW_READ | QH_VIEW_QPARAMS_READ | QH_VIEW_QPARAMS_WRITE |
+                                          QH_VIEW_METADATA_WRITE);
   const char *prev = qh_plugin_set_current(b->name);
   QhStatus *st = r->refine(b->instance, qh_host_api_get(), view);
   qh_plugin_set_current(prev);
@@ -207,6 +209,38 @@ gboolean qh_backend_validate_graph(QhBackend *b, QhGraphView *view, GError **err
 
 gboolean qh_backend_refine_graph(QhBackend *b, QhGraphView *view, GError **error) {
   return checked(b, qh_backend_call_refine(b, view), "refine", error);
+}
+
+/* One 1.2 pass: the plugin tagged, refusals recorded, and a refused change failing
+ * the pass even when the plugin swallowed its status. */
+static gboolean run_pass(QhBackend *b, QhGraphView *view, uint32_t permissions, const char *name,
+                         QhStatus *(*pass)(void *, const QhHostApi *, QhGraphView *), GError **error) {
+  if (pass == NULL)
+    return TRUE;
+  qh_graph_view_set_permissions(view, permissions);
+  qh_graph_view_keep_refusals(view);
+  view->plugin = b->name;
+  const char *prev = qh_plugin_set_current(b->name);
+  QhStatus *st = pass(b->instance, qh_host_api_get(), view);
+  qh_plugin_set_current(prev);
+  qh_graph_view_set_permissions(view, QH_VIEW_READ);
+  if (st == NULL && qh_graph_view_refusal(view) != NULL)
+    st = qh_status_new(QH_ERR_INVALID_ARGUMENT, "refused: %s", qh_graph_view_refusal(view));
+  return checked(b, st, name, error);
+}
+
+gboolean qh_backend_post_calibration(QhBackend *b, QhGraphView *view, GError **error) {
+  const QhPassOps *p = qh_backend_passes(b);
+  return run_pass(b, view,
+                  QH_VIEW_READ | QH_VIEW_QPARAMS_READ | QH_VIEW_QPARAMS_WRITE | QH_VIEW_WEIGHTS_WRITE |
+                      QH_VIEW_METADATA_WRITE,
+                  "post_calibration", p ? p->post_calibration : NULL, error);
+}
+
+gboolean qh_backend_post_convert(QhBackend *b, QhGraphView *view, GError **error) {
+  const QhPassOps *p = qh_backend_passes(b);
+  return run_pass(b, view, QH_VIEW_READ | QH_VIEW_REWRITE | QH_VIEW_QPARAMS_READ | QH_VIEW_METADATA_WRITE,
+                  "post_convert", p ? p->post_convert : NULL, error);
 }
 
 gboolean qh_backend_fake_quantize(QhBackend *b, int32_t role, const QhQParams *qparams,

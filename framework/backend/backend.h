@@ -15,8 +15,10 @@
  *    the plugin's own codes and messages, and for the checked calls themselves.
  *
  * Permissions (QH_VIEW_*) each graph callback gets: transform_for_annotation READ |
- * REWRITE; annotate READ | ANNOTATE; validate READ; refine READ | QPARAMS_READ |
- * QPARAMS_WRITE; deploy, accept and kernel create READ (their views are const).
+ * REWRITE; annotate READ | ANNOTATE | METADATA_WRITE; validate READ; refine READ |
+ * QPARAMS_READ | QPARAMS_WRITE | METADATA_WRITE; post_calibration those of refine and
+ * WEIGHTS_WRITE; post_convert READ | REWRITE | QPARAMS_READ | METADATA_WRITE; deploy,
+ * accept and kernel create what their caller's view has (const views).
  *
  * Ownership: a backend owns its plugin and instance; qh_backend_free destroys the
  * instance, then unloads. Everything a backend hands out (ops, names, descriptor)
@@ -72,6 +74,8 @@ const QhRefineOps *qh_backend_refine_ops(const QhBackend *backend);
 const QhReferenceNumericsOps *qh_backend_reference_numerics(const QhBackend *backend);
 const QhLoweringOps *qh_backend_lowering(const QhBackend *backend);
 const QhDeployOps *qh_backend_deploy_ops(const QhBackend *backend);
+/* ABI 1.2: post_calibration / post_convert (NULL when absent or beyond the size). */
+const QhPassOps *qh_backend_passes(const QhBackend *backend);
 size_t qh_backend_n_observers(const QhBackend *backend);
 /* Observer i (< qh_backend_n_observers), or the one named name (NULL if none). */
 const QhObserverOps *qh_backend_observer(const QhBackend *backend, size_t i);
@@ -139,6 +143,11 @@ gboolean qh_backend_transform_graph(QhBackend *backend, QhGraphView *view, GErro
 gboolean qh_backend_annotate_graph(QhBackend *backend, QhGraphView *view, GError **error);
 gboolean qh_backend_validate_graph(QhBackend *backend, QhGraphView *view, GError **error);
 gboolean qh_backend_refine_graph(QhBackend *backend, QhGraphView *view, GError **error);
+/* The 1.2 passes; TRUE (nothing to do) when the plugin has no such callback. A change
+ * the host refused during the call (qparams_set, constant_set: graph-view.h's
+ * refusals, recorded on the view) fails the call even when the plugin returned NULL. */
+gboolean qh_backend_post_calibration(QhBackend *backend, QhGraphView *view, GError **error);
+gboolean qh_backend_post_convert(QhBackend *backend, QhGraphView *view, GError **error);
 gboolean qh_backend_fake_quantize(QhBackend *backend, int32_t role, const QhQParams *qparams,
                                   const QhTensorView *in, QhTensorView *out, GError **error);
 gboolean qh_backend_deploy_graph(QhBackend *backend, const QhGraphView *view, QhArtifact *artifact,

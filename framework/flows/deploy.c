@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "hostapi/graph-view.h"
 #include "hostapi/host-private.h"
+#include "hostapi/qdq-qparams.h"
 #include "lower/deploy-model.h"
 
 /* What one artefact may hold: deploy packages are weights plus metadata. */
@@ -90,9 +91,14 @@ static gboolean deploy(QhBackend *plugin, QhGraph *graph, const char *model, con
     goto out;
   }
   QhArtifact artifact = {QH_ARTIFACT_MAGIC, tmp, ARTIFACT_LIMIT, 0, digest, qh_deploy_model_save};
-  QhGraphView *view = qh_graph_view_new(graph, QH_VIEW_READ);
+  /* ABI 1.2: the plugin reads the model's qparams through the host (qparams_get) and
+   * what it attached while quantizing (metadata_get), never by parsing Q/DQ itself */
+  QhGraphView *view = qh_graph_view_new(graph, QH_VIEW_READ | QH_VIEW_QPARAMS_READ);
+  QhQdqReader *reader = qh_qdq_reader_new();
+  qh_qdq_reader_attach(reader, view);
   gboolean deployed = qh_backend_deploy_graph(plugin, view, &artifact, error);
   qh_graph_view_free(view);
+  qh_qdq_reader_free(reader);
   artifact.magic = 0;
   if (!deployed) {
     g_prefix_error(error, "%s: ", model);

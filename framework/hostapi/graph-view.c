@@ -23,6 +23,7 @@ void qh_graph_view_free(QhGraphView *view) {
     return;
   qh_graph_view_invalidate(view);
   view->magic = 0;
+  g_free(view->refusal);
   g_free(view);
 }
 
@@ -50,6 +51,15 @@ void qh_graph_view_set_qparams_hooks(QhGraphView *view, QhGraphViewQParamsGetFn 
   view->qparams_set_fn = set_fn;
   view->qparams_data = user_data;
 }
+
+void qh_graph_view_set_constant_hook(QhGraphView *view, QhGraphViewConstantSetFn fn,
+                                     gpointer user_data) {
+  view->constant_set_fn = fn;
+  view->constant_data = user_data;
+}
+
+void qh_graph_view_keep_refusals(QhGraphView *view) { view->keep_refusals = TRUE; }
+const char *qh_graph_view_refusal(const QhGraphView *view) { return view->refusal; }
 
 const QhNode *qh_graph_view_node(const QhGraphView *view, uint32_t node) {
   if (!qh_graph_view_is_valid(view) || node >= (uint32_t)qh_graph_n_nodes(view->graph))

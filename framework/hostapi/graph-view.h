@@ -29,8 +29,10 @@ G_BEGIN_DECLS
 #define QH_VIEW_REWRITE 0x2u        /* graph_add_*, node_remove, node_set_*, value_replace_uses */
 #define QH_VIEW_ANNOTATE 0x4u       /* annotation_set_*, qconfig_for_node */
 #define QH_VIEW_QPARAMS_READ 0x8u   /* qparams_get (refine, lowering) */
-#define QH_VIEW_QPARAMS_WRITE 0x10u /* qparams_set (refine) */
-#define QH_VIEW_ALL 0x1fu
+#define QH_VIEW_QPARAMS_WRITE 0x10u /* qparams_set (refine, post_calibration) */
+#define QH_VIEW_WEIGHTS_WRITE 0x20u /* constant_set (post_calibration) */
+#define QH_VIEW_METADATA_WRITE 0x40u /* metadata_set (annotate, refine, the passes) */
+#define QH_VIEW_ALL 0x7fu
 
 /* Resolves the user's qconfig for `node` and `role` (QH_ROLE_ACTIVATION or
  * QH_ROLE_WEIGHT; the view has checked both). On TRUE, *out_source is QH_QCONFIG_*,
@@ -64,6 +66,14 @@ typedef gboolean (*QhGraphViewQParamsSetFn)(gpointer user_data, QhGraph *graph,
                                             const QhEdgeRef *edge, const QhQParams *qparams,
                                             const char *reason, GError **error);
 
+/* Replace the data of float constant `value` (checked by the view: a float
+ * initializer, nbytes equal to its size, every element finite, a non-empty UTF-8
+ * reason); data and reason are borrowed for the call. The hook stores the values and
+ * records the change with the reason. FALSE: error set. */
+typedef gboolean (*QhGraphViewConstantSetFn)(gpointer user_data, QhGraph *graph, uint32_t value,
+                                             const float *data, size_t nbytes, const char *reason,
+                                             GError **error);
+
 /* One use of a value: input `slot` of `node`. */
 typedef struct {
   uint32_t node;
@@ -80,6 +90,16 @@ struct QhGraphView {
   QhGraphViewQParamsGetFn qparams_get_fn;
   QhGraphViewQParamsSetFn qparams_set_fn;
   gpointer qparams_data;
+  QhGraphViewConstantSetFn constant_set_fn;
+  gpointer constant_data;
+  /* The plugin whose metadata namespace metadata_set/get use ("qhost.<plugin>.");
+   * borrowed; NULL: the plugin tagged on this thread. */
+  const char *plugin;
+  /* When set, the first qparams_set or constant_set the view refused, as a message
+   * naming the node: the stage fails with it even when the plugin drops the status.
+   * Owned by the view. */
+  gboolean keep_refusals;
+  char *refusal;
   /* Per value id: a GArray of QhGraphViewUse (live nodes, node id order), or NULL.
    * Built on the first consumer query, dropped by every rewrite. */
   GPtrArray *uses;
@@ -100,6 +120,12 @@ void qh_graph_view_set_qconfig_hook(QhGraphView *view, QhGraphViewQConfigFn fn,
                                     gpointer user_data);
 void qh_graph_view_set_qparams_hooks(QhGraphView *view, QhGraphViewQParamsGetFn get_fn,
                                      QhGraphViewQParamsSetFn set_fn, gpointer user_data);
+
+void qh_graph_view_set_constant_hook(QhGraphView *view, QhGraphViewConstantSetFn fn,
+                                     gpointer user_data);
+/* Start recording refused changes (keep_refusals); the first refusal, or NULL. */
+void qh_graph_view_keep_refusals(QhGraphView *view);
+const char *qh_graph_view_refusal(const QhGraphView *view);
 
 /* The live node `node` of a valid view, or NULL (invalid view, id out of range,
  * removed node). For status_new_for_node. */

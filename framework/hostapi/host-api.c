@@ -18,6 +18,8 @@
 static _Thread_local const char *current_plugin;
 static _Thread_local QhReportSink *report_sink;
 
+const char *qh_plugin_current(void) { return current_plugin; }
+
 const char *qh_plugin_set_current(const char *name) {
   const char *prev = current_plugin;
   current_plugin = name;

@@ -9,6 +9,7 @@
 
 #include "hostapi/graph-view.h"
 #include "hostapi/host-api-private.h"
+#include "hostapi/host-private.h"
 #include "hostapi/status-private.h"
 
 /* Bounds on plugin-given counts, far above anything real, far below overflow. */
@@ -25,10 +26,12 @@ static QhStatus *bad_view(const char *fn) {
 
 static const char *permission_place(uint32_t perm) {
   switch (perm) {
-  case QH_VIEW_REWRITE: return "transform_for_annotation";
+  case QH_VIEW_REWRITE: return "transform_for_annotation and post_convert";
   case QH_VIEW_ANNOTATE: return "annotate";
-  case QH_VIEW_QPARAMS_READ: return "refine and the lowering callbacks";
-  default: return "refine";
+  case QH_VIEW_QPARAMS_READ: return "refine, post_calibration, post_convert, deploy and the lowering callbacks";
+  case QH_VIEW_WEIGHTS_WRITE: return "post_calibration";
+  case QH_VIEW_METADATA_WRITE: return "annotate, refine, post_calibration and post_convert";
+  default: return "refine and post_calibration";
   }
 }
 
@@ -717,8 +720,24 @@ static QhStatus *qparams_get(const QhGraphView *g, const QhEdgeRef *edge, QhQPar
   return st;
 }
 
+/* A refused change, kept on a view that records refusals (graph-view.h) so the stage
+ * fails even when the plugin drops the status; returns st. */
+static QhStatus *refused(QhGraphView *g, QhStatus *st) {
+  if (st != NULL && view_ok(g) && g->keep_refusals && g->refusal == NULL)
+    g->refusal = st->node ? g_strdup_printf("%s: %s", st->node, st->message) : g_strdup(st->message);
+  return st;
+}
+
+static QhStatus *qparams_set_checked(QhGraphView *g, const QhEdgeRef *edge, const QhQParams *qparams,
+                                     const char *reason);
+
 static QhStatus *qparams_set(QhGraphView *g, const QhEdgeRef *edge, const QhQParams *qparams,
                              const char *reason) {
+  return refused(g, qparams_set_checked(g, edge, qparams, reason));
+}
+
+static QhStatus *qparams_set_checked(QhGraphView *g, const QhEdgeRef *edge, const QhQParams *qparams,
+                                     const char *reason) {
   static const char fn[] = "qparams_set";
   const QhNode *n = NULL;
   QhStatus *st = qparams_enter(g, QH_VIEW_QPARAMS_WRITE, edge, fn, &n);
@@ -739,6 +758,127 @@ static QhStatus *qparams_set(QhGraphView *g, const QhEdgeRef *edge, const QhQPar
   return NULL;
 }
 
+/* ---- Weights (post_calibration) ---- */
+
+static QhStatus *constant_set_checked(QhGraphView *g, uint32_t value, const void *data, size_t nbytes,
+                                      const char *reason) {
+  static const char fn[] = "constant_set";
+  QhValue *v = NULL;
+  QhStatus *st = enter(g, QH_VIEW_WEIGHTS_WRITE, fn);
+  if (st == NULL)
+    st = check_value(g, value, fn, "value", &v);
+  if (st != NULL)
+    return st;
+  const GArray *uses = qh_graph_view_uses(g, value);
+  const QhNode *reader =
+      uses && uses->len ? qh_graph_node(g->graph, (int)g_array_index(uses, QhGraphViewUse, 0).node) : NULL;
+  if (data == NULL || reason == NULL)
+    return null_arg(fn, data ? "reason" : "data");
+  if (!g_utf8_validate(reason, -1, NULL) || !*reason || strchr(reason, '\n'))
+    return qh_status_new_for_node(reader, QH_ERR_INVALID_ARGUMENT,
+                                  "%s: reason must be one non-empty line of UTF-8", fn);
+  if (v->initializer == NULL)
+    return qh_status_new_for_node(reader, QH_ERR_INVALID_ARGUMENT, "%s: value '%s' is not a constant",
+                                  fn, v->name);
+  if (v->initializer->dtype != QH_DTYPE_F32)
+    return qh_status_new_for_node(reader, QH_ERR_INVALID_ARGUMENT,
+                                  "%s: value '%s' is %s, not float: only float weights and biases change "
+                                  "before conversion", fn, v->name, qh_dtype_name(v->initializer->dtype));
+  if (nbytes != v->initializer->nbytes)
+    return qh_status_new_for_node(reader, QH_ERR_INVALID_ARGUMENT,
+                                  "%s: value '%s': %zu bytes given, the constant has %zu", fn, v->name,
+                                  nbytes, v->initializer->nbytes);
+  const float *f = data;
+  for (size_t i = 0; i < nbytes / sizeof(float); i++)
+    if (!isfinite(f[i]))
+      return qh_status_new_for_node(reader, QH_ERR_INVALID_ARGUMENT,
+                                    "%s: value '%s': element %zu is %g, not finite", fn, v->name, i,
+                                    (double)f[i]);
+  if (g->constant_set_fn == NULL)
+    return qh_status_new(QH_ERR_INVALID_STATE, "%s: no weights can change here", fn);
+  GError *error = NULL;
+  if (!g->constant_set_fn(g->constant_data, g->graph, value, f, nbytes, reason, &error))
+    return from_error(reader, fn, error);
+  return NULL;
+}
+
+static QhStatus *constant_set(QhGraphView *g, uint32_t value, const void *data, size_t nbytes,
+                              const char *reason) {
+  return refused(g, constant_set_checked(g, value, data, nbytes, reason));
+}
+
+/* ---- Plugin data ("qhost.<plugin>.<key>" in metadata_props) ---- */
+
+#define METADATA_KEY_MAX 128
+#define METADATA_VALUE_MAX 65536
+
+static QhStatus *metadata_key(const QhGraphView *g, const char *fn, const char *key, char **out) {
+  if (key == NULL)
+    return null_arg(fn, "key");
+  size_t n = strnlen(key, METADATA_KEY_MAX + 1);
+  if (n == 0 || n > METADATA_KEY_MAX)
+    return qh_status_new(QH_ERR_INVALID_ARGUMENT, "%s: key must have 1 to %d bytes", fn, METADATA_KEY_MAX);
+  for (size_t i = 0; i < n; i++)
+    if (!g_ascii_isalnum(key[i]) && key[i] != '_' && key[i] != '.' && key[i] != '-')
+      return qh_status_new(QH_ERR_INVALID_ARGUMENT, "%s: key has a character outside [A-Za-z0-9_.-] at byte %zu",
+                           fn, i);
+  const char *plugin = g->plugin ? g->plugin : qh_plugin_current();
+  if (plugin == NULL)
+    return qh_status_new(QH_ERR_INVALID_STATE, "%s: no plugin is running", fn);
+  *out = g_strdup_printf("qhost.%s.%s", plugin, key);
+  return NULL;
+}
+
+static QhStatus *metadata_set(QhGraphView *g, const char *key, const char *value) {
+  static const char fn[] = "metadata_set";
+  char *full = NULL;
+  QhStatus *st = enter(g, QH_VIEW_METADATA_WRITE, fn);
+  if (st == NULL)
+    st = metadata_key(g, fn, key, &full);
+  if (st != NULL)
+    return st;
+  if (value == NULL) {
+    g_free(full);
+    return null_arg(fn, "value");
+  }
+  if (strnlen(value, METADATA_VALUE_MAX + 1) > METADATA_VALUE_MAX || !g_utf8_validate(value, -1, NULL)) {
+    g_free(full);
+    return qh_status_new(QH_ERR_INVALID_ARGUMENT, "%s: value must be valid UTF-8 of at most %d bytes", fn,
+                         METADATA_VALUE_MAX);
+  }
+  GArray *md = g->graph->metadata;
+  for (guint i = 0; i < md->len; i++) {
+    QhMetadataEntry *e = &g_array_index(md, QhMetadataEntry, i);
+    if (strcmp(e->key, full) == 0) {
+      g_free(full);
+      g_free(e->value);
+      e->value = g_strdup(value);
+      return NULL;
+    }
+  }
+  QhMetadataEntry e = {full, g_strdup(value)};
+  g_array_append_val(md, e);
+  return NULL;
+}
+
+static QhStatus *metadata_get(const QhGraphView *g, const char *key, const char **out_value) {
+  static const char fn[] = "metadata_get";
+  char *full = NULL;
+  QhStatus *st = enter(g, QH_VIEW_READ, fn);
+  if (st == NULL)
+    st = metadata_key(g, fn, key, &full);
+  if (st != NULL)
+    return st;
+  const char *v = out_value ? qh_graph_metadata(g->graph, full) : NULL;
+  if (out_value == NULL)
+    st = null_arg(fn, "out_value");
+  else if (v == NULL)
+    st = qh_status_new(QH_ERR_NOT_FOUND, "%s: the model has no entry '%s'", fn, full);
+  else
+    *out_value = v;
+  g_free(full);
+  return st;
+}
 
 void qh_host_api_fill_graph(QhHostApi *api) {
   api->graph_node_count = graph_node_count;
@@ -791,4 +931,7 @@ void qh_host_api_fill_graph(QhHostApi *api) {
   api->qconfig_for_node = qconfig_for_node;
   api->qparams_get = qparams_get;
   api->qparams_set = qparams_set;
+  api->constant_set = constant_set;
+  api->metadata_set = metadata_set;
+  api->metadata_get = metadata_get;
 }

@@ -55,6 +55,8 @@ typedef struct {
 /* Set the plugin name that tags log lines and reports on this thread (NULL: none);
  * returns the previous one so calls can nest. name is borrowed while set. */
 const char *qh_plugin_set_current(const char *name);
+/* The plugin tagged on this thread, or NULL (borrowed). */
+const char *qh_plugin_current(void);
 
 /* Install a report sink on this thread (NULL: reports go to the log); returns the
  * previous one. */

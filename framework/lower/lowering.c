@@ -154,12 +154,42 @@ static QhKernelNode *trial_kernel(QhLowering *l, const QhQdqUnit *u, char **why)
   return NULL;
 }
 
+/* One of the unit's tensors as the plan will hand it to the kernel (QhNodeUnit's
+ * input_tensors / output_tensors): the planned dtype and shape, in NHWC order when
+ * the host passes the channels-last twin; rank -1 when the plan has no shape. */
+static void planned_tensor(const QhLowering *l, int value, gboolean nhwc, QhTensorView *t) {
+  const QhTensor *info = qh_plan_value_info(l->shape_plan, value);
+  if (info == NULL || info->shape.rank < 0) {
+    t->rank = -1;
+    return;
+  }
+  QhShape shape = info->shape;
+  t->dtype = (int32_t)info->dtype;
+  t->layout = shape.rank == 4 ? QH_LAYOUT_NCHW : QH_LAYOUT_ANY;
+  if (nhwc && shape.rank == 4) {
+    permute_to_nhwc(&shape);
+    t->layout = QH_LAYOUT_NHWC;
+  }
+  t->rank = shape.rank;
+  memcpy(t->dims, shape.dims, sizeof(int64_t) * (size_t)shape.rank);
+}
+
+/* Fill the unit's ABI tensors with the shapes this lowering plans for, so accept
+ * sees what reshape will see. */
+static void describe_unit(const QhLowering *l, const QhQdqUnit *u) {
+  for (guint i = 0; i < u->inputs->len; i++)
+    planned_tensor(l, g_array_index(u->inputs, QhQdqUnitInput, i).value, input_is_nhwc(l, u, (int)i),
+                   &u->abi_input_tensors[i]);
+  planned_tensor(l, u->output, u->pattern->kernel->output_layout == QH_LAYOUT_NHWC, u->abi_output_tensor);
+}
+
 static int accept_unit(gpointer user, const QhQdqUnit *u, GError **error) {
   QhLowering *l = user;
   const QhLoweringPattern *pat = u->pattern;
   const QhNode *first = qh_graph_node(l->graph, u->nodes[0]);
   const QhKernelOps *ops = pat->kernel;
   char *reason = NULL;
+  describe_unit(l, u);
   if (ops->input_layout == QH_LAYOUT_OPAQUE || ops->output_layout == QH_LAYOUT_OPAQUE) {
     reason = g_strdup_printf("kernel '%s' uses an opaque layout, which this host cannot run yet", ops->id);
   } else if (pat->accept) {

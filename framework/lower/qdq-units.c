@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "hostapi/annotation.h"
+#include "hostapi/qdq-qparams.h"
 #include "lower/qdq-units.h"
 
 /* Every (node, slot) reading each value, from live nodes. */
@@ -46,112 +47,6 @@ static guint n_uses(const Ctx *c, int v) { return c->uses[v] ? c->uses[v]->len /
 static int use_node(const Ctx *c, int v, guint i) { return g_array_index(c->uses[v], int, 2 * i); }
 static int use_slot(const Ctx *c, int v, guint i) { return g_array_index(c->uses[v], int, 2 * i + 1); }
 
-static gboolean dtype_range(int32_t dtype, int32_t *lo, int32_t *hi) {
-  switch (dtype) {
-  case QH_DTYPE_UINT8: *lo = 0; *hi = 255; return TRUE;
-  case QH_DTYPE_INT8: *lo = -128; *hi = 127; return TRUE;
-  case QH_DTYPE_UINT16: *lo = 0; *hi = 65535; return TRUE;
-  case QH_DTYPE_INT16: *lo = -32768; *hi = 32767; return TRUE;
-  case QH_DTYPE_INT32: *lo = G_MININT32; *hi = G_MAXINT32; return TRUE;
-  default: return FALSE;
-  }
-}
-
-static int fail(const QhNode *n, GError **error, const char *what) {
-  char *d = qh_node_describe(n);
-  g_set_error(error, QH_ERROR, QH_ERROR_INVALID, "%s: %s", d, what);
-  g_free(d);
-  return FAILED;
-}
-
-static void qparams_clear(QhQParams *q) {
-  g_free(q->scale);
-  g_free(q->zero_point);
-  memset(q, 0, sizeof *q);
-}
-
-/* The qparams of a QuantizeLinear or DequantizeLinear node, from its constant inputs.
- * x is the integer side (the DQ's input, the Q's output). Non-constant scales or zero
- * points, or a type no integer kernel knows, are no match; inconsistent ones fail. */
-/* The range qhost quantize recorded for integer value xv when it is narrower than
- * its dtype's (graph.h, QH_QUANT_RANGE_KEY_PREFIX); a malformed or wider entry is
- * ignored: the dtype's range is always safe to assume. */
-static void narrow_range(const QhGraph *g, const QhValue *xv, int32_t *lo, int32_t *hi) {
-  if (xv == NULL || g->metadata->len == 0)
-    return;
-  char *key = g_strdup_printf("%s%s", QH_QUANT_RANGE_KEY_PREFIX, xv->name);
-  const char *v = qh_graph_metadata(g, key);
-  g_free(key);
-  int qmin, qmax, used = 0;
-  if (v && sscanf(v, "%d,%d%n", &qmin, &qmax, &used) == 2 && v[used] == '\0' && *lo <= qmin &&
-      qmin < qmax && qmax <= *hi) {
-    *lo = qmin;
-    *hi = qmax;
-  }
-}
-
-static int read_qparams(const QhGraph *g, const QhNode *n, int x, QhQParams *out,
-                        GError **error) {
-  int s = qh_node_input(n, 1), z = qh_node_input(n, 2);
-  if (s < 0)
-    return NO_MATCH;
-  const QhTensor *st = qh_graph_value(g, s)->initializer;
-  const QhTensor *zt = z >= 0 ? qh_graph_value(g, z)->initializer : NULL;
-  if (!st || st->dtype != QH_DTYPE_F32 || (z >= 0 && !zt))
-    return NO_MATCH;
-  int64_t count = qh_tensor_numel(st);
-  if (count < 1)
-    return fail(n, error, "empty scale");
-  if (zt && qh_tensor_numel(zt) != count)
-    return fail(n, error, "zero point and scale differ in size");
-  const QhValue *xv = x >= 0 ? qh_graph_value(g, x) : NULL;
-  int32_t dtype = zt ? (int32_t)zt->dtype
-                     : (xv && xv->dtype != QH_DTYPE_UNDEFINED ? (int32_t)xv->dtype : QH_DTYPE_UINT8);
-  int32_t lo, hi;
-  if (!dtype_range(dtype, &lo, &hi))
-    return NO_MATCH;
-  int32_t axis = -1;
-  if (count > 1 || st->shape.rank > 0) {
-    int64_t a = 1;
-    if (!qh_node_attr_get_int(n, "axis", 1, &a, error))
-      return FAILED;
-    int rank = xv ? xv->shape.rank : -1;
-    if (a < 0 && rank >= 0)
-      a += rank;
-    if (a < 0 || (rank >= 0 && a >= rank))
-      return fail(n, error, "axis out of range");
-    if (rank >= 0 && xv->shape.dims[a] >= 0 && xv->shape.dims[a] != count)
-      return fail(n, error, "scale count differs from the axis dimension");
-    axis = count > 1 ? (int32_t)a : -1;
-  }
-  narrow_range(g, xv, &lo, &hi);
-  *out = (QhQParams){QH_STRUCT_HEADER(QhQParams)};
-  out->dtype = dtype;
-  out->qscheme = axis >= 0 ? QH_QSCHEME_PER_CHANNEL_AFFINE : QH_QSCHEME_PER_TENSOR_AFFINE;
-  out->quant_min = lo;
-  out->quant_max = hi;
-  out->ch_axis = axis;
-  out->count = out->capacity = (size_t)count;
-  out->scale = g_new(float, count);
-  out->zero_point = g_new0(int32_t, count);
-  memcpy(out->scale, st->data, (size_t)count * sizeof(float));
-  for (int64_t i = 0; i < count; i++) {
-    if (!(out->scale[i] > 0.0f) || !isfinite(out->scale[i])) {
-      qparams_clear(out);
-      return fail(n, error, "scale must be positive and finite");
-    }
-    if (!zt)
-      continue;
-    int64_t zp = dtype == QH_DTYPE_UINT8    ? ((const uint8_t *)zt->data)[i]
-                 : dtype == QH_DTYPE_INT8   ? ((const int8_t *)zt->data)[i]
-                 : dtype == QH_DTYPE_UINT16 ? ((const uint16_t *)zt->data)[i]
-                 : dtype == QH_DTYPE_INT16  ? ((const int16_t *)zt->data)[i]
-                                            : ((const int32_t *)zt->data)[i];
-    out->zero_point[i] = (int32_t)zp;
-  }
-  return MATCH;
-}
-
 /* A value leaves the chain only through output 0: other outputs must be unused. */
 static gboolean side_outputs_unused(const Ctx *c, const QhNode *n) {
   for (int i = 1; i < n->n_outputs; i++)
@@ -171,7 +66,7 @@ static int add_input(const Ctx *c, QhQdqUnit *u, int node, int slot, int32_t rol
   const QhNode *p = val->producer >= 0 ? qh_graph_node(c->g, val->producer) : NULL;
   if (p && is_plain(p, "DequantizeLinear") && qh_node_input(p, 0) >= 0) {
     int x = qh_node_input(p, 0);
-    int r = read_qparams(c->g, p, x, &in.qparams, error);
+    int r = qh_qdq_read_qparams(c->g, p, x, &in.qparams, error);
     if (r != MATCH)
       return r;
     in.dq_node = p->id;
@@ -186,7 +81,7 @@ static int add_input(const Ctx *c, QhQdqUnit *u, int node, int slot, int32_t rol
 
 static void unit_clear_inputs(QhQdqUnit *u) {
   for (guint i = 0; i < u->inputs->len; i++)
-    qparams_clear(&g_array_index(u->inputs, QhQdqUnitInput, i).qparams);
+    qh_qdq_qparams_clear(&g_array_index(u->inputs, QhQdqUnitInput, i).qparams);
   g_array_set_size(u->inputs, 0);
 }
 
@@ -234,13 +129,13 @@ static int crossed_pairs_match(const Ctx *c, const QhQdqUnit *u, GError **error)
     const QhNode *dqn = qh_graph_node(c->g, u->crossed_dq[i]);
     int x = qh_node_output(qn, 0);
     QhQParams a = {0}, b = {0};
-    int r = read_qparams(c->g, qn, x, &a, error);
+    int r = qh_qdq_read_qparams(c->g, qn, x, &a, error);
     if (r == MATCH)
-      r = read_qparams(c->g, dqn, x, &b, error);
+      r = qh_qdq_read_qparams(c->g, dqn, x, &b, error);
     if (r == MATCH && (!qparams_equal(&a, &b) || !qparams_equal(&a, &u->output_qparams)))
       r = NO_MATCH;
-    qparams_clear(&a);
-    qparams_clear(&b);
+    qh_qdq_qparams_clear(&a);
+    qh_qdq_qparams_clear(&b);
     if (r != MATCH)
       return r;
   }
@@ -310,7 +205,7 @@ static int try_pattern(const Ctx *c, const QhLoweringPattern *pat, int start, Qh
     const QhNode *q = qh_graph_node(c->g, use_node(c, out, 0));
     int qo = qh_node_output(q, 0);
     if (is_plain(q, "QuantizeLinear") && use_slot(c, out, 0) == 0 && qo >= 0) {
-      int r = read_qparams(c->g, q, qo, &u->output_qparams, error);
+      int r = qh_qdq_read_qparams(c->g, q, qo, &u->output_qparams, error);
       if (r != MATCH)
         return r;
       u->q_node = q->id;
@@ -321,21 +216,38 @@ static int try_pattern(const Ctx *c, const QhLoweringPattern *pat, int start, Qh
   return crossed_pairs_match(c, u, error);
 }
 
-static void build_abi(QhQdqUnit *u) {
+/* A tensor of the unit as far as the graph declares it (rank -1 when unknown); the
+ * lowering overwrites it with the plan's shapes and the kernel's layouts. */
+static void declared_tensor(const QhGraph *g, int value, const QhQParams *q, QhTensorView *t) {
+  const QhValue *v = qh_graph_value(g, value);
+  *t = (QhTensorView){QH_STRUCT_HEADER(QhTensorView)};
+  t->dtype = (int32_t)v->dtype;
+  t->rank = v->shape.rank >= 0 && v->shape.rank <= QH_MAX_RANK ? v->shape.rank : -1;
+  if (t->rank >= 0)
+    memcpy(t->dims, v->shape.dims, sizeof(int64_t) * (size_t)t->rank);
+  t->layout = t->rank == 4 ? QH_LAYOUT_NCHW : QH_LAYOUT_ANY;
+  t->qparams = q;
+}
+
+static void build_abi(const QhGraph *g, QhQdqUnit *u) {
   guint k = u->inputs->len;
   for (int i = 0; i < u->n_nodes; i++)
     u->abi_nodes[i] = (uint32_t)u->nodes[i];
   u->abi_inputs = g_new0(uint32_t, k ? k : 1);
   u->abi_roles = g_new0(int32_t, k ? k : 1);
   u->abi_input_qparams = g_new0(const QhQParams *, k ? k : 1);
+  u->abi_input_tensors = g_new0(QhTensorView, k ? k : 1);
   for (guint i = 0; i < k; i++) {
     QhQdqUnitInput *in = &g_array_index(u->inputs, QhQdqUnitInput, i);
     u->abi_inputs[i] = (uint32_t)in->value;
     u->abi_roles[i] = in->role;
     u->abi_input_qparams[i] = in->quantized ? &in->qparams : NULL;
+    declared_tensor(g, in->value, u->abi_input_qparams[i], &u->abi_input_tensors[i]);
   }
   u->abi_output = (uint32_t)u->output;
   u->abi_output_qparams = u->float_output ? NULL : &u->output_qparams;
+  u->abi_output_tensor = g_new0(QhTensorView, 1);
+  declared_tensor(g, u->output, u->abi_output_qparams, u->abi_output_tensor);
 }
 
 static QhQdqUnit *unit_new(void) {
@@ -352,10 +264,12 @@ void qh_qdq_unit_free(QhQdqUnit *u) {
     return;
   unit_clear_inputs(u);
   g_array_unref(u->inputs);
-  qparams_clear(&u->output_qparams);
+  qh_qdq_qparams_clear(&u->output_qparams);
   g_free(u->abi_inputs);
   g_free(u->abi_roles);
   g_free(u->abi_input_qparams);
+  g_free(u->abi_input_tensors);
+  g_free(u->abi_output_tensor);
   g_free(u);
 }
 
@@ -371,6 +285,8 @@ void qh_qdq_unit_to_abi(const QhQdqUnit *u, QhNodeUnit *out) {
   out->outputs = &u->abi_output;
   out->n_outputs = 1;
   out->output_qparams = &u->abi_output_qparams;
+  out->input_tensors = u->abi_input_tensors;
+  out->output_tensors = u->abi_output_tensor;
 }
 
 static void ctx_clear(Ctx *c) {
@@ -383,10 +299,12 @@ static void ctx_clear(Ctx *c) {
 
 static void unit_reset(QhQdqUnit *u) {
   unit_clear_inputs(u);
-  qparams_clear(&u->output_qparams);
+  qh_qdq_qparams_clear(&u->output_qparams);
   g_clear_pointer(&u->abi_inputs, g_free);
   g_clear_pointer(&u->abi_roles, g_free);
   g_clear_pointer(&u->abi_input_qparams, g_free);
+  g_clear_pointer(&u->abi_input_tensors, g_free);
+  g_clear_pointer(&u->abi_output_tensor, g_free);
 }
 
 GPtrArray *qh_qdq_match_units(const QhGraph *g, const QhLoweringPattern *const *patterns,
@@ -435,7 +353,7 @@ GPtrArray *qh_qdq_match_units_with(const QhGraph *g, const QhLoweringPattern *co
       }
       u->pattern = patterns[p];
       u->pattern_index = p;
-      build_abi(u);
+      build_abi(c.g, u);
       if (accept) {
         r = accept(user_data, u, error);
         if (r < 0) {

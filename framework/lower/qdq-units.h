@@ -57,6 +57,12 @@ typedef struct {
   const QhQParams **abi_input_qparams;
   uint32_t abi_output;
   const QhQParams *abi_output_qparams;
+  /* The unit's tensors for QhNodeUnit.input_tensors / output_tensors: the graph's
+   * declared dtypes and shapes, which the lowering replaces with the plan's shapes and
+   * the layouts the kernel gets (writable through a const unit: they describe, they
+   * are not the match). */
+  QhTensorView *abi_input_tensors;
+  QhTensorView *abi_output_tensor; /* one */
 } QhQdqUnit;
 
 void qh_qdq_unit_free(QhQdqUnit *unit);

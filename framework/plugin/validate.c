@@ -263,8 +263,16 @@ static gboolean check_constraint(Ctx *c, const char *what, const QhDTypeConstrai
 }
 
 static gboolean check_dtype_config(Ctx *c, const char *what, const QhDTypeConfig *dc) {
-  if (!CHECK_HEADER(c, what, dc, QhDTypeConfig))
+  /* bias_derivation was appended in 1.2: older configs end at bias */
+  if (!check_header(c, what, dc, offsetof(QhDTypeConfig, bias) + sizeof(dc->bias), sizeof(QhDTypeConfig)))
     return FALSE;
+  if (QH_HAS_FIELD(dc, QhDTypeConfig, bias_derivation) && dc->bias_derivation != QH_BIAS_FROM_CONSTRAINT) {
+    if (dc->bias_derivation != QH_BIAS_INT32_INPUT_TIMES_WEIGHT)
+      return fail(c, "descriptor: %s: unknown bias_derivation %d", what, dc->bias_derivation);
+    if (dc->weight == NULL || dc->bias == NULL || dc->bias->dtype != QH_DTYPE_INT32)
+      return fail(c, "descriptor: %s: bias_derivation QH_BIAS_INT32_INPUT_TIMES_WEIGHT needs a weight "
+                  "and a bias constraint of dtype QH_DTYPE_INT32", what);
+  }
   if (dc->name && !g_utf8_validate(dc->name, -1, NULL))
     return fail(c, "descriptor: %s: name is not valid UTF-8", what);
   if (dc->flags & ~QH_DTYPE_CONFIG_IS_DYNAMIC)
@@ -307,7 +315,9 @@ static char *pattern_key(const char *const *ops, size_t n) {
 static gboolean check_pattern(Ctx *c, size_t index, const QhBackendPatternConfig *p, GHashTable *seen) {
   char what[64];
   snprintf(what, sizeof what, "backend_config.patterns[%zu]", index);
-  if (!CHECK_HEADER(c, what, p, QhBackendPatternConfig))
+  /* shared_inputs_mask was appended in 1.2: older patterns end at fused_name */
+  if (!check_header(c, what, p, offsetof(QhBackendPatternConfig, fused_name) + sizeof(p->fused_name),
+                    sizeof(QhBackendPatternConfig)))
     return FALSE;
   if (p->n_ops < 1 || p->n_ops > QH_PATTERN_MAX_OPS || p->ops == NULL)
     return fail(c, "descriptor: %s: n_ops must be 1 to %d", what, QH_PATTERN_MAX_OPS);
@@ -611,13 +621,27 @@ static gboolean check_groups(Ctx *c, const QhPluginDesc *d, QhPluginInfo *info) 
       return FALSE;
     g_ptr_array_add(info->supplies, g_strdup("deploy"));
   }
+  const QhPassOps *ps = GROUP(d, passes);
+  if (ps) {
+    if (!CHECK_HEADER(c, "passes", ps, QhPassOps))
+      return FALSE;
+    if (ps->post_calibration == NULL && ps->post_convert == NULL)
+      return fail(c, "descriptor: passes: neither post_calibration nor post_convert is set");
+    if (ps->post_calibration)
+      g_ptr_array_add(info->supplies, g_strdup("post_calibration"));
+    if (ps->post_convert)
+      g_ptr_array_add(info->supplies, g_strdup("post_convert"));
+  }
   return TRUE;
 }
 
 /* The largest struct_size a plugin of each 1.x minor may declare. */
 static size_t desc_size_for_minor(uint32_t minor) {
-  (void)minor; /* 1.1 grew only the host table: every minor's descriptor has the 1.0 size */
-  return sizeof(QhPluginDesc);
+  /* 1.1 grew only the host table; 1.2 appended `passes`. A plugin of the host's own
+   * minor may have every member. */
+  if (minor >= 2 || minor == QH_ABI_MINOR)
+    return sizeof(QhPluginDesc);
+  return offsetof(QhPluginDesc, passes);
 }
 
 QhPluginInfo *qh_plugin_validate_desc(const QhPluginDesc *d, const char *path,

@@ -67,6 +67,8 @@ gboolean qh_backend_annotate_with(const QhBackendConfig *bc, QhGraph *graph,
 /* Why a qconfig fails a dtype config, or NULL when it satisfies it (PyTorch 1.13's
  * _is_pattern_dtype_config_and_qconfig_supported_by_backend, with has_weight telling
  * whether the matched root has a weight tensor). g_free() the result. */
+/* Whether dc asks for an int32 bias derived from input x weight scales (ABI 1.2). */
+gboolean qh_dtype_config_derives_bias(const QhDTypeConfig *dc);
 char *qh_dtype_config_violation(const QhDTypeConfig *dc, const QhQConfig *qconfig,
                                 gboolean has_weight);
 

@@ -109,11 +109,35 @@ char *qh_dtype_config_violation(const QhDTypeConfig *dc, const QhQConfig *qc, gb
     if (v)
       return v;
   }
-  /* The qconfigs of static int8 quantization always give float bias. */
-  if (dc->bias && has_weight && dc->bias->dtype != QH_DTYPE_FLOAT)
+  /* The qconfigs of static int8 quantization always give float bias; a 1.2 config may
+   * ask for an int32 bias derived from the input and weight scales instead. */
+  if (dc->bias && has_weight && dc->bias->dtype != QH_DTYPE_FLOAT && !qh_dtype_config_derives_bias(dc))
     return g_strdup_printf("bias dtype is float, the dtype config wants %s", dtype_text(dc->bias->dtype));
   if (dc->output && (v = tensor_violation(qc->activation, dc->output, "output activation")))
     return v;
+  return NULL;
+}
+
+gboolean qh_dtype_config_derives_bias(const QhDTypeConfig *dc) {
+  return QH_HAS_FIELD(dc, QhDTypeConfig, bias_derivation) &&
+         dc->bias_derivation == QH_BIAS_INT32_INPUT_TIMES_WEIGHT;
+}
+
+/* QH_BIAS_INT32_INPUT_TIMES_WEIGHT: scale = input scale x weight scale per weight channel,
+ * zero point 0 (sources: the activation input, then the weight). */
+static QhStatus *derive_bias(void *user_data, const QhHostApi *host, const QhQParams *const *src,
+                             size_t n, QhQParams *out) {
+  (void)user_data;
+  if (n != 2 || src[0]->count != 1)
+    return host->status_new(QH_ERR_INVALID_ARGUMENT,
+                            "an int32 bias derives from one per-tensor input scale and the weight's");
+  if (src[1]->count > out->capacity)
+    return host->status_new(QH_ERR_INVALID_ARGUMENT, "the weight has more channels than the bias");
+  for (size_t i = 0; i < src[1]->count; i++) {
+    out->scale[i] = src[0]->scale[0] * src[1]->scale[i];
+    out->zero_point[i] = 0;
+  }
+  out->count = src[1]->count;
   return NULL;
 }
 
@@ -232,8 +256,43 @@ static void report_match(Ctx *c, const QhPatternMatch *m, gboolean quantized, co
 }
 
 /* Write the specs of one accepted match. */
+/* The int32 bias specs of a config with QH_BIAS_INT32_INPUT_TIMES_WEIGHT: each constant
+ * float bias slot of the root derives from the root's first activation input (the root
+ * of its sharing group) and the weight. */
+static gboolean write_bias_specs(Ctx *c, const QhNode *root, const QhBackendPatternConfig *p,
+                                 const GArray *acts, GError **error) {
+  QhEdgeRef act = {QH_INVALID_ID, 0, QH_EDGE_INPUT, 0}, weight = act;
+  for (guint k = 0; k < acts->len && act.node == QH_INVALID_ID; k++) {
+    const ActInput *a = &g_array_index(acts, ActInput, k);
+    QhEdgeRef e = edge(a->node, a->slot, QH_EDGE_INPUT), r;
+    const QhQuantSpec *spec = NULL;
+    if (a->node == root->id && qh_annotation_set_resolve(c->set, c->graph, &e, &r, &spec))
+      act = r;
+  }
+  for (int s = 0; s < root->n_inputs && weight.node == QH_INVALID_ID; s++)
+    if (root->inputs[s] >= 0 && qh_pattern_input_role(p, root, s) == QH_ROLE_WEIGHT &&
+        qh_graph_facts_is_const(&c->facts, root->inputs[s]))
+      weight = edge(root->id, s, QH_EDGE_INPUT);
+  if (act.node == QH_INVALID_ID || weight.node == QH_INVALID_ID)
+    return TRUE; /* nothing to derive from: the bias stays float */
+  QhEdgeRef from[2] = {act, weight};
+  for (int s = 0; s < root->n_inputs; s++) {
+    int v = root->inputs[s];
+    if (v < 0 || qh_pattern_input_role(p, root, s) != QH_ROLE_BIAS || !qh_graph_facts_is_const(&c->facts, v) ||
+        !qh_graph_facts_is_float(&c->facts, v))
+      continue;
+    QhQuantSpec b = {QH_STRUCT_HEADER(QhQuantSpec), .kind = QH_SPEC_DERIVED, .dtype = QH_DTYPE_INT32,
+                     .qscheme = QH_QSCHEME_PER_CHANNEL_SYMMETRIC, .ch_axis = 0, .derived_from = from,
+                     .n_derived_from = 2, .derive = derive_bias};
+    if (!put(c, edge(root->id, s, QH_EDGE_INPUT), &b, error))
+      return FALSE;
+  }
+  return TRUE;
+}
+
 static gboolean write_specs(Ctx *c, const QhPatternMatch *m, int32_t obs, const QhQConfig *qc,
-                            gboolean by_tensor_args, char **out_reason, GError **error) {
+                            const QhDTypeConfig *dc, gboolean by_tensor_args, char **out_reason,
+                            GError **error) {
   const QhBackendPatternConfig *p = m->pattern;
   const QhNode *root = qh_graph_node(c->graph, m->nodes[p->root_index]);
   const QhNode *last = qh_graph_node(c->graph, m->nodes[m->n - 1]);
@@ -244,11 +303,17 @@ static gboolean write_specs(Ctx *c, const QhPatternMatch *m, int32_t obs, const 
   GArray *acts = activation_inputs(c, m, by_tensor_args);
   gboolean ok = TRUE;
   QhEdgeRef first = {QH_INVALID_ID, 0, QH_EDGE_INPUT, 0};
+  QhEdgeRef group = first; /* the first input of the shared_inputs_mask group (ABI 1.2) */
+  uint32_t shared_mask = QH_HAS_FIELD(p, QhBackendPatternConfig, shared_inputs_mask) ? p->shared_inputs_mask : 0;
   for (guint k = 0; ok && k < acts->len; k++) {
     const ActInput *a = &g_array_index(acts, ActInput, k);
     QhEdgeRef e = edge(a->node, a->slot, QH_EDGE_INPUT);
     int32_t have = producer_dtype(c, a->value);
-    if (k > 0 && obs == QH_OBS_OUTPUT_SHARE_OBSERVER_WITH_INPUT) {
+    gboolean in_group = a->node == root->id && a->slot < 32 && (shared_mask & (1u << a->slot));
+    if (in_group && group.node != QH_INVALID_ID && !reuse_input) {
+      QhQuantSpec s = shared_with(group);
+      ok = put(c, e, &s, error);
+    } else if (k > 0 && obs == QH_OBS_OUTPUT_SHARE_OBSERVER_WITH_INPUT) {
       QhQuantSpec s = shared_with(first);
       ok = put(c, e, &s, error);
     } else if (reuse_input) {
@@ -264,6 +329,8 @@ static gboolean write_specs(Ctx *c, const QhPatternMatch *m, int32_t obs, const 
     }
     if (k == 0)
       first = e;
+    if (in_group && group.node == QH_INVALID_ID)
+      group = e;
   }
   for (int s = 0; ok && !*out_reason && s < root->n_inputs; s++) {
     int v = root->inputs[s];
@@ -279,6 +346,8 @@ static gboolean write_specs(Ctx *c, const QhPatternMatch *m, int32_t obs, const 
     ok = put(c, edge(root->id, s, QH_EDGE_INPUT), &w, error);
     g_free(w_storage);
   }
+  if (ok && !*out_reason && qh_dtype_config_derives_bias(dc))
+    ok = write_bias_specs(c, root, p, acts, error);
   int out_v = qh_node_output(last, 0);
   if (ok && !*out_reason && out_v >= 0 && qh_graph_facts_is_float(&c->facts, out_v)) {
     QhEdgeRef out = edge(last->id, 0, QH_EDGE_OUTPUT);
@@ -370,7 +439,7 @@ static gboolean annotate_match(Ctx *c, const QhPatternMatch *m, QhQConfigLookupF
                                qc->origin ? qc->origin : "?", text, why->str);
     g_string_free(why, TRUE);
     if (chosen)
-      ok = write_specs(c, m, obs, qc, by_args, &reason, error);
+      ok = write_specs(c, m, obs, qc, chosen, by_args, &reason, error);
   }
   if (ok)
     report_match(c, m, reason == NULL, text, reason);

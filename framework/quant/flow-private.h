@@ -39,6 +39,7 @@ typedef struct {
   GHashTable *sqnr;               /* value name -> double* (dB) */
   GPtrArray *output_sqnr;         /* double*, graph output order */
   GHashTable *weight_sqnr;        /* value name -> double* (dB) */
+  const char *stage; /* the plugin stage changing qparams: "refine" or "post_calibration" */
 } QhFlow;
 
 /* The calibration source the options name: arrays in memory or the calib_path file. */

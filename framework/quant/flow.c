@@ -3,6 +3,7 @@
  * out of process; every plugin call goes through a graph view with exactly the
  * permissions that stage allows. */
 #include <glib/gstdio.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -12,6 +13,7 @@
 #include "io/onnx.h"
 #include "hostapi/graph-view.h"
 #include "hostapi/host-private.h"
+#include "hostapi/qdq-qparams.h"
 #include "quant/backend-annotate.h"
 #include "quant/calib-data.h"
 #include "quant/const-fold.h"
@@ -261,8 +263,10 @@ static gboolean refine_set(gpointer data, QhGraph *graph, const QhEdgeRef *edge,
   q->ch_axis = qp->count > 1 ? qp->ch_axis : -1;
   memcpy(q->scale, qp->scale, sizeof(float) * qp->count);
   memcpy(q->zero_point, qp->zero_point, sizeof(int32_t) * qp->count);
-  qh_quant_report_note(f->report, "refine: '%s': scale %.9g -> %.9g, zero point %d -> %d (%s)",
-                       pt->name ? pt->name : "?", (double)pt->qparams->scale[0], (double)q->scale[0],
+  qh_quant_report_note(f->report, "%s%s%s: '%s': scale %.9g -> %.9g, zero point %d -> %d (%s)",
+                       f->stage ? f->stage : "refine", f->stage ? " by plugin " : "",
+                       f->stage ? f->name : "", pt->name ? pt->name : "?", (double)pt->qparams->scale[0],
+                       (double)q->scale[0],
                        pt->qparams->zero_point[0], q->zero_point[0], reason ? reason : "no reason given");
   qh_quant_params_free(pt->qparams);
   pt->qparams = q;
@@ -277,6 +281,143 @@ static gboolean refine(QhFlow *f, GError **error) {
   qh_graph_view_set_qparams_hooks(view, refine_get, refine_set, f);
   gboolean ok = qh_backend_refine_graph(f->backend, view, error);
   qh_graph_view_free(view);
+  return ok;
+}
+
+/* ---- the 1.2 passes: post_calibration, post_convert ---- */
+
+/* constant_set's hook: the view has checked the value is a float constant of that size
+ * with finite elements; store them and put the change on record. */
+static gboolean set_constant(gpointer data, QhGraph *graph, uint32_t value, const float *values,
+                             size_t nbytes, const char *reason, GError **error) {
+  QhFlow *f = data;
+  QhValue *v = qh_graph_value(graph, (int)value);
+  QhTensor *t = qh_tensor_copy(v->initializer, error);
+  if (t == NULL)
+    return FALSE;
+  const float *old = v->initializer->data;
+  size_t n = nbytes / sizeof(float), changed = 0;
+  double largest = 0;
+  for (size_t i = 0; i < n; i++)
+    if (old[i] != values[i]) {
+      changed++;
+      largest = MAX(largest, fabs((double)values[i] - (double)old[i]));
+    }
+  memcpy(t->data, values, nbytes);
+  qh_value_set_initializer(v, t);
+  qh_quant_report_note(f->report, "post_calibration by plugin %s: weight '%s': %zu of %zu values changed, "
+                       "largest change %.9g (%s)", f->name, v->name, changed, n, largest, reason);
+  return TRUE;
+}
+
+static gboolean post_calibration(QhFlow *f, GError **error) {
+  const QhPassOps *p = qh_backend_passes(f->backend);
+  if (p == NULL || p->post_calibration == NULL)
+    return TRUE;
+  QhGraphView *view = qh_graph_view_new(f->graph, QH_VIEW_READ);
+  qh_graph_view_set_annotations(view, f->set);
+  qh_graph_view_set_qparams_hooks(view, refine_get, refine_set, f);
+  qh_graph_view_set_constant_hook(view, set_constant, f);
+  f->stage = "post_calibration";
+  gboolean ok = qh_backend_post_calibration(f->backend, view, error);
+  f->stage = NULL;
+  qh_graph_view_free(view);
+  /* derived qparams (an int32 bias at sx*sw) follow the scales the pass changed */
+  return ok && qh_quant_points_rederive(f->points, error);
+}
+
+typedef struct {
+  char *name;
+  QhDType dtype;
+} Port;
+
+static GArray *ports_of(const QhGraph *g, const GArray *ids) {
+  GArray *ports = g_array_new(FALSE, TRUE, sizeof(Port));
+  for (guint i = 0; i < ids->len; i++) {
+    const QhValue *v = qh_graph_value(g, g_array_index(ids, int, i));
+    Port p = {g_strdup(v->name), v->dtype};
+    g_array_append_val(ports, p);
+  }
+  return ports;
+}
+
+static void ports_free(GArray *ports) {
+  for (guint i = 0; i < ports->len; i++)
+    g_free(g_array_index(ports, Port, i).name);
+  g_array_unref(ports);
+}
+
+static gboolean same_ports(const QhFlow *f, const GArray *before, const GArray *ids, const char *what,
+                           GError **error) {
+  gboolean same = before->len == ids->len;
+  for (guint i = 0; same && i < ids->len; i++) {
+    const QhValue *v = qh_graph_value(f->graph, g_array_index(ids, int, i));
+    const Port *p = &g_array_index(before, Port, i);
+    same = strcmp(p->name, v->name) == 0 && p->dtype == v->dtype;
+  }
+  if (!same)
+    g_set_error(error, QH_ERROR, QH_ERROR_INVALID, "plugin '%s': post_convert changed the graph's %s "
+                "(names or dtypes); a pass may rewrite the inside of the graph only", f->name, what);
+  return same;
+}
+
+/* What a post_convert rewrite must leave: an ordered graph with the same inputs and
+ * outputs, Q/DQ nodes with sound constant parameters, and shapes for every node. */
+static gboolean converted_graph_sound(QhFlow *f, const GArray *inputs, const GArray *outputs,
+                                      GError **error) {
+  if (!graph_sound(f, "post_convert", error) || !same_ports(f, inputs, f->graph->inputs, "inputs", error) ||
+      !same_ports(f, outputs, f->graph->outputs, "outputs", error))
+    return FALSE;
+  for (int i = 0; i < qh_graph_n_nodes(f->graph); i++) {
+    const QhNode *n = qh_graph_node(f->graph, i);
+    if (n->is_removed || (*n->domain && strcmp(n->domain, "ai.onnx") != 0))
+      continue;
+    gboolean q = strcmp(n->op_type, "QuantizeLinear") == 0, dq = strcmp(n->op_type, "DequantizeLinear") == 0;
+    if (!q && !dq)
+      continue;
+    QhQParams qp = {0};
+    int x = q ? (n->n_outputs ? n->outputs[0] : -1) : qh_node_input(n, 0);
+    int r = qh_qdq_read_qparams(f->graph, n, x, &qp, error);
+    qh_qdq_qparams_clear(&qp);
+    if (r == 0)
+      g_set_error(error, QH_ERROR, QH_ERROR_INVALID, "node '%s' (%s): its scale or zero point is not a "
+                  "constant of an integer type", n->name, n->op_type);
+    if (r != 1) {
+      g_prefix_error(error, "plugin '%s': post_convert left a broken %s: ", f->name, n->op_type);
+      return FALSE;
+    }
+  }
+  QhPlan *shapes = qh_plan_new(f->graph, NULL, TRUE, error);
+  if (shapes == NULL) {
+    g_prefix_error(error, "plugin '%s': post_convert left the graph broken: ", f->name);
+    return FALSE;
+  }
+  qh_plan_free(shapes);
+  return TRUE;
+}
+
+static gboolean post_convert(QhFlow *f, GError **error) {
+  const QhPassOps *p = qh_backend_passes(f->backend);
+  if (p == NULL || p->post_convert == NULL)
+    return TRUE;
+  int nodes_before = 0, nodes_after = 0;
+  for (int i = 0; i < qh_graph_n_nodes(f->graph); i++)
+    nodes_before += !qh_graph_node(f->graph, i)->is_removed;
+  GArray *inputs = ports_of(f->graph, f->graph->inputs), *outputs = ports_of(f->graph, f->graph->outputs);
+  QhGraphView *view = qh_graph_view_new(f->graph, QH_VIEW_READ);
+  QhQdqReader *reader = qh_qdq_reader_new();
+  qh_qdq_reader_attach(reader, view);
+  gboolean ok = qh_backend_post_convert(f->backend, view, error);
+  qh_graph_view_free(view);
+  qh_qdq_reader_free(reader);
+  ok = ok && converted_graph_sound(f, inputs, outputs, error);
+  ports_free(inputs);
+  ports_free(outputs);
+  for (int i = 0; ok && i < qh_graph_n_nodes(f->graph); i++)
+    nodes_after += !qh_graph_node(f->graph, i)->is_removed;
+  if (ok && nodes_after != nodes_before)
+    qh_quant_report_note(f->report, "post_convert by plugin %s: %d nodes in the QDQ graph, %d before", f->name,
+                         nodes_after, nodes_before);
   return ok;
 }
 
@@ -400,7 +541,8 @@ gboolean qh_quantize(const QhQuantizeOptions *opt, GError **error) {
   gboolean ok = prepare(&f, !from_stats, error);
   if (ok)
     ok = from_stats ? merge_stats(&f, error) : calibrate(&f, error);
-  ok = ok && qh_flow_probe_float(&f, error) && qh_quant_points_compute(f.points, error) && refine(&f, error);
+  ok = ok && qh_flow_probe_float(&f, error) && qh_quant_points_compute(f.points, error) && refine(&f, error) &&
+       post_calibration(&f, error);
   if (ok) {
     qh_flow_weight_sqnr(&f);
     qh_plan_free(f.plan); /* the plan borrows the float graph, which convert rewrites */
@@ -409,7 +551,8 @@ gboolean qh_quantize(const QhQuantizeOptions *opt, GError **error) {
     if (rn)
       qh_quant_report_note(f.report, "integer weights and biases rounded by plugin %s's reference numerics",
                            f.name);
-    ok = qh_quant_convert_rounded(f.graph, f.points, rn ? backend_rounding : NULL, &f, error);
+    ok = qh_quant_convert_rounded(f.graph, f.points, rn ? backend_rounding : NULL, &f, error) &&
+         post_convert(&f, error);
     if (!ok)
       g_prefix_error(error, "%s: ", opt->model_path);
   }

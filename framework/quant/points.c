@@ -382,6 +382,8 @@ static QhQuantParams *derive(QhQuantPoints *pts, QhQuantPoint *pt, GError **erro
   return q;
 }
 
+static gboolean derive_all(QhQuantPoints *pts, GError **error);
+
 gboolean qh_quant_points_compute(QhQuantPoints *pts, GError **error) {
   for (guint i = 0; i < pts->points->len; i++) {
     QhQuantPoint *pt = pts->points->pdata[i];
@@ -395,7 +397,22 @@ gboolean qh_quant_points_compute(QhQuantPoints *pts, GError **error) {
       pt->qparams = fixed_qparams(pt->spec);
     }
   }
-  /* derived specs may depend on each other: repeat until nothing changes */
+  return derive_all(pts, error);
+}
+
+gboolean qh_quant_points_rederive(QhQuantPoints *pts, GError **error) {
+  for (guint i = 0; i < pts->points->len; i++) {
+    QhQuantPoint *pt = pts->points->pdata[i];
+    if (pt->spec->kind == QH_SPEC_DERIVED && pt->qparams) {
+      qh_quant_params_free(pt->qparams);
+      pt->qparams = NULL;
+    }
+  }
+  return derive_all(pts, error);
+}
+
+/* derived specs may depend on each other: repeat until nothing changes */
+static gboolean derive_all(QhQuantPoints *pts, GError **error) {
   gboolean progress = TRUE;
   while (progress) {
     progress = FALSE;

@@ -60,6 +60,9 @@ gboolean qh_quant_points_observe(gpointer points, int value_id, const QhTensor *
 /* Compute every point's qparams: observers first, fixed specs, then derived ones in
  * dependency order (their derive callback gets the sources' qparams). */
 gboolean qh_quant_points_compute(QhQuantPoints *points, GError **error);
+/* Compute every derived spec's qparams again from its sources (after a plugin pass
+ * changed qparams, so an int32 bias follows its input's new scale). */
+gboolean qh_quant_points_rederive(QhQuantPoints *points, GError **error);
 
 static inline guint64 qh_edge_key(const QhEdgeRef *e) {
   return ((guint64)e->node << 32) | ((guint64)e->slot << 1) | (guint64)(e->kind & 1);

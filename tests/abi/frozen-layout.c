@@ -48,8 +48,24 @@ SIZE_1_0(QhHostApi, 512);
 #if QH_ABI_MINOR >= 1
 AT(QhHostApi, artifact_write_model, 512);
 AT(QhHostApi, artifact_source_digest, 520);
-_Static_assert(QH_ABI_MINOR > 1 || sizeof(QhHostApi) == 528, "QhHostApi changed size in ABI 1.1");
+/* 1.1 closed at 528 bytes: the 1.2 section below puts 1.2's first member there */
+_Static_assert(sizeof(QhHostApi) >= 528, "QhHostApi shrank below its ABI 1.1 size");
 _Static_assert(QH_MODEL_STRIP_QDQ == 0x1u, "artifact_write_model flags");
+#endif
+
+/* ---- ABI 1.2 (open): shapes at accept, passes, plugin data; each appended right where
+ * 1.1 ended. Active once QH_ABI_MINOR says 1.2. ---- */
+#if QH_ABI_MINOR >= 2
+AT(QhHostApi, constant_set, 528);
+AT(QhHostApi, metadata_set, 536);
+AT(QhHostApi, metadata_get, 544);
+AT(QhPluginDesc, passes, 144);
+AT(QhNodeUnit, input_tensors, 88);
+AT(QhNodeUnit, output_tensors, 96);
+AT(QhPassOps, post_calibration, 8);
+AT(QhPassOps, post_convert, 16);
+AT(QhDTypeConfig, bias_derivation, 56);
+AT(QhBackendPatternConfig, shared_inputs_mask, 104);
 #endif
 
 /* The descriptor: every member, since the host reads each one only when struct_size

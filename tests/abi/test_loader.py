@@ -25,7 +25,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from abitest import check_lines, listed, main  # noqa: E402
 
 DESC_MIN_SIZE = 36  # QH_PLUGIN_DESC_MIN_SIZE: up to and including flags
-DESC_SIZE = 144     # sizeof(QhPluginDesc) in ABI 1.0 and 1.1
+DESC_SIZE = 152     # sizeof(QhPluginDesc) of sdk/include: 144 in ABI 1.0 and 1.1, + passes in 1.2
+DESC_SIZE_1_0 = 144  # sizeof(QhPluginDesc) in ABI 1.0 and 1.1
 HOST_ABI = "1.1"    # QH_ABI_MAJOR.QH_ABI_MINOR of this host and of sdk/include
 NEWER_ABI = "1.2"   # what the abi_minor plugin claims: one minor beyond the host
 DESC_SIZE_TO_LOWERING = 128  # offsetof(QhPluginDesc, lowering)
@@ -242,7 +243,7 @@ def case_snapshot_plugin(env):
     path = env.plugin("snapshot")
     data, warned = env.plugins_json("--plugin-dir", env.plugin_dir("snapshot"))
     entry = listed(data, "snapshot")
-    assert entry and entry["abi"] == "1.0" and entry["struct_size"] == DESC_SIZE, data
+    assert entry and entry["abi"] == "1.0" and entry["struct_size"] == DESC_SIZE_1_0, data
     assert entry["supplies"] == ["observers", "reference_numerics"], entry
     assert entry["observers"] == ["SnapAbsMax"], entry
     rc, lines, out, _ = env.plugin_check(path, "--backend-opt", "bits=7", expect_rc=0)
@@ -283,6 +284,10 @@ CASES = {
         f"corrupt descriptor: struct_size {DESC_SIZE + 64} is outside [{DESC_MIN_SIZE}, {DESC_SIZE}] for ABI {HOST_ABI}"),
     "null_callback": descriptor_case(
         "null_callback", "descriptor: observers[0] 'HalfObserver': required callback 'observe' is NULL"),
+    "bias_derivation": descriptor_case(
+        "bias_derivation", "descriptor: backend_config.patterns[0].dtype_configs[0]: unknown bias_derivation 7"),
+    "empty_passes": descriptor_case(
+        "empty_passes", "descriptor: passes: neither post_calibration nor post_convert is set"),
     "bad_name": descriptor_case(
         "bad_name", "descriptor: invalid name 'Bad-Name' (want [a-z][a-z0-9_], at most 32 characters)"),
     "bad_utf8": descriptor_case("bad_utf8", "descriptor: description is not valid UTF-8"),

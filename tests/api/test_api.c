@@ -435,6 +435,77 @@ static void test_two_threads(const char *dir) {
   qhost_options_free(options);
 }
 
+/* Run a session on the first `rows` test images; returns the logits (rows x 10, malloc'd). */
+static float *run_rows(QhostSession *session, float *images, int64_t rows) {
+  int64_t shape[] = {rows, 1, 8, 8};
+  QhostTensor in = {NULL, QHOST_DTYPE_FLOAT32, 4, shape, images, (size_t)rows * 64 * sizeof(float)};
+  QhostValues *out = NULL;
+  float *logits = NULL;
+  OK(qhost_session_run(session, &in, 1, &out));
+  QhostTensor y;
+  if (out && qhost_values_get(out, 0, &y) == NULL && y.nbytes == (size_t)rows * 10 * sizeof(float)) {
+    logits = malloc(y.nbytes);
+    memcpy(logits, y.data, y.nbytes);
+  }
+  CHECK(logits != NULL);
+  qhost_values_free(out);
+  return logits;
+}
+
+/* A symbolic batch that changes between runs of one lowered session (PLUGIN_GUIDE.md,
+ * "Shapes at accept"): the session plans again, and a unit whose kernel declines the new
+ * shapes in reshape runs on the host path for those shapes. scalar_int8 with
+ * reshape_max_batch=1 refuses every unit at batch 3: those runs equal the host path
+ * exactly; at batch 1 the kernels run again (and differ from the host only at near-ties:
+ * within one output step, checked by tests/lower). */
+static void test_shape_change(const char *dir) {
+  char qdq[512];
+  snprintf(qdq, sizeof qdq, "%s/digits.qnnpack.qdq.onnx", dir);
+  QhostOptions *qo = NULL;
+  OK(qhost_options_new(&qo));
+  OK(qhost_options_set_plugin_dir(qo, QH_BUILD_PLUGIN_DIR));
+  OK(qhost_options_set_backend(qo, "qnnpack"));
+  OK(qhost_options_set_calibration_file(qo, calib_path));
+  OK(qhost_quantize(model_path, qo, qdq, NULL, NULL));
+  qhost_options_free(qo);
+
+  size_t len = 0;
+  char *npy = read_all(test_path, &len);
+  CHECK(npy != NULL && len > 128 + 3 * 64 * sizeof(float));
+  if (npy == NULL)
+    return;
+  /* digits_test.npy: float32 [N, 1, 8, 8] after a 128-byte header */
+  float *images = (float *)(npy + 128);
+
+  QhostModel *model = NULL;
+  OK(qhost_model_load(qdq, &model));
+  QhostSession *host = NULL, *lowered = NULL;
+  OK(qhost_session_new(model, NULL, &host));
+  QhostOptions *lo = NULL;
+  OK(qhost_options_new(&lo));
+  OK(qhost_options_set_plugin_dir(lo, QH_LOWER_PLUGIN_DIR));
+  OK(qhost_options_set_backend(lo, "scalar_int8"));
+  OK(qhost_options_add_backend_option(lo, "reshape_max_batch=1"));
+  OK(qhost_session_new(model, lo, &lowered));
+
+  float *h1 = run_rows(host, images, 1), *h3 = run_rows(host, images, 3);
+  float *l1 = run_rows(lowered, images, 1), *l3 = run_rows(lowered, images, 3);
+  float *l1_again = run_rows(lowered, images, 1);
+  if (h1 && h3 && l1 && l3 && l1_again) {
+    CHECK(memcmp(l3, h3, 3 * 10 * sizeof(float)) == 0); /* every unit on the host path */
+    CHECK(memcmp(l1, l1_again, 10 * sizeof(float)) == 0); /* batch 1 lowered again */
+    int differ = memcmp(l1, h1, 10 * sizeof(float)) != 0;
+    printf("shape change: batch 3 equals the host path; batch 1 %s the host path\n",
+           differ ? "differs at near-ties from" : "equals");
+  }
+  free(h1), free(h3), free(l1), free(l3), free(l1_again);
+  qhost_options_free(lo);
+  qhost_session_free(lowered);
+  qhost_session_free(host);
+  qhost_model_free(model);
+  free(npy);
+}
+
 int main(void) {
   CHECK(qhost_api_version() == QHOST_API_VERSION);
   CHECK(strlen(qhost_version_string()) > 0);
@@ -448,6 +519,7 @@ int main(void) {
   test_quantize_from_memory(dir);
   test_flows(dir);
   test_two_threads(dir);
+  test_shape_change(dir);
   char cmd[600];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd) != 0)

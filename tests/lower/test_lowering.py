@@ -221,6 +221,50 @@ def refusal_case(stage):
     return case
 
 
+def case_accept_sees_shapes(r, tmp):
+    """accept gets the unit's planned tensors (ABI 1.2): scalar_int8 with max_batch=1
+    declines at batch 3 and spells out what it saw (dtype, layout, dims in the layout the
+    kernel gets); inspect plans without data (the symbolic batch bound to 1) and claims."""
+    model = digits_qdq(r, tmp)
+    opts = ["--backend-opt", "max_batch=1"]
+    rows = {u["name"]: u for u in json.loads(ok(r, "inspect", model, "--json", *BACKEND, *opts))
+            ["coverage"]["units"]}
+    assert rows["/conv1/Conv"]["kernel"] == "conv2d_nhwc_qu8_qs8w", rows["/conv1/Conv"]
+    x = first_rows(tmp, 3)
+    out = ok(r, "bench", model, "--json", "--runs", "1", "--input", x, *BACKEND, *opts)
+    rows = {u["name"]: u for u in json.loads(out)["coverage"]["units"]}
+    c1 = rows["/conv1/Conv"]
+    print("conv1 at batch 3:", c1.get("reason"))
+    assert c1["kernel"] == "host:reference", c1
+    # uint8 (2) NHWC (2) [3, 8, 8, 1] in; the output in NHWC too, batch 3
+    assert "batch 3 is above max_batch=1 (input dtype 2 layout 2 [3,8,8,1], output dtype 2 layout 2 [3,8,8," \
+        in c1["reason"], c1
+    linear = [u for u in rows.values() if u["ops"].startswith("Gemm")]
+    assert linear and all("input dtype 2 layout 0 [3," in u["reason"] for u in linear), linear
+
+
+def case_shape_change_host_path(r, tmp):
+    """A kernel whose reshape declines the shapes of a run (reshape_max_batch=1 at batch 3)
+    leaves its units to the host path for that run: output equal to the host's run, bit
+    for bit, and each unit names the kernel's words; at batch 1 the kernels run."""
+    model = digits_qdq(r, tmp)
+    opts = ["--backend-opt", "reshape_max_batch=1"]
+    x3 = first_rows(tmp, 3)
+    ok(r, "run", model, "--input", x3, "-o", os.path.join(tmp, "host3.npy"))
+    ok(r, "run", model, "--input", x3, "-o", os.path.join(tmp, "low3.npy"), *BACKEND, *opts)
+    assert np.array_equal(np.load(os.path.join(tmp, "host3.npy")), np.load(os.path.join(tmp, "low3.npy")))
+    out = ok(r, "bench", model, "--json", "--runs", "1", "--input", x3, *BACKEND, *opts)
+    units = json.loads(out)["coverage"]["units"]
+    assert units and all(u["kernel"] == "host:reference" for u in units), units
+    want = "cannot run this unit: reshape: batch 3 is above reshape_max_batch=1"
+    assert any(want in (u.get("reason") or "") for u in units), units
+    x1 = os.path.join(tmp, "x1.npy")
+    np.save(x1, np.load(x3)[:1])
+    out = ok(r, "bench", model, "--json", "--runs", "1", "--input", x1, *BACKEND, *opts)
+    units = json.loads(out)["coverage"]["units"]
+    assert any(u["kernel"] == "conv2d_nhwc_qu8_qs8w" for u in units), units
+
+
 def fault_case(stage):
     """A kernel failing when it runs stops the job with one line."""
     def case(r, tmp):
@@ -275,6 +319,8 @@ CASES = {
     "refuse_create": refusal_case("create"),
     "refuse_reshape": refusal_case("reshape"),
     "fault_run": fault_case("run"),
+    "accept_sees_shapes": case_accept_sees_shapes,
+    "shape_change_host_path": case_shape_change_host_path,
     "threads_identical": case_threads_identical,
     "no_lowering_group": case_no_lowering_group,
 }

@@ -83,6 +83,70 @@ static void test_fill(void) {
   for (void **p = first; p <= last; p++)
     g_assert_nonnull(*p);
   g_assert_null(t.buffer_append);
+  /* ABI 1.2's graph functions too */
+  g_assert_true(t.constant_set && t.metadata_set && t.metadata_get);
+}
+
+/* The hook behind constant_set: stores the values (the view checked them). */
+static int constant_calls;
+static gboolean store_constant(gpointer data, QhGraph *graph, uint32_t value, const float *values,
+                               size_t nbytes, const char *reason, GError **error) {
+  (void)data, (void)reason, (void)error;
+  memcpy(qh_graph_value(graph, (int)value)->initializer->data, values, nbytes);
+  constant_calls++;
+  return TRUE;
+}
+
+/* ABI 1.2: constant_set (post_calibration only: float constants of the same size, finite,
+ * with a reason; a refusal is kept on a view that records them) and metadata_set/get
+ * (the plugin's own "qhost.<plugin>." namespace, keys and values checked). */
+static void test_passes_and_metadata(void) {
+  QhGraph *graph = build();
+  QhGraphView *g = qh_graph_view_new(graph, QH_VIEW_READ);
+  g->plugin = "tp";
+  float w[6] = {6, 5, 4, 3, 2, 1};
+  expect(api.constant_set(g, 1, w, sizeof w, "why"), QH_ERR_INVALID_STATE,
+         "constant_set may only be called from post_calibration", NULL);
+  expect(api.metadata_set(g, "k", "v"), QH_ERR_INVALID_STATE,
+         "metadata_set may only be called from annotate, refine, post_calibration and post_convert", NULL);
+  qh_graph_view_set_permissions(g, QH_VIEW_READ | QH_VIEW_WEIGHTS_WRITE | QH_VIEW_METADATA_WRITE);
+  qh_graph_view_set_constant_hook(g, store_constant, NULL);
+  qh_graph_view_keep_refusals(g);
+  expect(api.constant_set(g, 2, w, sizeof w, "why"), QH_ERR_INVALID_ARGUMENT, "value 'c' is not a constant",
+         "node 'relu' (Relu)");
+  g_assert_cmpstr(qh_graph_view_refusal(g), ==,
+                  "node 'relu' (Relu): constant_set: value 'c' is not a constant");
+  expect(api.constant_set(g, 1, w, 8, "why"), QH_ERR_INVALID_ARGUMENT, "8 bytes given, the constant has 24",
+         "node 'conv' (Conv)");
+  w[3] = NAN;
+  expect(api.constant_set(g, 1, w, sizeof w, "why"), QH_ERR_INVALID_ARGUMENT, "element 3 is nan",
+         "node 'conv' (Conv)");
+  w[3] = 3;
+  expect(api.constant_set(g, 1, w, sizeof w, ""), QH_ERR_INVALID_ARGUMENT, "one non-empty line", "node 'conv' (Conv)");
+  g_assert_cmpint(constant_calls, ==, 0);
+  g_assert_null(api.constant_set(g, 1, w, sizeof w, "reversed"));
+  g_assert_cmpint(constant_calls, ==, 1);
+  g_assert_cmpfloat(((const float *)qh_graph_value(graph, 1)->initializer->data)[0], ==, 6.0f);
+  /* the first refusal stays the one recorded */
+  g_assert_true(g_str_has_prefix(qh_graph_view_refusal(g), "node 'relu' (Relu)"));
+
+  const char *v = "untouched";
+  expect(api.metadata_get(g, "k", &v), QH_ERR_NOT_FOUND, "no entry 'qhost.tp.k'", NULL);
+  g_assert_null(api.metadata_set(g, "k", "one"));
+  g_assert_null(api.metadata_set(g, "k", "two"));
+  g_assert_null(api.metadata_get(g, "k", &v));
+  g_assert_cmpstr(v, ==, "two");
+  g_assert_cmpstr(qh_graph_metadata(graph, "qhost.tp.k"), ==, "two");
+  g_assert_cmpuint(graph->metadata->len, ==, 1);
+  expect(api.metadata_set(g, "bad key", "x"), QH_ERR_INVALID_ARGUMENT, "outside [A-Za-z0-9_.-] at byte 3", NULL);
+  expect(api.metadata_set(g, "", "x"), QH_ERR_INVALID_ARGUMENT, "1 to 128 bytes", NULL);
+  expect(api.metadata_set(g, "k", "\xff"), QH_ERR_INVALID_ARGUMENT, "valid UTF-8", NULL);
+  /* another plugin sees only its own namespace */
+  g->plugin = "other";
+  expect(api.metadata_get(g, "k", &v), QH_ERR_NOT_FOUND, "qhost.other.k", NULL);
+  g_assert_cmpstr(v, ==, "two");
+  qh_graph_view_free(g);
+  qh_graph_free(graph);
 }
 
 static void test_queries(void) {
@@ -289,10 +353,10 @@ static void test_invalid_queries(void) {
   /* Read-only view: every writer refuses with the function and its callback named. */
   uint32_t out = 12345;
   expect(api.graph_add_node(g, "Relu", "", NULL, (uint32_t[]){3}, 1, (uint32_t[]){6}, 1, &out),
-         QH_ERR_INVALID_STATE, "graph_add_node may only be called from transform_for_annotation",
+         QH_ERR_INVALID_STATE, "graph_add_node may only be called from transform_for_annotation and post_convert",
          NULL);
   expect(api.graph_add_value(g, "v", &out), QH_ERR_INVALID_STATE,
-         "graph_add_value may only be called from transform_for_annotation", NULL);
+         "graph_add_value may only be called from transform_for_annotation and post_convert", NULL);
   expect(api.node_remove(g, 0), QH_ERR_INVALID_STATE, "node_remove may only", NULL);
   expect(api.node_set_attr_int(g, 0, "group", 2), QH_ERR_INVALID_STATE, "node_set_attr_int", NULL);
   expect(api.value_replace_uses(g, 3, 2), QH_ERR_INVALID_STATE, "value_replace_uses may only",
@@ -303,7 +367,7 @@ static void test_invalid_queries(void) {
   QhEdgeRef edge = {0, 0, QH_EDGE_INPUT, 0};
   QhQParams qp = {QH_STRUCT_HEADER(QhQParams), .dtype = QH_DTYPE_UINT8};
   expect(api.qparams_get(g, &edge, &qp), QH_ERR_INVALID_STATE,
-         "qparams_get may only be called from refine and the lowering callbacks", NULL);
+         "qparams_get may only be called from refine, post_calibration, post_convert, deploy and the lowering callbacks", NULL);
   expect(api.qparams_set(g, &edge, &qp, "why"), QH_ERR_INVALID_STATE,
          "qparams_set may only be called from refine", NULL);
   int32_t source = -5;
@@ -786,5 +850,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/host-graph/annotate", test_annotate);
   g_test_add_func("/host-graph/qconfig", test_qconfig);
   g_test_add_func("/host-graph/qparams", test_qparams);
+  g_test_add_func("/host-graph/passes-and-metadata", test_passes_and_metadata);
   return g_test_run();
 }

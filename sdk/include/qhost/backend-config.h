@@ -64,6 +64,16 @@ typedef struct QhDTypeConstraint {
 /* dtype config flags */
 #define QH_DTYPE_CONFIG_IS_DYNAMIC 0x1u /* dynamic quantization: reported unsupported by 1.0 hosts */
 
+/* How the bias of a weighted op is quantized (QhDTypeConfig.bias_derivation, added in
+ * ABI 1.2), int32_t. */
+#define QH_BIAS_FROM_CONSTRAINT 0 /* as the bias constraint says; PyTorch's static int8
+                                   * qconfigs give float, so only FLOAT matches */
+/* int32 with scale = input scale x weight scale (one per weight channel when the weight
+ * is per channel), zero point 0, the full int32 range: what most integer kernels and
+ * ONNX Runtime's QDQ Conv/Gemm expect. The bias constraint must say QH_DTYPE_INT32 and
+ * the config must have a weight. */
+#define QH_BIAS_INT32_INPUT_TIMES_WEIGHT 1
+
 /* One DTypeConfig: the dtypes (with constraints) of a pattern's input activation,
  * output, weight and bias. NULL members mean "no such tensor" (an op without weight)
  * or, for bias, "float". */
@@ -76,6 +86,8 @@ typedef struct QhDTypeConfig {
   const QhDTypeConstraint *output;
   const QhDTypeConstraint *weight;
   const QhDTypeConstraint *bias;
+  /* Added in ABI 1.2 */
+  int32_t bias_derivation; /* QH_BIAS_*; default (older plugins) QH_BIAS_FROM_CONSTRAINT */
 } QhDTypeConfig;
 
 /* ---- Fusions (what happens to a matched pattern before annotation), int32_t ---- */
@@ -118,6 +130,17 @@ typedef struct QhBackendPatternConfig {
   size_t n_dtype_configs;
   int32_t fuser;          /* QH_FUSER_* */
   const char *fused_name; /* for reports and lowering ("ConvReLU2d"); may be NULL */
+  /* Added in ABI 1.2 */
+  /* "These inputs share one scale": bit s set puts input slot s of the root op in one
+   * sharing group. The first activation input of the group keeps its spec; every other
+   * one gets a spec shared with it, so all of them are quantized by one observer (which
+   * sees every value of the group) on one grid, as an Add or Concat of an NPU needs. As
+   * with PT2E's SharedQuantizationSpec, the group takes in the producers' outputs: each
+   * value feeding it is quantized once, on the group's grid, for every reader (so a skip
+   * connection also read by a conv gets the coarser grid; the quantize report's SQNR
+   * shows the cost). 0 (the default, and what 1.0/1.1 patterns read as): no group. Only
+   * slots 0..31 can be named. */
+  uint32_t shared_inputs_mask;
 } QhBackendPatternConfig;
 
 /* ---- The default qconfig mapping (PyTorch's get_default_qconfig_mapping) ---- */

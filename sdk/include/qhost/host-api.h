@@ -257,14 +257,21 @@ typedef struct QhHostApi {
   QhStatus *(*qconfig_for_node)(const QhGraphView *graph, uint32_t node, int32_t role,
                                 QhQuantSpec *out_spec, int32_t *out_source);
 
-  /* ---- Quantization parameters (inside QhRefineOps.refine and the lowering
-   *      callbacks; QH_ERR_INVALID_STATE elsewhere) ---- */
+  /* ---- Quantization parameters (inside QhRefineOps.refine and, since ABI 1.2,
+   *      QhPassOps.post_calibration, QhPassOps.post_convert and QhDeployOps.deploy;
+   *      QH_ERR_INVALID_STATE elsewhere) ---- */
   /* The qparams computed for an edge or output. *out [out]: caller sets abi_version
    * and struct_size; the host sets the scalars, count, and scale/zero_point to arrays
    * borrowed until the callback returns. Errors: QH_ERR_NOT_FOUND when that edge is
-   * not quantized. */
+   * not quantized.
+   * On a QDQ graph (post_convert, deploy) the host reads them from the model: for
+   * input `slot` of a node, the DequantizeLinear producing that input; for output
+   * `slot`, the QuantizeLinear reading that output (the first, in node order); the
+   * range is the dtype's, or the narrower one `qhost quantize` recorded in the
+   * file's metadata. A malformed Q/DQ (non-constant or non-positive scale) is
+   * QH_ERR_INVALID_ARGUMENT naming the node. */
   QhStatus *(*qparams_get)(const QhGraphView *graph, const QhEdgeRef *edge, QhQParams *out);
-  /* Replace the qparams of an edge or output (refine only). qparams [in] copied;
+  /* Replace the qparams of an edge or output (refine and post_calibration only). qparams [in] copied;
    * reason [in] copied, one line for the report. The host re-validates (dtype range,
    * scale > 0 and finite, count matching the channel dimension, every edge sharing the
    * same observer gets the same change) and reports every change with the reason. */
@@ -321,6 +328,34 @@ typedef struct QhHostApi {
    * when there is no such file (plugin-check's built-in graphs) or the artefact handle
    * is invalid. Borrowed: valid until deploy returns. */
   const char *(*artifact_source_digest)(const QhArtifact *artifact);
+
+  /* Added in ABI 1.2 */
+  /* ---- Weights (inside QhPassOps.post_calibration only) ---- */
+  /* Replace the values of a float constant (a weight or a bias) before conversion
+   * quantizes it. data [in] copied: nbytes must equal the constant's size (same dtype
+   * QH_DTYPE_FLOAT and shape), every element finite. reason [in] copied, one non-empty
+   * line the quantize report shows with the number of elements changed and the largest
+   * change. The weight's qparams are not recomputed: set them with qparams_set when the
+   * new values need it (conversion clamps to the quantized range). Errors:
+   * QH_ERR_INVALID_ARGUMENT naming the node that reads the value (not a float
+   * constant, a size mismatch, a NaN or infinity, no reason); QH_ERR_INVALID_STATE
+   * outside post_calibration. A refused change also fails the quantize. */
+  QhStatus *(*constant_set)(QhGraphView *graph, uint32_t value, const void *data, size_t nbytes,
+                            const char *reason);
+  /* ---- Plugin data in the QDQ file ---- */
+  /* Attach `value` under `key` to the model being quantized (inside annotate, refine,
+   * post_calibration and post_convert; QH_ERR_INVALID_STATE elsewhere). The QDQ file
+   * stores it in ModelProto.metadata_props as "qhost.<plugin>.<key>", so `qhost deploy`
+   * can hand it back (metadata_get). key [in] copied: 1..128 bytes of [A-Za-z0-9_.-];
+   * value [in] copied: valid UTF-8 of at most 65536 bytes. Setting a key again
+   * replaces its value. Errors: QH_ERR_INVALID_ARGUMENT for a bad key or value. */
+  QhStatus *(*metadata_set)(QhGraphView *graph, const char *key, const char *value);
+  /* The value this plugin stored under `key` ("qhost.<plugin>.<key>" in the model's
+   * metadata_props; any callback that receives a graph, deploy included). *out_value
+   * [out] borrowed until the callback returns. Errors: QH_ERR_NOT_FOUND when the model
+   * has no such entry; QH_ERR_INVALID_ARGUMENT for a bad key. A plugin reads only its
+   * own namespace. */
+  QhStatus *(*metadata_get)(const QhGraphView *graph, const char *key, const char **out_value);
 } QhHostApi;
 
 #ifdef __cplusplus

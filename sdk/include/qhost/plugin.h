@@ -159,6 +159,21 @@ typedef struct QhNodeUnit {
   const uint32_t *outputs;
   size_t n_outputs;
   const QhQParams *const *output_qparams; /* per output; NULL for float outputs */
+  /* Added in ABI 1.2 */
+  /* The tensors the unit is planned for, one per entry of inputs and of outputs, as the
+   * kernel's reshape will see them at plan time: dtype, layout (QH_LAYOUT_NHWC for the
+   * 4-D activations of a channels-last kernel, QH_LAYOUT_NCHW for other 4-D tensors,
+   * QH_LAYOUT_ANY otherwise), rank and dims in that layout's order, qparams as in
+   * input_qparams / output_qparams; data NULL and nbytes 0. The shapes are the ones the
+   * plan binds: a symbolic dimension takes the size of the data being run (1 where
+   * there is no data: `qhost inspect`, plugin-check). rank is -1 (dims unset) when the
+   * host cannot infer a shape. A 1.2 host always sets both arrays; a plugin that also
+   * runs in older hosts checks QH_HAS_FIELD(unit, QhNodeUnit, output_tensors) first.
+   * When a run brings other shapes (a session's symbolic batch changes), the host
+   * plans again and asks accept again with the new shapes (PLUGIN_GUIDE.md, "Shapes at
+   * accept"). */
+  const QhTensorView *input_tensors;
+  const QhTensorView *output_tensors;
 } QhNodeUnit;
 
 /* kernel flags */
@@ -252,10 +267,38 @@ typedef struct QhDeployOps {
   /* Required. Write the artefact for the QDQ `graph` (borrowed) through
    * host->artifact_write (and, since ABI 1.1, artifact_write_model and
    * artifact_source_digest); the host renames the directory into place on success and
-   * removes it on error. */
+   * removes it on error. Since ABI 1.2 the graph's qparams are read with
+   * host->qparams_get (the host reads the Q/DQ nodes) and the data the plugin attached
+   * while quantizing with host->metadata_get. */
   QhStatus *(*deploy)(void *instance, const QhHostApi *host, const QhGraphView *graph,
                       QhArtifact *artifact);
 } QhDeployOps;
+
+/* ---- Passes after calibration and after conversion (Added in ABI 1.2) ---- */
+typedef struct QhPassOps {
+  uint32_t abi_version;
+  uint32_t struct_size;
+  /* Optional (NULL: no such pass). Called by `qhost quantize` after the observers'
+   * shards are merged, the qparams computed and refine has run, before conversion.
+   * graph: the float graph, borrowed for the call. May read and change qparams
+   * (host->qparams_get / qparams_set), replace float weights and biases
+   * (host->constant_set) and attach data for deploy (host->metadata_set). Every change
+   * is validated as it is made, like an annotation; a refused change fails the
+   * quantize with one error naming the plugin and the node, even when the plugin drops
+   * the status it got. Accepted changes are listed in the quantize report with the
+   * plugin's reason. */
+  QhStatus *(*post_calibration)(void *instance, const QhHostApi *host, QhGraphView *graph);
+  /* Optional (NULL: no such pass). Called once the model is converted to Q/DQ form,
+   * before the report and the file are written. graph: the QDQ graph, borrowed. May
+   * read qparams (from the Q/DQ nodes, host->qparams_get), rewrite the graph with the
+   * graph_* / node_* rewrite functions (insert a requantize step, fold a pair) and
+   * attach metadata. Afterwards the host checks the graph: topological order, the same
+   * graph inputs and outputs (names, dtypes, shapes), every QuantizeLinear and
+   * DequantizeLinear with constant, positive, finite scales and a zero point of an
+   * integer type, and shapes inferable for every node; a failure names the plugin and
+   * the node, and nothing is written. */
+  QhStatus *(*post_convert)(void *instance, const QhHostApi *host, QhGraphView *graph);
+} QhPassOps;
 
 /* ---- The descriptor ---- */
 typedef struct QhPluginDesc {
@@ -291,6 +334,8 @@ typedef struct QhPluginDesc {
   const QhReferenceNumericsOps *reference_numerics;
   const QhLoweringOps *lowering;
   const QhDeployOps *deploy;
+  /* Added in ABI 1.2 */
+  const QhPassOps *passes; /* post_calibration and post_convert */
 } QhPluginDesc;
 
 /* The smallest struct_size the host accepts: everything up to and including flags. */

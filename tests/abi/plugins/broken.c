@@ -8,7 +8,8 @@
  * Switches: BROKEN_INIT_FAILS, BROKEN_ABI_MAJOR2, BROKEN_ABI_MINOR_NEWER, BROKEN_SHRUNK,
  * BROKEN_MINIMAL, BROKEN_SIZE_SMALL, BROKEN_SIZE_LARGE, BROKEN_NULL_CALLBACK,
  * BROKEN_BAD_NAME, BROKEN_BAD_UTF8, BROKEN_SEGV, BROKEN_HANG, BROKEN_NEEDS_DEP (links a
- * library that is not on the loader's path). */
+ * library that is not on the loader's path), BROKEN_BIAS_DERIVATION, BROKEN_EMPTY_PASSES
+ * (ABI 1.2). */
 #include <qhost/qhost-plugin.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -81,6 +82,34 @@ static QhStatus *instance_create(const QhHostApi *host, const QhInstanceInfo *in
 
 static void instance_destroy(void *instance) { free(instance); }
 
+/* ABI 1.2 members a host must check: an unknown bias_derivation, a passes group with
+ * neither callback. */
+#if defined(BROKEN_BIAS_DERIVATION)
+static const QhDTypeConstraint bd_u8 = {QH_STRUCT_HEADER(QhDTypeConstraint), .dtype = QH_DTYPE_UINT8};
+static const QhDTypeConstraint bd_s8 = {QH_STRUCT_HEADER(QhDTypeConstraint), .dtype = QH_DTYPE_INT8};
+static const QhDTypeConstraint bd_s32 = {QH_STRUCT_HEADER(QhDTypeConstraint), .dtype = QH_DTYPE_INT32};
+static const QhDTypeConfig bd_config = {QH_STRUCT_HEADER(QhDTypeConfig), .name = "bad_bias",
+                                        .input = &bd_u8, .output = &bd_u8, .weight = &bd_s8,
+                                        .bias = &bd_s32, .bias_derivation = 7};
+static const QhDTypeConfig *const bd_configs[] = {&bd_config};
+static const char *const bd_ops[] = {"Conv"};
+static const QhBackendPatternConfig bd_pattern = {QH_STRUCT_HEADER(QhBackendPatternConfig), .ops = bd_ops,
+                                                  .n_ops = 1, .dtype_configs = bd_configs,
+                                                  .n_dtype_configs = 1};
+static const QhBackendPatternConfig *const bd_patterns[] = {&bd_pattern};
+static const QhBackendConfig bd_backend = {QH_STRUCT_HEADER(QhBackendConfig), .name = "bad_bias",
+                                           .patterns = bd_patterns, .n_patterns = 1};
+#define BACKEND_CONFIG (&bd_backend)
+#else
+#define BACKEND_CONFIG NULL
+#endif
+#if defined(BROKEN_EMPTY_PASSES)
+static const QhPassOps empty_passes = {QH_STRUCT_HEADER(QhPassOps)};
+#define PASSES (&empty_passes)
+#else
+#define PASSES NULL
+#endif
+
 #if defined(BROKEN_NULL_CALLBACK)
 static QhStatus *obs_create(void *instance, const QhHostApi *host, const QhQuantSpec *spec,
                             int32_t rank, const int64_t *dims, void **out_state) {
@@ -134,7 +163,7 @@ static const QhPluginDesc desc = {
     instance_create,
     instance_destroy,
     NULL, /* transform */
-    NULL, /* backend_config */
+    BACKEND_CONFIG,
     NULL, /* annotate */
     observers,
     N_OBSERVERS,
@@ -144,9 +173,11 @@ static const QhPluginDesc desc = {
     /* past struct_size: a host that reads these follows wild pointers */
     (const QhLoweringOps *)(uintptr_t)0x10,
     (const QhDeployOps *)(uintptr_t)0x18,
+    (const QhPassOps *)(uintptr_t)0x20,
 #else
     NULL, /* lowering */
     NULL, /* deploy */
+    PASSES,
 #endif
 };
 #define THE_DESC (&desc)

@@ -6,7 +6,8 @@
  * weight) and conv (NHWC, any groups) with optional fused Relu, and same-shape add with
  * optional Relu; uint8 activations, int8 weights per tensor or per output channel,
  * optional int32 or float bias. Options inject failures (fail, fail_node) and declines
- * (decline) so the host's error paths can be exercised, and plant numeric bugs (bug:
+ * (decline; max_batch in accept and reshape_max_batch in reshape, by the planned
+ * shapes) so the host's error paths can be exercised, and plant numeric bugs (bug:
  * the output zero point one off, or floor for round) that plugin-check must catch. */
 #include <math.h>
 #include <stdlib.h>
@@ -25,6 +26,8 @@ typedef struct {
   int fail, bug;
   char fail_node[OPT_MAX];
   char decline[OPT_MAX];
+  int64_t max_batch;         /* accept: decline units whose input 0 has a larger dim 0 (0: any) */
+  int64_t reshape_max_batch; /* reshape: refuse a larger dim 0 (0: any) */
 } Instance;
 
 /* Everything accept and create learn about a unit. */
@@ -41,6 +44,7 @@ typedef struct {
 
 typedef struct {
   int kind, relu, fail, matmul;
+  int64_t reshape_max_batch;
   int64_t n, k;
   int64_t co, ci, kh, kw, grp, stride[2], pad[4];
   int16_t *w;  /* linear [n][k], conv [co][kh][kw][ci/grp]: w - zw */
@@ -364,6 +368,24 @@ static QhStatus *analyze(void *instance, const QhHostApi *host, const QhGraphVie
   if (inst && inst->decline[0] && u->pattern_id &&
       strcmp(inst->decline, u->pattern_id) == 0)
     return qh_status_newf(host, QH_ERR_UNSUPPORTED, "declined by option decline=%s", inst->decline);
+  if (inst && inst->max_batch > 0) {
+    /* ABI 1.2: accept sees the planned tensors; the reason spells out what it saw */
+    if (!QH_HAS_FIELD(u, QhNodeUnit, output_tensors) || !u->input_tensors || !u->output_tensors)
+      return host->status_new(QH_ERR_UNSUPPORTED, "the host gives accept no shapes");
+    const QhTensorView *x = &u->input_tensors[0], *y = &u->output_tensors[0];
+    if (x->rank >= 1 && x->dims[0] > inst->max_batch) {
+      char xs[160] = "", ys[160] = "";
+      for (int32_t d = 0, n = 0; d < x->rank; d++)
+        n += snprintf(xs + n, sizeof xs - (size_t)n, "%s%lld", d ? "," : "", (long long)x->dims[d]);
+      for (int32_t d = 0, n = 0; d < y->rank; d++)
+        n += snprintf(ys + n, sizeof ys - (size_t)n, "%s%lld", d ? "," : "", (long long)y->dims[d]);
+      return qh_status_newf(host, QH_ERR_UNSUPPORTED,
+                            "batch %lld is above max_batch=%lld (input dtype %d layout %d [%s], "
+                            "output dtype %d layout %d [%s])",
+                            (long long)x->dims[0], (long long)inst->max_batch, (int)x->dtype,
+                            (int)x->layout, xs, (int)y->dtype, (int)y->layout, ys);
+    }
+  }
   p = kind == K_LINEAR ? analyze_linear(host, g, u, in)
       : kind == K_CONV ? analyze_conv(host, g, u, in)
                        : analyze_add(host, g, u, in);
@@ -472,6 +494,7 @@ static QhStatus *create_kind(void *instance, const QhHostApi *host, const QhGrap
   if (!k)
     return host->status_new(QH_ERR_OUT_OF_MEMORY, "out of memory");
   k->kind = kind, k->relu = in.relu, k->fail = fail, k->matmul = in.matmul;
+  k->reshape_max_batch = inst ? inst->reshape_max_batch : 0;
   k->n = in.n, k->k = in.k, k->co = in.co, k->ci = in.ci, k->kh = in.kh, k->kw = in.kw;
   k->grp = in.grp;
   memcpy(k->stride, in.stride, sizeof k->stride);
@@ -527,6 +550,9 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
   if (k->fail == FAIL_RESHAPE)
     return host->status_new(QH_ERR_INTERNAL, "injected failure in reshape");
   const QhTensorView *x = &inputs[0];
+  if (k->reshape_max_batch > 0 && x->rank >= 1 && x->dims[0] > k->reshape_max_batch)
+    return qh_status_newf(host, QH_ERR_UNSUPPORTED, "batch %lld is above reshape_max_batch=%lld",
+                          (long long)x->dims[0], (long long)k->reshape_max_batch);
   for (size_t i = 0; i < need; i++)
     if (!view_ok(&inputs[i]) || inputs[i].dtype != QH_DTYPE_UINT8)
       return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: input must be a uint8 tensor");
@@ -749,7 +775,16 @@ static const QhOptionDecl opt_bug = {
     QH_STRUCT_HEADER(QhOptionDecl), .name = "bug", .type = QH_OPTION_ENUM, .default_value = "none",
     .help = "plant a numeric bug: the output zero point one off, or floor instead of round half to even",
     .choices = "none|zero_point|floor"};
-static const QhOptionDecl *const options[] = {&opt_fail, &opt_fail_node, &opt_decline, &opt_bug};
+static const QhOptionDecl opt_max_batch = {
+    QH_STRUCT_HEADER(QhOptionDecl), .name = "max_batch", .type = QH_OPTION_INT, .default_value = "0",
+    .help = "accept declines units whose input 0 has a larger first dimension (0: any)", .min = 0,
+    .max = 1 << 30};
+static const QhOptionDecl opt_reshape_max_batch = {
+    QH_STRUCT_HEADER(QhOptionDecl), .name = "reshape_max_batch", .type = QH_OPTION_INT,
+    .default_value = "0", .help = "reshape refuses a larger first input dimension (0: any)", .min = 0,
+    .max = 1 << 30};
+static const QhOptionDecl *const options[] = {&opt_fail, &opt_fail_node, &opt_decline, &opt_bug,
+                                              &opt_max_batch, &opt_reshape_max_batch};
 
 /* Copies an option value into a fixed buffer; 0 when it does not fit. */
 static int copy_opt(char *dst, const char *src) {
@@ -784,6 +819,10 @@ static QhStatus *instance_create(const QhHostApi *host, const QhInstanceInfo *in
       ok = copy_opt(inst->fail_node, val);
     else if (strcmp(key, "decline") == 0)
       ok = copy_opt(inst->decline, val);
+    else if (strcmp(key, "max_batch") == 0)
+      inst->max_batch = strtoll(val, NULL, 10);
+    else if (strcmp(key, "reshape_max_batch") == 0)
+      inst->reshape_max_batch = strtoll(val, NULL, 10);
     else if (strcmp(key, "bug") == 0) {
       static const char *const bugs[] = {"none", "zero_point", "floor"};
       inst->bug = -1;
