@@ -207,32 +207,38 @@ static gboolean has_nonfinite(const QhTensor *t) {
   return FALSE;
 }
 
-/* Ops that make a float mask out of a boolean or integer tensor and constants. */
-static gboolean mask_source(const Finder *c, const QhNode *n) {
-  static const char *const ops[] = {"Where", "Cast", "ConstantOfShape", "Expand", NULL};
-  gboolean known = FALSE;
+static gboolean op_in(const QhNode *n, const char *const *ops) {
   for (int i = 0; ops[i]; i++)
-    known = known || is_op(n, ops[i]);
-  if (!known)
-    return FALSE;
-  for (int s = 0; s < n->n_inputs; s++)
-    if (qh_graph_facts_is_float(c->f, n->inputs[s]) && !is_const(c, n->inputs[s]))
-      return FALSE;
-  return TRUE;
+    if (is_op(n, ops[i]))
+      return TRUE;
+  return FALSE;
 }
 
-/* Masks: float values made from masks and constants only (or constants holding -inf);
- * mask arithmetic: a node that reads a mask or such a sum with data, whose output may
- * then hold -inf. A Softmax ends it: its output is finite. */
+/* Ops that make a float mask out of boolean or integer tensors, shapes and constants. */
+static const char *const mask_source_ops[] = {"Where", "Cast", "ConstantOfShape", "Expand", "ScatterND", NULL};
+/* Ops a mask passes through and stays a mask (or, mixed with data, a masked tensor). */
+static const char *const mask_ops[] = {"Where", "Cast", "Expand", "ScatterND", "Reshape", "Unsqueeze",
+                                       "Squeeze", "Transpose", "Flatten", "Slice", "Gather", "Concat",
+                                       "Tile", "Identity", "Neg", "Add", "Sub", "Mul", "Div", NULL};
+/* Ops that apply a mask to data. */
+static const char *const mask_apply_ops[] = {"Add", "Sub", "Mul", "Where", NULL};
+
+/* Masks: float values made from masks, shapes and constants only (or constants holding
+ * -inf); mask arithmetic: an Add/Sub/Mul/Where that applies a mask to data, whose output
+ * may then hold -inf, and the shape ops that carry that output on. A Softmax ends it
+ * (its output is finite). A mask-like value no mask arithmetic reads (an LSTM's zero
+ * initial state) is no mask. */
 static void find_masks(Finder *c, const GArray *order) {
-  int n_values = qh_graph_n_values(c->g);
+  int n_values = qh_graph_n_values(c->g), n_nodes = qh_graph_n_nodes(c->g);
+  gboolean *applied = g_new0(gboolean, n_values > 0 ? n_values : 1);
+  gboolean *is_mask_node = g_new0(gboolean, n_nodes > 0 ? n_nodes : 1);
   for (int v = 0; v < n_values; v++)
     if (qh_graph_facts_is_float(c->f, v) && is_const(c, v) && has_nonfinite(qh_graph_value(c->g, v)->initializer))
       c->r->mask[v] = TRUE;
   for (guint k = 0; k < order->len; k++) {
     const QhNode *n = qh_graph_node(c->g, g_array_index(order, int, k));
     int out = qh_node_output(n, 0);
-    if (out < 0 || !qh_graph_facts_is_float(c->f, out))
+    if (out < 0 || !qh_graph_facts_is_float(c->f, out) || !free_node(c, n))
       continue;
     gboolean reads_mask = FALSE, reads_data = FALSE, reads_tainted = FALSE;
     const char *mask_name = NULL;
@@ -250,23 +256,47 @@ static void find_masks(Finder *c, const GArray *order) {
       }
     }
     if (!reads_mask && !reads_tainted) {
-      if (mask_source(c, n)) {
+      if (!reads_data && op_in(n, mask_source_ops)) {
         c->r->mask[out] = TRUE;
-        c->r->reason[n->id] = g_strdup("attention mask (made from a boolean or integer mask and "
-                                       "constants) stays float: it may hold -inf");
+        is_mask_node[n->id] = TRUE;
       }
       continue;
     }
-    if (is_op(n, "Softmax"))
-      continue; /* quantized by its pattern; its masked input is not observed */
-    if (!reads_data && !reads_tainted)
+    if (!op_in(n, mask_ops))
+      continue; /* a Softmax, an LSTM reading a zero state, ...: annotated as usual */
+    if (!reads_data && !reads_tainted) {
       c->r->mask[out] = TRUE;
-    else
-      c->r->tainted[out] = TRUE;
-    if (c->r->reason[n->id] == NULL)
-      c->r->reason[n->id] = g_strdup_printf("attention mask arithmetic (reads the mask '%s') stays "
-                                            "float: -inf must never reach an observer", mask_name);
+      is_mask_node[n->id] = TRUE;
+      continue;
+    }
+    if (!reads_tainted && !op_in(n, mask_apply_ops))
+      continue;
+    c->r->tainted[out] = TRUE;
+    for (int s = 0; s < n->n_inputs; s++)
+      if (n->inputs[s] >= 0)
+        applied[n->inputs[s]] = TRUE;
+    c->r->reason[n->id] = g_strdup_printf("attention mask arithmetic (reads the mask '%s') stays "
+                                          "float: -inf must never reach an observer", mask_name);
   }
+  /* Backwards: the mask nodes whose values mask arithmetic reads, directly or through
+   * other mask nodes, are masks; the others are ordinary float values again. */
+  for (guint k = order->len; k-- > 0;) {
+    const QhNode *n = qh_graph_node(c->g, g_array_index(order, int, k));
+    int out = qh_node_output(n, 0);
+    if (!is_mask_node[n->id])
+      continue;
+    if (!applied[out]) {
+      c->r->mask[out] = FALSE;
+      continue;
+    }
+    for (int s = 0; s < n->n_inputs; s++)
+      if (n->inputs[s] >= 0)
+        applied[n->inputs[s]] = TRUE;
+    c->r->reason[n->id] = g_strdup("attention mask (made from a boolean or integer mask, shapes and "
+                                   "constants) stays float: it may hold -inf");
+  }
+  g_free(applied);
+  g_free(is_mask_node);
 }
 
 void qh_float_regions_find(QhFloatRegions *r, const QhGraphFacts *facts, const GArray *order) {
