@@ -21,7 +21,7 @@ void qh_graph_facts_init(QhGraphFacts *facts, const QhGraph *graph);
 void qh_graph_facts_clear(QhGraphFacts *facts);
 /* Number of uses of a value (consumers, plus one when it is a graph output). */
 int qh_graph_facts_n_uses(const QhGraphFacts *facts, int value_id);
-/* TRUE when the value is a constant (an initializer). */
+/* TRUE when the value is a constant (an initializer or a Constant node's output). */
 gboolean qh_graph_facts_is_const(const QhGraphFacts *facts, int value_id);
 /* TRUE when the value holds float32 data (the only values that get specs). */
 gboolean qh_graph_facts_is_float(const QhGraphFacts *facts, int value_id);
@@ -40,11 +40,30 @@ typedef struct {
  * equals), each node in at most one match; a node is the last op of a match only if
  * it is not taken yet. Intermediate outputs must have exactly one use; the other
  * inputs of a non-root op must be constants unless extra_inputs_mask allows them.
- * order: live nodes in graph order. Returns a GArray of QhPatternMatch ordered by
+ * order: live nodes in graph order; excluded (per node id, may be NULL): nodes no
+ * pattern may take (float regions). Returns a GArray of QhPatternMatch ordered by
  * the graph position of each match's last node; *out_node_match (per node id, -1 when
  * unmatched) indexes it. */
 GArray *qh_pattern_match_all(const QhBackendConfig *bc, const QhGraphFacts *facts,
-                             const GArray *order, int **out_node_match);
+                             const GArray *order, const gboolean *excluded, int **out_node_match);
+
+/* What stays float before any pattern is tried (float-regions.c): LayerNorm and GELU
+ * decompositions, LayerNormalization / Gelu nodes, attention masks and the arithmetic
+ * that applies them. reason[node id]: why the node stays float, or NULL; mask[value
+ * id]: a float mask (from boolean/integer masks and constants, or a constant holding
+ * -inf); tainted[value id]: data with a mask applied (may hold -inf). A Softmax reading
+ * a tainted value is not in a region: its output is quantized, its input not observed. */
+typedef struct {
+  char **reason;
+  int n_nodes;
+  gboolean *mask;
+  gboolean *tainted;
+} QhFloatRegions;
+
+/* Fill r (zeroed by the caller) for facts' graph; order: live nodes in graph order.
+ * Release with qh_float_regions_clear. */
+void qh_float_regions_find(QhFloatRegions *r, const QhGraphFacts *facts, const GArray *order);
+void qh_float_regions_clear(QhFloatRegions *r);
 
 /* "Conv -> Relu" for reports; g_free() it. */
 char *qh_pattern_text(const QhBackendPatternConfig *p);

@@ -149,6 +149,7 @@ typedef struct {
   QhGraphFacts facts;
   QhAnnotationSet *set;
   QhQuantReport *report;
+  QhFloatRegions regions;
 } Ctx;
 
 static QhEdgeRef edge(int node, int slot, int kind) {
@@ -309,6 +310,9 @@ static gboolean write_specs(Ctx *c, const QhPatternMatch *m, int32_t obs, const 
     const ActInput *a = &g_array_index(acts, ActInput, k);
     QhEdgeRef e = edge(a->node, a->slot, QH_EDGE_INPUT);
     int32_t have = producer_dtype(c, a->value);
+    /* A masked input (a Softmax over scores + mask) may hold -inf: never observed. */
+    if (c->regions.mask[a->value] || c->regions.tainted[a->value])
+      continue;
     gboolean in_group = a->node == root->id && a->slot < 32 && (shared_mask & (1u << a->slot));
     if (in_group && group.node != QH_INVALID_ID && !reuse_input) {
       QhQuantSpec s = shared_with(group);
@@ -334,8 +338,9 @@ static gboolean write_specs(Ctx *c, const QhPatternMatch *m, int32_t obs, const 
   }
   for (int s = 0; ok && !*out_reason && s < root->n_inputs; s++) {
     int v = root->inputs[s];
+    /* Weights are quantized into initializers: a Constant node's output stays float. */
     if (v < 0 || qh_pattern_input_role(p, root, s) != QH_ROLE_WEIGHT ||
-        !qh_graph_facts_is_const(&c->facts, v) || !qh_graph_facts_is_float(&c->facts, v))
+        qh_graph_value(c->graph, v)->initializer == NULL || !qh_graph_facts_is_float(&c->facts, v))
       continue;
     QhQuantSpec w = default_weight_spec;
     QhOption *w_storage = NULL;
@@ -462,10 +467,15 @@ gboolean qh_backend_annotate_with(const QhBackendConfig *bc, QhGraph *graph,
   GArray *order = NULL;
   if (!qh_graph_topo_order(graph, &order, error))
     return FALSE;
-  Ctx c = {bc, graph, {0}, set, report};
+  Ctx c = {bc, graph, {0}, set, report, {0}};
   qh_graph_facts_init(&c.facts, graph);
+  qh_float_regions_find(&c.regions, &c.facts, order);
+  gboolean *excluded = g_new0(gboolean, c.regions.n_nodes > 0 ? c.regions.n_nodes : 1);
+  for (int i = 0; i < c.regions.n_nodes; i++)
+    excluded[i] = c.regions.reason[i] != NULL;
   int *node_match = NULL;
-  GArray *matches = qh_pattern_match_all(bc, &c.facts, order, &node_match);
+  GArray *matches = qh_pattern_match_all(bc, &c.facts, order, excluded, &node_match);
+  g_free(excluded);
   gboolean ok = TRUE;
   for (guint k = 0; ok && k < matches->len; k++)
     ok = annotate_match(&c, &g_array_index(matches, QhPatternMatch, k), lookup, user_data, error);
@@ -474,7 +484,9 @@ gboolean qh_backend_annotate_with(const QhBackendConfig *bc, QhGraph *graph,
     if (node_match[id] >= 0)
       continue;
     const QhNode *n = qh_graph_node(graph, id);
-    if (!node_has_float(&c, n))
+    if (c.regions.reason[id])
+      qh_quant_report_node(report, n, FALSE, NULL, "%s", c.regions.reason[id]);
+    else if (!node_has_float(&c, n))
       qh_quant_report_node(report, n, FALSE, NULL, "integer tensors (shape computation) are never observed");
     else
       qh_quant_report_node(report, n, FALSE, NULL, "no pattern for %s in backend '%s'", n->op_type,
@@ -483,6 +495,7 @@ gboolean qh_backend_annotate_with(const QhBackendConfig *bc, QhGraph *graph,
   g_free(node_match);
   g_array_unref(matches);
   g_array_unref(order);
+  qh_float_regions_clear(&c.regions);
   qh_graph_facts_clear(&c.facts);
   return ok;
 }

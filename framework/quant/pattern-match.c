@@ -116,7 +116,15 @@ int qh_graph_facts_n_uses(const QhGraphFacts *f, int v) {
 }
 
 gboolean qh_graph_facts_is_const(const QhGraphFacts *f, int v) {
-  return v >= 0 && qh_graph_value(f->graph, v)->initializer != NULL;
+  if (v < 0)
+    return FALSE;
+  const QhValue *val = qh_graph_value(f->graph, v);
+  if (val->initializer != NULL)
+    return TRUE;
+  /* The exporter writes Python scalars (x * 0.5, x + 1e-5) as Constant nodes, which the
+   * constant folding keeps: they are constants to FX, not observed tensors. */
+  const QhNode *p = val->producer >= 0 ? qh_graph_node(f->graph, val->producer) : NULL;
+  return p && !p->is_removed && p->n_inputs == 0 && qh_pattern_op_matches("Constant", p);
 }
 
 gboolean qh_graph_facts_is_float(const QhGraphFacts *f, int v) {
@@ -211,10 +219,12 @@ static gint longer_first(gconstpointer a, gconstpointer b, gpointer unused) {
 }
 
 GArray *qh_pattern_match_all(const QhBackendConfig *bc, const QhGraphFacts *facts,
-                             const GArray *order, int **out_node_match) {
+                             const GArray *order, const gboolean *excluded, int **out_node_match) {
   const QhGraph *g = facts->graph;
   int n_nodes = qh_graph_n_nodes(g);
   gboolean *taken = g_new0(gboolean, n_nodes > 0 ? n_nodes : 1);
+  for (int i = 0; excluded && i < n_nodes; i++)
+    taken[i] = excluded[i];
   /* g_qsort_with_data is stable, so table order decides among equal lengths. */
   GPtrArray *sorted = g_ptr_array_new();
   for (size_t i = 0; bc && i < bc->n_patterns; i++)

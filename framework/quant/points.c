@@ -186,6 +186,16 @@ static gboolean observe_one(QhQuantPoint *pt, const QhGraph *g, int v, const QhT
                 qh_graph_value(g, v)->name, qh_dtype_name(t->dtype));
     return FALSE;
   }
+  /* Histograms and min/max turn a single Inf or NaN into garbage qparams silently. */
+  const float *d = t->data;
+  for (int64_t i = 0, n = qh_tensor_numel(t); d && i < n; i++)
+    if (!isfinite(d[i])) {
+      g_set_error(error, QH_ERROR, QH_ERROR_INVALID,
+                  "value '%s': its observer sees a non-finite value (%s at element %" G_GINT64_FORMAT
+                  "); an attention mask or an overflow reaches a quantized tensor",
+                  qh_graph_value(g, v)->name, isnan(d[i]) ? "NaN" : d[i] > 0 ? "+Inf" : "-Inf", i);
+      return FALSE;
+    }
   if (!qh_observer_observe(pt->observer, t, error)) {
     g_prefix_error(error, "value '%s': ", qh_graph_value(g, v)->name);
     return FALSE;

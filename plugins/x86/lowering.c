@@ -33,9 +33,12 @@ static const char *tail_problem(const QhHostApi *host, const QhGraphView *g, con
   in->add = 0;
   in->post = POST_NONE;
   if (i < u->n_nodes && uq_op_is(host, g, u->nodes[i], "Add")) {
-    if (in->kind != K_CONV)
+    if (in->kind == K_LINEAR && uq_op_is(host, g, u->nodes[0], "MatMul"))
+      in->bias_add = 1, i++; /* the exporter's nn.Linear on N-d inputs: MatMul, then Add(bias) */
+    else if (in->kind != K_CONV)
       return "only conv fuses a residual Add";
-    in->add = 1, i++;
+    else
+      in->add = 1, i++;
   }
   if (i < u->n_nodes) {
     uint32_t node = u->nodes[i++];
@@ -82,6 +85,27 @@ static const char *saturation_problem(const QhHostApi *host, const QhGraphView *
   return NULL;
 }
 
+/* MatMul -> Add: the Add's other input (the unit's third) is the float bias, one value
+ * per output channel along the last axis ([N] or [1, ..., 1, N]). */
+static const char *matmul_bias_problem(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u,
+                                       X86Info *in) {
+  uint32_t v = u->inputs[2];
+  if (!(host->value_flags(g, v) & QH_VALUE_CONSTANT))
+    return "MatMul -> Add: the Add's other input is not a constant bias";
+  if (u->input_qparams[2] || host->value_dtype(g, v) != QH_DTYPE_FLOAT)
+    return "MatMul -> Add: the bias must be float";
+  int64_t d[QH_MAX_RANK];
+  int32_t rank = uq_known_shape(host, g, v, d);
+  if (rank < 1 || d[rank - 1] != in->n)
+    return "MatMul -> Add: the bias must have one value per output channel on the last axis";
+  for (int32_t i = 0; i + 1 < rank; i++)
+    if (d[i] != 1)
+      return "MatMul -> Add: the bias must have one value per output channel on the last axis";
+  in->b_value = v;
+  in->bq = NULL;
+  return NULL;
+}
+
 static const char *analyze_linear(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u,
                                   X86Info *in) {
   uint32_t node = u->nodes[0];
@@ -91,7 +115,7 @@ static const char *analyze_linear(const QhHostApi *host, const QhGraphView *g, c
   if (u->n_inputs < 2 || u->n_inputs > 3 || u->input_roles[0] != QH_ROLE_ACTIVATION ||
       u->input_roles[1] != QH_ROLE_WEIGHT)
     return "expected an activation, a weight and an optional bias";
-  if (in->matmul && u->n_inputs != 2)
+  if (in->matmul && u->n_inputs != (in->bias_add ? 3u : 2u))
     return "MatMul with extra inputs";
   if (!in->matmul) {
     if (uq_attr_int(host, g, node, "transA", 0) != 0)
@@ -116,6 +140,8 @@ static const char *analyze_linear(const QhHostApi *host, const QhGraphView *g, c
     return p;
   in->w_value = w;
   in->wq = u->input_qparams[1];
+  if (in->bias_add)
+    return matmul_bias_problem(host, g, u, in);
   return u->n_inputs == 3 ? uq_bias_problem(host, g, u, 2, in->n, &in->b_value, &in->bq) : NULL;
 }
 
@@ -238,6 +264,7 @@ static const char *const conv_add_relu_ops[] = {"Conv", "Add", "Relu"},
                   *const conv_clip_ops[] = {"Conv", "Clip"}, *const conv_ops[] = {"Conv"},
                   *const gemm_relu_ops[] = {"Gemm", "Relu"}, *const gemm_ops[] = {"Gemm"},
                   *const matmul_relu_ops[] = {"MatMul", "Relu"}, *const matmul_ops[] = {"MatMul"},
+                  *const matmul_add_ops[] = {"MatMul", "Add"},
                   *const add_relu_ops[] = {"Add", "Relu"}, *const add_ops[] = {"Add"},
                   *const mul_relu_ops[] = {"Mul", "Relu"}, *const mul_ops[] = {"Mul"},
                   *const concat_ops[] = {"Concat"},
@@ -273,6 +300,8 @@ PATTERN_F(linear_relu, gemm_relu_ops, 0, x86_linear_kernel, accept_linear, THROU
 PATTERN(linear, gemm_ops, 0, x86_linear_kernel, accept_linear);
 PATTERN_F(matmul_relu, matmul_relu_ops, 0, x86_linear_kernel, accept_linear, THROUGH);
 PATTERN(matmul, matmul_ops, 0, x86_linear_kernel, accept_linear);
+/* nn.Linear on N-d inputs as the exporter writes it; the Add's bias enters as an extra input */
+PATTERN(matmul_add, matmul_add_ops, 1u << 1, x86_linear_kernel, accept_linear);
 PATTERN(add_relu, add_relu_ops, 0, x86_add_kernel, x86_accept_u8op);
 PATTERN(add, add_ops, 0, x86_add_kernel, x86_accept_u8op);
 PATTERN(act_mul_relu, mul_relu_ops, 0, x86_act_mul_kernel, x86_accept_act_mul); /* x * act(x) */
@@ -305,7 +334,7 @@ PATTERN(slice_channels, slice_ops, 0, x86_slice_kernel, x86_accept_u8op); /* Shu
 /* Most fused first: the first pattern that matches and accepts wins. */
 static const QhLoweringPattern *const patterns[] = {
     &conv_add_relu, &conv_add, &conv_relu, &conv_clip, &conv,
-    &linear_relu, &linear, &matmul_relu, &matmul,
+    &linear_relu, &linear, &matmul_add, &matmul_relu, &matmul,
     &add_relu, &add, &act_mul_relu, &act_mul, &mul_relu, &mul, &concat, &relu, &clip, &maxpool, &avgpool, &global_avgpool, &flatten,
     &sigmoid, &tanh_lut, &hardsigmoid, &hardswish, &batchnorm_relu, &batchnorm, &pad, &reducemean, &channel_shuffle, &slice_channels};
 const QhLoweringOps x86_lowering = {QH_STRUCT_HEADER(QhLoweringOps), patterns,

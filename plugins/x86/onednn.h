@@ -41,6 +41,7 @@ typedef struct {
   int add;              /* conv + Add(residual) */
   float clip_lo, clip_hi;
   int matmul;           /* linear: MatMul ([K, N] weight) rather than Gemm transB=1 */
+  int bias_add;         /* linear: MatMul -> Add(bias), nn.Linear on N-d inputs */
   int64_t n, k;         /* linear */
   int64_t co, ci, kh, kw, grp, stride[2], pad[4], dil[2];
   uint32_t w_value, b_value;

@@ -563,6 +563,101 @@ static void test_reuse_input(void) {
   qh_graph_free(g);
 }
 
+/* A post-norm transformer block's pieces as the exporter writes them: a residual Add,
+ * LayerNorm decomposed (opset 13), a Linear (MatMul -> Add), GELU in its Erf form, scores
+ * masked by Where(pad, -inf, 0) and a Softmax. LayerNorm, GELU and the mask stay float
+ * with their reasons; the Linear, the residual and the Softmax's output are quantized,
+ * the Softmax's masked input is not observed. */
+static const char *const p_mul_ops[] = {"Mul"};
+PAT(p_matmul_add, DIFF, weighted_list, "MatMul", "Add");
+PAT(p_softmax, DIFF, fixed_list, "Softmax");
+static const QhBackendPatternConfig p_mul_args = {
+    QH_STRUCT_HEADER(QhBackendPatternConfig), .ops = p_mul_ops, .n_ops = 1,
+    .observation_type = DIFF, .flags = QH_PATTERN_OBS_BY_TENSOR_ARGS,
+    .observation_type_by_tensor_args = {DIFF, SHARE, DIFF}, .dtype_configs = weighted_list,
+    .n_dtype_configs = 1};
+static const QhBackendPatternConfig *const xf_patterns[] = {&p_add, &p_mul_args, &p_matmul,
+                                                             &p_matmul_add, &p_softmax};
+static const QhBackendConfig xf_bc = {QH_STRUCT_HEADER(QhBackendConfig), .name = "xf",
+                                      .patterns = xf_patterns, .n_patterns = G_N_ELEMENTS(xf_patterns)};
+
+static int scalar(QhGraph *g, const char *name, float v) {
+  return tg_const(g, name, QH_DTYPE_F32, 0, NULL, &v);
+}
+
+static void test_transformer_float_regions(void) {
+  QhGraph *g = qh_graph_new();
+  int x = tg_input(g, "x", 3, (int64_t[]){1, 4, 8});
+  int y = tg_input(g, "y", 3, (int64_t[]){1, 4, 8});
+  int r = tg_node(g, "res", "Add", 2, (int[]){x, y});
+  int mean = tg_node(g, "ln/mean", "ReduceMean", 1, &r);
+  int d = tg_node(g, "ln/sub", "Sub", 2, (int[]){r, mean});
+  int sq = tg_node(g, "ln/pow", "Pow", 2, (int[]){d, scalar(g, "two", 2.0f)});
+  int var = tg_node(g, "ln/var", "ReduceMean", 1, &sq);
+  int ve = tg_node(g, "ln/eps", "Add", 2, (int[]){var, scalar(g, "eps", 1e-5f)});
+  int sd = tg_node(g, "ln/sqrt", "Sqrt", 1, &ve);
+  int nrm = tg_node(g, "ln/div", "Div", 2, (int[]){d, sd});
+  int ga = tg_node(g, "ln/gamma", "Mul", 2, (int[]){nrm, tg_const(g, "gamma", QH_DTYPE_F32, 1, (int64_t[]){8}, NULL)});
+  int ln = tg_node(g, "ln/beta", "Add", 2, (int[]){ga, tg_const(g, "beta", QH_DTYPE_F32, 1, (int64_t[]){8}, NULL)});
+  int mm = tg_node(g, "fc/mm", "MatMul", 2, (int[]){ln, tg_const(g, "w", QH_DTYPE_F32, 2, (int64_t[]){8, 8}, NULL)});
+  int fc = tg_node(g, "fc/add", "Add", 2, (int[]){tg_const(g, "b", QH_DTYPE_F32, 1, (int64_t[]){8}, NULL), mm});
+  int u = tg_node(g, "gelu/div", "Div", 2, (int[]){fc, scalar(g, "sqrt2", 1.4142135f)});
+  int e = tg_node(g, "gelu/erf", "Erf", 1, &u);
+  int a = tg_node(g, "gelu/one", "Add", 2, (int[]){e, scalar(g, "one", 1.0f)});
+  int m = tg_node(g, "gelu/mul", "Mul", 2, (int[]){fc, a});
+  int gl = tg_node(g, "gelu/half", "Mul", 2, (int[]){m, scalar(g, "half", 0.5f)});
+  int scores = tg_node(g, "scores", "MatMul", 2, (int[]){gl, y});
+  QhValue *tok = qh_graph_add_value(g, "tokens", NULL);
+  tok->dtype = QH_DTYPE_S64;
+  tok->shape = qh_shape_make(3, (int64_t[]){1, 4, 8});
+  tok->is_input = TRUE;
+  g_array_append_val(g->inputs, tok->id);
+  int64_t zero = 0;
+  int pad = tg_node(g, "pad", "Equal", 2, (int[]){tok->id, tg_const(g, "zero", QH_DTYPE_S64, 0, NULL, &zero)});
+  int mask = tg_node(g, "mask", "Where", 3, (int[]){pad, scalar(g, "ninf", -INFINITY), scalar(g, "nil", 0.0f)});
+  int masked = tg_node(g, "masked", "Add", 2, (int[]){scores, mask});
+  tg_output(g, tg_node(g, "softmax", "Softmax", 1, &masked));
+  QhQConfig *qc = default_qconfig();
+  QhQConfig *fixed = tg_qconfig(tg_fixed(1.0f / 256.0f, 0), NULL, "object_type 'Softmax'");
+  TgLookup l = {.op = {"Softmax"}, .qc = {fixed}, .global = qc};
+  Result res = annotate(&xf_bc, g, &l);
+  static const char *const ln_nodes[] = {"ln/mean", "ln/sub", "ln/pow", "ln/var", "ln/eps",
+                                         "ln/sqrt", "ln/div", "ln/gamma", "ln/beta"};
+  static const char *const gelu_nodes[] = {"gelu/div", "gelu/erf", "gelu/one", "gelu/mul", "gelu/half"};
+  for (size_t i = 0; i < G_N_ELEMENTS(ln_nodes); i++) {
+    tg_expect_report(res.report, g, ln_nodes[i], FALSE, NULL, TG_NEEDLES("LayerNorm decomposition"));
+    const QhNode *n = qh_graph_node(g, tg_node_id(g, ln_nodes[i]));
+    for (int s = 0; s < n->n_inputs; s++)
+      g_assert_null(tg_spec(res.set, g, ln_nodes[i], s, IN));
+    g_assert_null(tg_spec(res.set, g, ln_nodes[i], 0, OUT));
+  }
+  for (size_t i = 0; i < G_N_ELEMENTS(gelu_nodes); i++) {
+    tg_expect_report(res.report, g, gelu_nodes[i], FALSE, NULL, TG_NEEDLES("GELU decomposition (Erf form"));
+    const QhNode *n = qh_graph_node(g, tg_node_id(g, gelu_nodes[i]));
+    for (int s = 0; s < n->n_inputs; s++)
+      g_assert_null(tg_spec(res.set, g, gelu_nodes[i], s, IN));
+    g_assert_null(tg_spec(res.set, g, gelu_nodes[i], 0, OUT));
+  }
+  tg_expect_report(res.report, g, "mask", FALSE, NULL, TG_NEEDLES("attention mask"));
+  tg_expect_report(res.report, g, "masked", FALSE, NULL, TG_NEEDLES("attention mask arithmetic", "mask:0"));
+  g_assert_null(tg_spec(res.set, g, "masked", 1, IN));
+  g_assert_null(tg_spec(res.set, g, "masked", 0, OUT));
+  /* The residual and the Linear are quantized; the Linear observes LayerNorm's output. */
+  tg_expect_report(res.report, g, "res", TRUE, "Add", NULL);
+  tg_expect_report(res.report, g, "fc/add", TRUE, "MatMul -> Add", NULL);
+  expect_kind(tg_spec(res.set, g, "fc/mm", 0, IN), QH_SPEC_QUANTIZE, QH_DTYPE_UINT8);
+  expect_kind(tg_spec(res.set, g, "fc/mm", 1, IN), QH_SPEC_QUANTIZE, QH_DTYPE_INT8);
+  /* The scores MatMul observes GELU's output; the Softmax keeps its fixed output and
+   * leaves its masked input alone. */
+  expect_kind(tg_spec(res.set, g, "scores", 0, IN), QH_SPEC_QUANTIZE, QH_DTYPE_UINT8);
+  tg_expect_report(res.report, g, "softmax", TRUE, "Softmax", NULL);
+  expect_kind(tg_spec(res.set, g, "softmax", 0, OUT), QH_SPEC_FIXED, QH_DTYPE_UINT8);
+  g_assert_null(tg_spec(res.set, g, "softmax", 0, IN));
+  result_free(res);
+  tg_qconfig_free(qc), tg_qconfig_free(fixed);
+  qh_graph_free(g);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/bn-fold/conv", test_fold_conv);
@@ -579,5 +674,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/backend-annotate/weight-channel-axis", test_weight_channel_axis);
   g_test_add_func("/backend-annotate/reasons", test_reasons);
   g_test_add_func("/backend-annotate/reuse-input", test_reuse_input);
+  g_test_add_func("/backend-annotate/transformer-float-regions", test_transformer_float_regions);
   return g_test_run();
 }

@@ -18,7 +18,11 @@ compared:
                weight (dtype, shape, every value), <W>_scale within 1e-6 relative,
                <W>_zero_point exact, DequantizeLinear axis for per-channel weights
   output       `qhost run OUT.onnx` on each probe sample against PyTorch's reference
-               model: |diff| <= 1 output quantization step on >= 99.9% of elements
+               model: |diff| <= 1 output quantization step on >= 99.9% of elements;
+               for the deep models (encoder: two transformer layers, where one-step
+               differences at float ops such as LayerNorm grow through requantization)
+               the bar is the output's SQNR against the float model within 1 dB of
+               PyTorch's reference model's (issue 18), the step agreement reported
   ORT          ONNX Runtime (all optimisations) on OUT.onnx against qhost's run: within 1
                step on >= 99% of elements (at least one element may be outside on a
                small probe), never more than 2 steps; a case fails without onnxruntime-node
@@ -44,6 +48,8 @@ import models  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
 SCALE_RTOL = 1e-6
+# Models held to the SQNR bar instead of per-element steps (see the docstring).
+SQNR_MODELS = {"encoder": 1.0}
 OUTPUT_AGREEMENT = 0.999
 NP_DTYPES = {np.dtype(np.uint8): "quint8", np.dtype(np.int8): "qint8"}
 CASES = [f"{m}.{b}.{v}" for m in models.MODELS for b in oracle.BACKENDS for v in oracle.VARIANTS]
@@ -61,6 +67,7 @@ class Result:
         self.agreement = None
         self.max_steps = None
         self.ort_agreement = None
+        self.sqnr = None  # (qhost, PyTorch reference) output SQNR against float, dB
         self.violations = []
 
     def fail(self, what):
@@ -187,7 +194,14 @@ def compare_weights(res, info, arrays, inits, nodes):
             res.fail(f"weight {q[:-len('_quantized')]}: quantized by qhost, not by PyTorch")
 
 
-def compare_output(res, args, info, ref_out, case_dir, out_path):
+def sqnr_db(x, ref):
+    """10 log10(|ref|^2 / |x - ref|^2), as qhost's report computes it."""
+    ref = ref.astype(np.float64)
+    noise = float(np.sum((x.astype(np.float64) - ref) ** 2))
+    return float("inf") if noise == 0 else 10.0 * np.log10(float(np.sum(ref ** 2)) / noise)
+
+
+def compare_output(res, args, info, ref_out, case_dir, out_path, float_out=None):
     probe = np.load(info["probe"])
     outs = []
     for i in range(probe.shape[0]):
@@ -210,12 +224,18 @@ def compare_output(res, args, info, ref_out, case_dir, out_path):
     # rounding of those products (far below the next step, 2).
     res.agreement = float(np.mean(steps <= 1.0 + 1e-3))
     res.max_steps = float(np.max(steps))
-    if res.agreement < OUTPUT_AGREEMENT:
+    slack = SQNR_MODELS.get(info["model"])
+    if slack is not None:
+        res.sqnr = (sqnr_db(got, float_out), sqnr_db(ref_out, float_out))
+        if not res.sqnr[0] >= res.sqnr[1] - slack:
+            res.fail(f"output {info['output']}: SQNR {res.sqnr[0]:.2f} dB against the float model, "
+                     f"PyTorch's reference model {res.sqnr[1]:.2f} dB (bar: within {slack} dB)")
+    elif res.agreement < OUTPUT_AGREEMENT:
         res.fail(f"output {info['output']}: {100 * res.agreement:.2f}% of {steps.size} elements "
                  f"within 1 step ({step:.6g}) of PyTorch's reference model, max {res.max_steps:.3g} steps")
 
 
-def compare_ort(res, args, info, case_dir, out_path):
+def compare_ort(res, args, info, case_dir, out_path, float_out=None):
     """ONNX Runtime (all optimisations) on the same QDQ file and probe: within one output
     step of qhost's run on >= 99% of elements (issue 6's compatibility bar)."""
     node = shutil.which("node")
@@ -239,6 +259,14 @@ def compare_ort(res, args, info, case_dir, out_path):
         agree.append(np.abs(a - b) / step)
     steps = np.concatenate([x.ravel() for x in agree])
     res.ort_agreement = float(np.mean(steps <= 1.0 + 1e-3))
+    slack = SQNR_MODELS.get(info["model"])
+    if slack is not None:
+        ort = np.concatenate([np.load(os.path.join(case_dir, f"ort_out{i}.npy")) for i in range(probe.shape[0])])
+        got = sqnr_db(ort, float_out)
+        if not got >= res.sqnr[1] - slack:
+            res.fail(f"ONNX Runtime on the same file: SQNR {got:.2f} dB against the float model, PyTorch's "
+                     f"reference model {res.sqnr[1]:.2f} dB (bar: within {slack} dB)")
+        return
     # ORT fuses Q/DQ into integer kernels (QLinearConv, QLinearAdd, ...) whose own
     # requantization differs at ties and propagates; with the few elements of a probe,
     # 1% is less than one element, so one element outside one step is allowed, two
@@ -253,7 +281,7 @@ def check_case(args, case):
     model, backend, variant = case.split(".")
     res = Result(case)
     case_dir = oracle.run_case(model, backend, variant, args.workdir)
-    info, arrays, ref_out, _ = oracle.load(case_dir)
+    info, arrays, ref_out, float_out = oracle.load(case_dir)
     if info["cpu_capability"] != "AVX2":
         res.fail(f"oracle ran with CPU capability {info['cpu_capability']}, not AVX2")
     out_path = os.path.join(case_dir, f"out.{args.producer}.onnx")
@@ -274,9 +302,9 @@ def check_case(args, case):
     nodes = list(out.graph.node)
     compare_activations(res, info, inits, nodes)
     compare_weights(res, info, arrays, inits, nodes)
-    compare_output(res, args, info, ref_out, case_dir, out_path)
+    compare_output(res, args, info, ref_out, case_dir, out_path, float_out)
     if not res.violations:
-        compare_ort(res, args, info, case_dir, out_path)
+        compare_ort(res, args, info, case_dir, out_path, float_out)
     return res
 
 
@@ -293,6 +321,10 @@ def print_table(results, show):
         print(f"{m:<14}{b:<9}{v:<9}{r.tensors:>8}{r.max_scale_err:>15.2e}{r.zp_mismatches:>9}"
               f"{r.weight_mismatches:>8}{agree:>14}{steps:>11}{ort:>11}  "
               f"{'PASS' if not r.violations else f'FAIL ({len(r.violations)})'}")
+    for r in results:
+        if r.sqnr is not None:
+            print(f"{r.case}: output SQNR against the float model: qhost {r.sqnr[0]:.2f} dB, "
+                  f"PyTorch reference {r.sqnr[1]:.2f} dB")
     for r in results:
         if r.violations:
             print(f"\n{r.case}: {len(r.violations)} violation(s)")

@@ -19,6 +19,11 @@ Models (issue 5, "How it is checked"):
   act            linear, then sigmoid, tanh, hardsigmoid of it combined by mul and add,
                  linear, softmax
   mlp            linear-relu, two linear branches concatenated, linear
+  encoder        a hand-built FX-traceable transformer encoder (2 layers, hidden 64,
+                 4 heads, sequence 16): nn.Linear q/k/v, torch.matmul between
+                 activations, a scalar scale, nn.Softmax, nn.LayerNorm, nn.GELU, residual
+                 adds, a linear head; input [1, 16, 64]. What 1.13's FX does to it is
+                 what qhost must do to an nn.TransformerEncoder export (docs/models.md)
 
 BatchNorm is exported with training=TrainingMode.PRESERVE on an eval-mode model:
 the same inference semantics, but the exporter's eval-mode pass that folds it into
@@ -129,6 +134,39 @@ class MLPConcat(nn.Module):
         return self.fc3(y)
 
 
+class EncoderLayer(nn.Module):
+    """One post-norm encoder layer spelled with FX-traceable modules and functions (an
+    nn.TransformerEncoderLayer is a leaf to 1.13's FX and would stay float)."""
+
+    def __init__(self, d=64, heads=4, ff=128, seq=16):
+        super().__init__()
+        self.d, self.heads, self.seq, self.dh = d, heads, seq, d // heads
+        self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
+        self.softmax = nn.Softmax(dim=-1)
+        self.norm1, self.norm2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.fc1, self.act, self.fc2 = nn.Linear(d, ff), nn.GELU(), nn.Linear(ff, d)
+
+    def forward(self, x):
+        s, h, dh = self.seq, self.heads, self.dh
+        q = self.q(x).reshape(1, s, h, dh).permute(0, 2, 1, 3)
+        kt = self.k(x).reshape(1, s, h, dh).permute(0, 2, 3, 1)
+        v = self.v(x).reshape(1, s, h, dh).permute(0, 2, 1, 3)
+        att = self.softmax(torch.matmul(q, kt) * (dh ** -0.5))
+        ctx = torch.matmul(att, v).permute(0, 2, 1, 3).reshape(1, s, self.d)
+        x = self.norm1(x + self.o(ctx))
+        return self.norm2(x + self.fc2(self.act(self.fc1(x))))
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.Sequential(EncoderLayer(), EncoderLayer())
+        self.head = nn.Linear(64, 10)
+
+    def forward(self, x):
+        return self.head(self.layers(x))
+
+
 # name -> (constructor, input shape without the batch axis, keeps BatchNormalization)
 MODELS = {
     "tutorial": (lambda: Tutorial(use_bn=True), (3, 10, 10), True),
@@ -136,11 +174,22 @@ MODELS = {
     "cnn": (SmallCNN, (3, 16, 16), True),
     "act": (Activations, (16,), False),
     "mlp": (MLPConcat, (32,), False),
+    "encoder": (Encoder, (16, 64), False),
 }
 
 
 def seed_of(name):
     return zlib.crc32(name.encode())
+
+
+def perturb_ln(model):
+    """LayerNorm parameters away from ones and zeros (which the exporter would
+    deduplicate into Identity nodes)."""
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.LayerNorm):
+                m.weight.copy_(torch.rand(m.weight.shape) + 0.5)
+                m.bias.copy_(torch.randn(m.bias.shape) * 0.1)
 
 
 def perturb_bn(model):
@@ -164,6 +213,7 @@ def build(name):
     torch.manual_seed(seed_of(name))
     model = ctor()
     perturb_bn(model)
+    perturb_ln(model)
     model.eval()
     gen = torch.Generator().manual_seed(seed_of(name) + 1)
     if name.startswith("tutorial"):
