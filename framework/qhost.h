@@ -232,7 +232,7 @@ QHOST_API QhostStatus *qhost_options_set_input_file(QhostOptions *options, const
  * default qconfig: activations uint8 [0,255] per call, weights int8 symmetric, per tensor
  * (default) or per output channel (per_channel on). No calibration data, statistics,
  * qconfig or probe may be set; the backend is optional ("x86", "fbgemm" or "qnnpack"; the
- * file computes what the qnnpack engine computes, see docs/quantization.md). Default off. */
+ * file computes what the qnnpack engine computes, see docs/dynamic.md). Default off. */
 QHOST_API QhostStatus *qhost_options_set_dynamic(QhostOptions *options, int on);
 QHOST_API QhostStatus *qhost_options_set_dynamic_per_channel(QhostOptions *options, int on);
 

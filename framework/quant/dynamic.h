@@ -6,7 +6,7 @@
  * becomes DynamicQuantizeLinear (the activation to uint8 [0,255] on every call) ->
  * MatMulInteger -> Cast -> Mul by x_scale * w_scale (-> Add bias for a Gemm). No
  * calibration data: nothing is observed but the weights. Everything else stays float,
- * named in the report with the reason. docs/quantization.md, "Dynamic quantization".
+ * named in the report with the reason. docs/dynamic.md.
  *
  * Threading: one call per thread. Errors: GError, one line naming the model file; nothing
  * is written on error (the model and the report are written atomically at the end). */
