@@ -13,7 +13,8 @@ Checked, per model and per weight scheme (per tensor, per channel):
     float model is further from PyTorch's quantized one than that, so the bar bites);
   - ONNX Runtime runs the file and agrees with qhost within TOL_ORT relative;
   - every attention MatMul (no constant weight) is left float, with a reason;
-  - `qhost run --backend x86` and `qhost bench` run the file (host path);
+  - `qhost run --backend x86` and `qhost bench` run the file (host path), `qhost inspect`
+    says it is dynamically quantized;
   - bad input: a model without a Linear is refused naming the cause, with no output
     file; --dynamic with --calib is a usage error (exit 2).
 Usage: check_dynamic.py --qhost QHOST --workdir DIR --ort-dir tests/ort
@@ -200,6 +201,9 @@ def hosts(args):
         fail(f"run --backend x86: {r.stderr.strip()}")
     if not np.array_equal(np.load(ypath), np.load(os.path.join(args.workdir, "encoder_pt_y.npy"))):
         fail("run --backend x86 differs from the host run")
+    r = run([args.qhost, "inspect", qpath])
+    if r.returncode != 0 or "quantized: dynamic (5 DynamicQuantizeLinear, 7 MatMulInteger)" not in r.stdout:
+        fail(f"inspect: {r.stdout[-300:]} {r.stderr.strip()}")
     r = run([args.qhost, "bench", qpath, "--runs", "3", "--warmup", "1"])
     if r.returncode != 0 or "ms" not in r.stdout:
         fail(f"bench: {r.stderr.strip()}")
