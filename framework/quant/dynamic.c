@@ -33,6 +33,7 @@ typedef struct {
   GHashTable *dql; /* activation value id + 1 -> DQL node's first output id + 1 */
   GPtrArray *rows;
   int quantized;
+  int linear_candidates; /* Gemm and MatMul nodes seen */
 } Dyn;
 
 static void row_free(gpointer p) {
@@ -264,8 +265,15 @@ static gboolean quantize_linears(Dyn *d, GError **error) {
   for (guint i = 0; i < order->len && ok; i++) {
     int id = g_array_index(order, int, i);
     const QhNode *n = qh_graph_node(d->g, id);
+    if (strcmp(n->op_type, "LSTM") == 0 || strcmp(n->op_type, "GRU") == 0) {
+      add_row(d, n, NULL)->reason = g_strdup(
+          "1.13 quantizes recurrent weights dynamically with the input and hidden state quantized per time "
+          "step inside the cell, which ONNX's LSTM/GRU cannot express: left float");
+      continue;
+    }
     if (strcmp(n->op_type, "Gemm") != 0 && strcmp(n->op_type, "MatMul") != 0)
       continue;
+    d->linear_candidates++;
     Linear lin;
     const char *why = as_linear(d->g, n, &lin);
     DynRow *row = add_row(d, n, lin.w >= 0 ? qh_graph_value(d->g, lin.w)->name : NULL);
@@ -351,9 +359,9 @@ static char *report_json(const Dyn *d) {
 
 static char *report_text(const Dyn *d) {
   GString *s = g_string_new(NULL);
-  g_string_append_printf(s, "%s: dynamic quantization (%s), %d of %u Gemm/MatMul nodes quantized, weights int8 %s\n",
+  g_string_append_printf(s, "%s: dynamic quantization (%s), %d of %d Gemm/MatMul nodes quantized, weights int8 %s\n",
                          d->opt->output_path, d->opt->backend ? d->opt->backend : "qnnpack", d->quantized,
-                         d->rows->len, d->opt->per_channel ? "per-channel symmetric" : "per-tensor symmetric");
+                         d->linear_candidates, d->opt->per_channel ? "per-channel symmetric" : "per-tensor symmetric");
   g_string_append_printf(s, "note: %s\n", engine_note(d->opt->backend));
   for (guint i = 0; i < d->rows->len; i++) {
     const DynRow *r = g_ptr_array_index(d->rows, i);
@@ -390,7 +398,8 @@ gboolean qh_quantize_dynamic(const QhDynamicOptions *opt, GError **error) {
   if (ok && d.quantized == 0) {
     g_set_error(error, QH_ERROR, QH_ERROR_UNSUPPORTED,
                 "no Gemm or MatMul with a constant 2-D float weight (an nn.Linear) to quantize dynamically "
-                "(%u Gemm/MatMul node%s, none with a constant weight)", d.rows->len, d.rows->len == 1 ? "" : "s");
+                "(%d Gemm/MatMul node%s, none with a constant weight)", d.linear_candidates,
+                d.linear_candidates == 1 ? "" : "s");
     ok = FALSE;
   }
   GArray *order = NULL;

@@ -12,7 +12,8 @@ Checked, per model and per weight scheme (per tensor, per channel):
     formula and PyTorch's ChooseQuantizationParams could differ at rounding ties; the
     float model is further from PyTorch's quantized one than that, so the bar bites);
   - ONNX Runtime runs the file and agrees with qhost within TOL_ORT relative;
-  - every attention MatMul (no constant weight) is left float, with a reason;
+  - every attention MatMul (no constant weight) is left float, with a reason; an LSTM
+    classifier's LSTM too, its Linear head quantized (ONNX Runtime agrees on the file);
   - `qhost run --backend x86` and `qhost bench` run the file (host path), `qhost inspect`
     says it is dynamically quantized;
   - bad input: a model without a Linear is refused naming the cause, with no output
@@ -188,6 +189,7 @@ def main():
             if rel_ort > TOL_ORT:
                 fail(f"{name}: qhost vs ONNX Runtime {rel_ort:.3g} > {TOL_ORT}")
     hosts(args)
+    recurrent(args)
     bad_inputs(args)
     print("ok")
 
@@ -208,6 +210,45 @@ def hosts(args):
     if r.returncode != 0 or "ms" not in r.stdout:
         fail(f"bench: {r.stderr.strip()}")
     print("run --backend x86 and bench: ok")
+
+
+def recurrent(args):
+    """An LSTM classifier: the LSTM stays float, named in the report with the reason; its
+    Linear head is quantized; ONNX Runtime agrees with qhost on the file."""
+    class Tagger(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = nn.LSTM(8, 16, batch_first=True)
+            self.head = nn.Linear(16, 4)
+
+        def forward(self, x):
+            return self.head(self.lstm(x)[0][:, -1])
+
+    torch.manual_seed(1)
+    x = torch.randn(1, 5, 8)
+    fpath, xpath = os.path.join(args.workdir, "lstm.onnx"), os.path.join(args.workdir, "lstm_x.npy")
+    torch.onnx.export(Tagger().eval(), (x,), fpath, opset_version=13, input_names=["x"], output_names=["y"])
+    np.save(xpath, x.numpy())
+    qpath, rpath = os.path.join(args.workdir, "lstm.dyn.onnx"), os.path.join(args.workdir, "lstm.json")
+    r = run([args.qhost, "quantize", "--dynamic", fpath, "-o", qpath, "--report", rpath])
+    if r.returncode != 0:
+        fail(f"lstm: {r.stderr.strip()}")
+    nodes = json.load(open(rpath))["nodes"]
+    lstm = [n for n in nodes if n["op"] == "LSTM"]
+    if len(lstm) != 1 or lstm[0]["quantized"] or "per time step" not in lstm[0].get("reason", ""):
+        fail(f"lstm: the LSTM must be reported float with its reason: {nodes}")
+    if not any(n["quantized"] and n["op"] in ("Gemm", "MatMul") for n in nodes):
+        fail(f"lstm: the Linear head was not quantized: {nodes}")
+    ours, ort = os.path.join(args.workdir, "lstm_y.npy"), os.path.join(args.workdir, "lstm_ort.npy")
+    r = run([args.qhost, "run", qpath, "--input", xpath, "-o", ours])
+    r2 = run(["node", os.path.join(args.ort_dir, "ort_run.js"), qpath, xpath, ort])
+    if r.returncode != 0 or r2.returncode != 0:
+        fail(f"lstm: run: {r.stderr.strip()} {r2.stderr.strip()}")
+    a, b = np.load(ours), np.load(ort)
+    rel = float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
+    if rel > TOL_ORT:
+        fail(f"lstm: qhost vs ONNX Runtime {rel:.3g}")
+    print(f"lstm: LSTM float with its reason, head dynamic; max|qhost - ORT| / max|ORT| = {rel:.3g}")
 
 
 def bad_inputs(args):
