@@ -68,7 +68,7 @@ extern "C" {
 /* ---- version ---- */
 
 #define QHOST_API_VERSION_MAJOR 1
-#define QHOST_API_VERSION_MINOR 0
+#define QHOST_API_VERSION_MINOR 1
 #define QHOST_API_VERSION (QHOST_API_VERSION_MAJOR * 1000 + QHOST_API_VERSION_MINOR)
 
 /* The API version the loaded library implements (QHOST_API_VERSION of its header). */
@@ -225,6 +225,16 @@ QHOST_API QhostStatus *qhost_options_add_stats_file(QhostOptions *options, const
 QHOST_API QhostStatus *qhost_options_set_bench_runs(QhostOptions *options, int warmup, int runs);
 QHOST_API QhostStatus *qhost_options_set_bench_fp32(QhostOptions *options, int on);
 QHOST_API QhostStatus *qhost_options_set_input_file(QhostOptions *options, const char *path);
+
+/* Dynamic quantization (quantize; API 1.1): qhost_quantize writes ONNX Runtime's dynamic
+ * format (DynamicQuantizeLinear + MatMulInteger + the float rescale and bias) for every
+ * Gemm or MatMul with a constant weight, as PyTorch 1.13's quantize_dynamic with its
+ * default qconfig: activations uint8 [0,255] per call, weights int8 symmetric, per tensor
+ * (default) or per output channel (per_channel on). No calibration data, statistics,
+ * qconfig or probe may be set; the backend is optional ("x86", "fbgemm" or "qnnpack"; the
+ * file computes what the qnnpack engine computes, see docs/dynamic.md). Default off. */
+QHOST_API QhostStatus *qhost_options_set_dynamic(QhostOptions *options, int on);
+QHOST_API QhostStatus *qhost_options_set_dynamic_per_channel(QhostOptions *options, int on);
 
 /* ---- models ---- */
 

@@ -34,6 +34,8 @@ struct QhostOptions {
   int warmup, runs;
   gboolean fp32;
   char *input_path;
+  gboolean dynamic;          /* quantize: dynamic quantization (no calibration) */
+  gboolean dynamic_per_channel;
 };
 
 struct QhostModel {

@@ -6,6 +6,7 @@
 
 #include "api/api-private.h"
 #include "io/npy.h"
+#include "quant/dynamic.h"
 #include "quant/flow.h"
 
 /* Quantize's options from the API's; calib arrays get their input names here when the
@@ -42,9 +43,40 @@ static QhostStatus *check_quantize_args(const char *model_path, const QhostOptio
   return NULL;
 }
 
+/* qhost_quantize with qhost_options_set_dynamic: nothing to calibrate, so none of the
+ * calibration settings may be given (a silent no-op would hide a mistake). */
+static QhostStatus *quantize_dynamic(const char *model_path, const QhostOptions *o, const char *output_path,
+                                     char **out_report_json, char **out_report_text) {
+  if (o->calib_path || o->calib_arrays || (o->stats_paths && o->stats_paths[0]) || o->qconfig_path ||
+      o->qconfig_json || o->probe_path)
+    return qh_api_status(QHOST_STATUS_INVALID_ARGUMENT,
+                         "dynamic quantization takes no calibration data, statistics files, qconfig or probe");
+  QhDynamicOptions d = {.model_path = model_path, .output_path = output_path, .backend = o->backend,
+                        .per_channel = o->dynamic_per_channel, .report_path = o->report_path};
+  char *json = NULL, *text = NULL;
+  d.report_json_out = out_report_json ? &json : NULL;
+  d.report_text_out = out_report_text ? &text : NULL;
+  GError *error = NULL;
+  if (!qh_quantize_dynamic(&d, &error))
+    return qh_api_status_from_error(error);
+  if (out_report_json)
+    *out_report_json = json;
+  if (out_report_text)
+    *out_report_text = text;
+  return NULL;
+}
+
 QhostStatus *qhost_quantize(const char *model_path, const QhostOptions *options, const char *output_path,
                             char **out_report_json, char **out_report_text) {
-  QhostStatus *st = check_quantize_args(model_path, options, output_path);
+  QhostStatus *st = qh_api_need(model_path, "model path");
+  if (st || (st = qh_api_need(options, "options")) || (st = qh_api_need(output_path, "output path")))
+    return st;
+  if (options->dynamic)
+    return quantize_dynamic(model_path, options, output_path, out_report_json, out_report_text);
+  if (options->dynamic_per_channel)
+    return qh_api_status(QHOST_STATUS_INVALID_ARGUMENT,
+                         "per-channel dynamic weights set without dynamic quantization (qhost_options_set_dynamic)");
+  st = check_quantize_args(model_path, options, output_path);
   if (st)
     return st;
   gboolean has_stats = options->stats_paths && options->stats_paths[0];

@@ -234,3 +234,17 @@ QhostStatus *qhost_options_set_bench_fp32(QhostOptions *o, int on) {
 QhostStatus *qhost_options_set_input_file(QhostOptions *o, const char *path) {
   return set_string(o, o ? &o->input_path : NULL, path, "input file");
 }
+
+QhostStatus *qhost_options_set_dynamic(QhostOptions *o, int on) {
+  QhostStatus *st = qh_api_need(o, "options");
+  if (st == NULL)
+    o->dynamic = on != 0;
+  return st;
+}
+
+QhostStatus *qhost_options_set_dynamic_per_channel(QhostOptions *o, int on) {
+  QhostStatus *st = qh_api_need(o, "options");
+  if (st == NULL)
+    o->dynamic_per_channel = on != 0;
+  return st;
+}

@@ -37,7 +37,12 @@ int qh_cli_quantize(int argc, char **argv) {
   QhCliCommon common = {.uses_plugins = TRUE};
   char *backend = NULL, *calib = NULL, *output = NULL, *config = NULL, *report = NULL, *probe = NULL;
   char **stats = NULL;
+  gboolean dynamic = FALSE, per_channel = FALSE;
   const GOptionEntry entries[] = {
+      {"dynamic", 0, 0, G_OPTION_ARG_NONE, &dynamic,
+       "Dynamic quantization, no calibration: DynamicQuantizeLinear + MatMulInteger for every Linear", NULL},
+      {"dynamic-per-channel", 0, 0, G_OPTION_ARG_NONE, &per_channel,
+       "With --dynamic: one weight scale per output channel (default: per tensor)", NULL},
       {"backend", 0, 0, G_OPTION_ARG_STRING, &backend, "Backend plugin (name or path)", "NAME"},
       {"calib", 0, 0, G_OPTION_ARG_FILENAME, &calib, "Calibration data: .npy (samples first), directory, .npz",
        "CALIB"},
@@ -53,18 +58,33 @@ int qh_cli_quantize(int argc, char **argv) {
   int status = QH_EXIT_USAGE;
   if (!qh_cli_parse("quantize", "MODEL.onnx",
                     "Quantize MODEL.onnx for a backend: annotate, calibrate (or merge --stats), convert to a QDQ\n"
-                    "ONNX model, and report what was quantized, what stayed float and why, and the error.",
+                    "ONNX model, and report what was quantized, what stayed float and why, and the error.\n"
+                    "With --dynamic: no calibration; ONNX Runtime's dynamic format for every Linear.",
                     entries, &common, &argc, &argv))
     goto out;
   if (argc != 2) {
     status = qh_cli_usage_error("quantize", argc < 2 ? "missing MODEL.onnx" : "more than one model given");
     goto out;
   }
-  if (backend == NULL || output == NULL || (calib == NULL && stats == NULL)) {
+  if (per_channel && !dynamic) {
+    status = qh_cli_usage_error("quantize", "--dynamic-per-channel needs --dynamic");
+    goto out;
+  }
+  if (dynamic && (calib || stats || config || probe)) {
+    status = qh_cli_usage_error("quantize", "--dynamic takes no --calib, --stats, --config or --probe");
+    goto out;
+  }
+  if (dynamic && output == NULL) {
+    status = qh_cli_usage_error("quantize", "-o is required");
+    goto out;
+  }
+  if (!dynamic && (backend == NULL || output == NULL || (calib == NULL && stats == NULL))) {
     status = qh_cli_usage_error("quantize", "--backend, -o and --calib (or --stats) are required");
     goto out;
   }
   QhostOptions *options = quantize_options(&common, backend, calib, config);
+  qhost_status_free(qhost_options_set_dynamic(options, dynamic));
+  qhost_status_free(qhost_options_set_dynamic_per_channel(options, per_channel));
   for (char **p = stats; p && *p; p++)
     qhost_status_free(qhost_options_add_stats_file(options, *p));
   if (report)

@@ -20,6 +20,8 @@ typedef struct {
   int64_t macs;
   int n_quantize;
   int n_dequantize;
+  int n_dynamic_quantize; /* DynamicQuantizeLinear: qhost quantize --dynamic's format */
+  int n_matmul_integer;
   GPtrArray *unsupported; /* op type strings, borrowed, unique */
   const char *backend;    /* --backend: the plugin's name */
   QhLowering *lowering;   /* its decisions, or NULL */
@@ -80,6 +82,8 @@ static void summarise(Summary *sm) {
       continue;
     sm->n_quantize += strcmp(n->op_type, "QuantizeLinear") == 0;
     sm->n_dequantize += strcmp(n->op_type, "DequantizeLinear") == 0;
+    sm->n_dynamic_quantize += strcmp(n->op_type, "DynamicQuantizeLinear") == 0;
+    sm->n_matmul_integer += strcmp(n->op_type, "MatMulInteger") == 0;
     if (qh_op_find(n->domain, n->op_type) == NULL) {
       gboolean seen = FALSE;
       for (guint k = 0; k < sm->unsupported->len; k++)
@@ -190,6 +194,9 @@ static void print_text(FILE *out, const char *path, const Summary *sm) {
   if (sm->n_quantize + sm->n_dequantize > 0)
     fprintf(out, "quantized: yes (%d QuantizeLinear, %d DequantizeLinear)\n", sm->n_quantize,
            sm->n_dequantize);
+  else if (sm->n_dynamic_quantize > 0)
+    fprintf(out, "quantized: dynamic (%d DynamicQuantizeLinear, %d MatMulInteger)\n", sm->n_dynamic_quantize,
+            sm->n_matmul_integer);
   else
     fprintf(out, "quantized: no (no QuantizeLinear/DequantizeLinear nodes)\n");
   if (sm->unsupported->len > 0) {
@@ -353,6 +360,10 @@ static void print_json(FILE *out, const char *path, const Summary *sm) {
   json_builder_add_int_value(b, sm->n_quantize);
   json_builder_set_member_name(b, "n_dequantize_linear");
   json_builder_add_int_value(b, sm->n_dequantize);
+  json_builder_set_member_name(b, "n_dynamic_quantize_linear");
+  json_builder_add_int_value(b, sm->n_dynamic_quantize);
+  json_builder_set_member_name(b, "n_matmul_integer");
+  json_builder_add_int_value(b, sm->n_matmul_integer);
   json_builder_set_member_name(b, "unsupported_ops");
   json_builder_begin_array(b);
   for (guint k = 0; k < sm->unsupported->len; k++)

@@ -540,7 +540,7 @@ static gboolean check_opsets(QhGraph *g, const Onnx__ModelProto *m, GError **err
     if (!is_default_domain(np->domain))
       continue;
     const char *op = str_or_empty(np->op_type);
-    int change = qh_onnx_op_first_change_after_17(op, opset);
+    int change = qh_onnx_op_first_unimplemented_change(op, opset);
     if (change == 0)
       continue;
     char *name = (np->name && *np->name) ? g_strdup(np->name) : g_strdup_printf("%s_%zu", op, i);
@@ -548,7 +548,7 @@ static gboolean check_opsets(QhGraph *g, const Onnx__ModelProto *m, GError **err
       g_set_error(error, QH_ERROR, QH_ERROR_UNSUPPORTED,
                   "node '%s' (%s): %s changed in opset %d and the model imports opset %" G_GINT64_FORMAT
                   "; qhost implements %s as of opsets %d to %d",
-                  name, op, op, change, opset, op, QH_ONNX_MIN_OPSET, QH_ONNX_MAX_OPSET);
+                  name, op, op, change, opset, op, QH_ONNX_MIN_OPSET, change - 1);
     else
       g_set_error(error, QH_ERROR, QH_ERROR_UNSUPPORTED,
                   "node '%s' (%s): the model imports opset %" G_GINT64_FORMAT

@@ -23,6 +23,10 @@ gboolean qh_onnx_wire_check(const guint8 *data, gsize len, const ProtobufCMessag
  * 0 when it is unchanged through `opset`, -1 when the op is not in the table or
  * opset is beyond QH_ONNX_NEWEST_KNOWN_OPSET. */
 int qh_onnx_op_first_change_after_17(const char *op_type, int64_t opset);
+/* The same, counting only changes after the newest form of op_type the kernels implement
+ * (opset 18's for the reductions, Split, Pad, Resize and ScatterND; else 17): what the
+ * loader refuses. */
+int qh_onnx_op_first_unimplemented_change(const char *op_type, int64_t opset);
 
 G_END_DECLS
 

@@ -14,9 +14,10 @@ from ._native import LIBRARY_PATH, lib as _lib
 from ._status import Error, StatusCode, check as _check
 from ._session import Session, TensorSpec
 from ._flows import (PluginWarning, bench, calibrate, deploy, inspect, plugin_check, plugins,
-                     quantize)
+                     quantize, quantize_dynamic)
 
 __all__ = ["Error", "StatusCode", "Session", "TensorSpec", "PluginWarning", "quantize",
+           "quantize_dynamic",
            "calibrate", "inspect", "bench", "deploy", "plugins", "plugin_check",
            "set_log_level", "api_version", "library_version", "LIBRARY_PATH"]
 

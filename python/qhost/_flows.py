@@ -49,6 +49,26 @@ def quantize(model, calib=None, *, output, backend="x86", config=None, stats=Non
         return json.loads(take_string(report_json))
 
 
+def quantize_dynamic(model, *, output, backend=None, per_channel=False, report=None):
+    """Quantize the float ONNX file `model` dynamically, as PyTorch 1.13's quantize_dynamic
+    with its default qconfig, and write ONNX Runtime's dynamic format to `output`
+    (`qhost quantize --dynamic`): every Gemm/MatMul with a constant weight becomes
+    DynamicQuantizeLinear + MatMulInteger + the float rescale and bias. No calibration
+    data. backend: None, "x86", "fbgemm" or "qnnpack" (the file computes what the qnnpack
+    engine computes: activations uint8 [0,255] per call). per_channel: one weight scale per
+    output channel. report: also write the JSON report to this path. Returns the report
+    as a dict (every Gemm/MatMul: quantized, or the reason it stayed float)."""
+    with Options() as options:
+        options.plugins(backend)
+        options.files(report=report)
+        check(lib.qhost_options_set_dynamic(options.handle, 1))
+        check(lib.qhost_options_set_dynamic_per_channel(options.handle, 1 if per_channel else 0))
+        report_json = ctypes.c_void_p()
+        check(lib.qhost_quantize(encode_path(model), options.handle, encode_path(output),
+                                 ctypes.byref(report_json), None))
+        return json.loads(take_string(report_json))
+
+
 def calibrate(model, calib, *, output, backend="x86", shard=None, config=None, threads=None,
               backend_options=None, plugin_path=None, plugin_dir=None, progress=False):
     """Calibrate `model` on `calib` (as for quantize) and save the observers' statistics

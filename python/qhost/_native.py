@@ -112,6 +112,8 @@ _PROTOTYPES = {
     "qhost_options_set_bench_runs": (Status, [Handle, c_int, c_int]),
     "qhost_options_set_bench_fp32": (Status, [Handle, c_int]),
     "qhost_options_set_input_file": (Status, [Handle, c_char_p]),
+    "qhost_options_set_dynamic": (Status, [Handle, c_int]),
+    "qhost_options_set_dynamic_per_channel": (Status, [Handle, c_int]),
     "qhost_model_load": (Status, [c_char_p, OutHandle]),
     "qhost_model_free": (None, [Handle]),
     "qhost_model_input_count": (Status, [Handle, P(c_size_t)]),

@@ -304,6 +304,36 @@ static void test_quantize_from_memory(const char *dir) {
   qhost_options_free(options);
 }
 
+/* Dynamic quantization (API 1.1): no calibration data; calibration settings beside it,
+ * or per-channel weights without it, are refused and nothing is written. */
+static void test_quantize_dynamic(const char *dir) {
+  char out[512], never[512];
+  snprintf(out, sizeof out, "%s/dynamic.onnx", dir);
+  snprintf(never, sizeof never, "%s/never-dynamic.onnx", dir);
+  EXPECT(qhost_options_set_dynamic(NULL, 1), QHOST_STATUS_INVALID_ARGUMENT, "options");
+  EXPECT(qhost_options_set_dynamic_per_channel(NULL, 1), QHOST_STATUS_INVALID_ARGUMENT, "options");
+  QhostOptions *options = NULL;
+  OK(qhost_options_new(&options));
+  OK(qhost_options_set_dynamic_per_channel(options, 1));
+  EXPECT(qhost_quantize(model_path, options, never, NULL, NULL), QHOST_STATUS_INVALID_ARGUMENT,
+         "qhost_options_set_dynamic");
+  OK(qhost_options_set_dynamic(options, 1));
+  char *json = NULL, *text = NULL;
+  OK(qhost_quantize(model_path, options, out, &json, &text));
+  CHECK(json && strstr(json, "\"mode\" : \"dynamic\"") && strstr(json, "per_channel_symmetric"));
+  CHECK(text && strstr(text, "dynamic quantization"));
+  qhost_string_free(json);
+  qhost_string_free(text);
+  QhostModel *model = NULL;
+  OK(qhost_model_load(out, &model));
+  qhost_model_free(model);
+  OK(qhost_options_set_calibration_file(options, calib_path));
+  EXPECT(qhost_quantize(model_path, options, never, NULL, NULL), QHOST_STATUS_INVALID_ARGUMENT,
+         "takes no calibration data");
+  CHECK(access(never, F_OK) != 0);
+  qhost_options_free(options);
+}
+
 /* Shards calibrated apart and merged; bench, inspect, the plugin listing and plugin-check
  * return the reports the runner prints. */
 static void test_flows(const char *dir) {
@@ -517,6 +547,7 @@ int main(void) {
   test_model_and_tensors();
   test_file_replaced(dir);
   test_quantize_from_memory(dir);
+  test_quantize_dynamic(dir);
   test_flows(dir);
   test_two_threads(dir);
   test_shape_change(dir);

@@ -241,10 +241,21 @@ def case_reduce(r, tmp):
                 inits = []
                 node = helper.make_node(op, ["x"], ["y"], keepdims=keep, **({} if axes is None else {"axes": axes}))
             agree(r, tmp, model([node], ("x", x), "y", inits), x, tag)
-    # axes as an input came to the others at opset 18, which the loader refuses for them
+    # axes as an input came to the others at opset 18, whose form the kernels implement
+    for op in ("ReduceMax", "ReduceMean", "ReduceL2"):
+        m = model([helper.make_node(op, ["x", "ax"], ["y"], keepdims=0, name="rm")], ("x", x), "y",
+                  [("ax", np.array([2, -1], np.int64))], opset=18)
+        agree(r, tmp, m, x, f"{op.lower()}_opset18")
+    # Split-18's num_outputs on a length that does not divide: ceil-sized parts, a smaller last
+    for last in (0, 1, 2):
+        outs = ["a", "b", "c"]
+        outs[last] = "y"
+        m = model([helper.make_node("Split", ["x"], outs, axis=3, num_outputs=3)], ("x", x), "y", opset=18)
+        agree(r, tmp, m, x, f"split_opset18_part{last}")
+    # ReduceMax changed again at opset 20 (new types), which the loader refuses naming it
     m = model([helper.make_node("ReduceMax", ["x", "ax"], ["y"], keepdims=0, name="rm")], ("x", x), "y",
-              [("ax", np.array([2], np.int64))], opset=18)
-    refused(r, tmp, m, x, "reducemax_opset18", "node 'rm' (ReduceMax): ReduceMax changed in opset 18")
+              [("ax", np.array([2], np.int64))], opset=20)
+    refused(r, tmp, m, x, "reducemax_opset20", "node 'rm' (ReduceMax): ReduceMax changed in opset 20")
     xi = RNG.integers(-9, 9, (3, 4)).astype(np.int64)
     for op in ("ReduceSum", "ReduceMax"):
         ins, inits = (["x", "ax"], [("ax", np.array([1], np.int64))]) if op == "ReduceSum" else (["x"], [])

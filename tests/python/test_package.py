@@ -147,6 +147,25 @@ def case_quantize_calib_array(runner, tmp):
     assert read(a) != read(cli_out), "the MinMax config changed nothing"
 
 
+def case_quantize_dynamic(runner, tmp):
+    qhost = import_qhost()
+    for per_channel in (False, True):
+        out = os.path.join(tmp, f"py_dyn{int(per_channel)}.onnx")
+        report = qhost.quantize_dynamic(MODEL, output=out, backend="qnnpack", per_channel=per_channel)
+        cli_out = os.path.join(tmp, f"cli_dyn{int(per_channel)}.onnx")
+        ok(runner, "quantize", "--dynamic", "--backend", "qnnpack", MODEL, "-o", cli_out,
+           *(["--dynamic-per-channel"] if per_channel else []))
+        assert read(out) == read(cli_out), "the package's dynamic file differs from the runner's"
+        assert report["mode"] == "dynamic" and report["activation_range"] == [0, 255], report
+        dyn = [n for n in report["nodes"] if n["quantized"]]
+        assert dyn and all(len(n["weight_scale"]) >= (2 if per_channel else 1) for n in dyn), report
+    out = os.path.join(tmp, "dyn_bad.onnx")
+    raises(lambda: qhost.quantize_dynamic(MODEL, output=out, backend="example_vitis"),
+           qhost.StatusCode.UNSUPPORTED, "example_vitis")
+    assert not os.path.exists(out)
+    print("quantize_dynamic: files identical to the runner's --dynamic, per tensor and per channel")
+
+
 def case_session_vs_run(runner, tmp):
     qhost = import_qhost()
     qdq, _ = cli_quantize(runner, tmp)

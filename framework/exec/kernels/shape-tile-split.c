@@ -105,7 +105,8 @@ static gboolean tile_run(QhExecContext *ctx, const QhNode *node, const QhTensor 
 /* ---- Split ---- */
 
 /* The axis and each output's length along it: from the 'split' input (opset 13) or
- * attribute (opset 11), else equal parts, one per output. */
+ * attribute (opset 11), else equal parts, one per output (with opset 18's num_outputs,
+ * ceil-sized parts and a smaller last one when the length does not divide). */
 static gboolean split_sizes(const QhNode *node, const QhTensor *const *inputs, int n_inputs, int n_outputs,
                             int *axis, int64_t *sizes, GError **error) {
   int64_t a, n = -1, num = 0;
@@ -133,6 +134,17 @@ static gboolean split_sizes(const QhNode *node, const QhTensor *const *inputs, i
     attr = owned;
   }
   gboolean ok = TRUE;
+  if (attr == NULL && num != 0 && dim % n_outputs != 0) {
+    /* opset 18's num_outputs: ceil-sized chunks, the last one smaller */
+    int64_t chunk = (dim + n_outputs - 1) / n_outputs;
+    if (chunk * (n_outputs - 1) >= dim)
+      return qh_kernel_fail(error, node, QH_ERROR_INVALID,
+                            "axis %d of length %" G_GINT64_FORMAT " does not split into %d chunks of %" G_GINT64_FORMAT,
+                            *axis, dim, n_outputs, chunk);
+    for (int i = 0; i < n_outputs; i++)
+      sizes[i] = i + 1 < n_outputs ? chunk : dim - chunk * (n_outputs - 1);
+    return TRUE;
+  }
   if (attr == NULL) {
     if (dim % n_outputs != 0)
       ok = qh_kernel_fail(error, node, QH_ERROR_INVALID,
