@@ -43,4 +43,8 @@ extern const QhKernelOps fb_add_kernel, fb_mul_kernel, fb_maxpool_kernel, fb_avg
     fb_flatten_kernel, fb_reshape_kernel, fb_sigmoid_kernel, fb_tanh_kernel, fb_hardsigmoid_kernel,
     fb_hardswish_kernel;
 
+/* Concat (concat.c: plugins/common/u8-concat.c's kernel). */
+QhStatus *fb_accept_concat(void *instance, const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u);
+extern const QhKernelOps fb_concat_kernel;
+
 #endif

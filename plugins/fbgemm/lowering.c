@@ -6,7 +6,7 @@
  * runs on the host: other grouped and depthwise convolutions (not claimed yet,
  * docs/fbgemm.md). The Add, Mul, MaxPool, AveragePool, GlobalAveragePool, Flatten,
  * Reshape (to 2-D) and activation (Sigmoid, Tanh, HardSigmoid, HardSwish) patterns run on
- * u8ops.c's kernels. Full-range [0, 255] inputs need no
+ * u8ops.c's kernels, Concat on concat.c's. Full-range [0, 255] inputs need no
  * decline: the AVX2 path switches to an exact variant for any block holding a byte
  * above 127 (gemm-avx2.c). */
 #include <math.h>
@@ -173,7 +173,7 @@ static const char *const conv_relu_ops[] = {"Conv", "Relu"}, *const conv_clip_op
                   *const maxpool_ops[] = {"MaxPool"}, *const avgpool_ops[] = {"AveragePool"},
                   *const gap_ops[] = {"GlobalAveragePool"}, *const sigmoid_ops[] = {"Sigmoid"},
                   *const tanh_ops[] = {"Tanh"}, *const hardsigmoid_ops[] = {"HardSigmoid"},
-                  *const hardswish_ops[] = {"HardSwish"},
+                  *const hardswish_ops[] = {"HardSwish"}, *const concat_ops[] = {"Concat"},
                   *const flatten_ops[] = {"Flatten"}, *const reshape_ops[] = {"Reshape"};
 
 /* Relu and Clip (ReLU6: PyTorch's fbgemm config gives hardtanh its input's qparams) may
@@ -206,6 +206,7 @@ PATTERN(sigmoid, sigmoid_ops, fb_sigmoid_kernel, fb_accept_u8op, 0);
 PATTERN(tanh_lut, tanh_ops, fb_tanh_kernel, fb_accept_u8op, 0);
 PATTERN(hardsigmoid, hardsigmoid_ops, fb_hardsigmoid_kernel, fb_accept_u8op, 0);
 PATTERN(hardswish, hardswish_ops, fb_hardswish_kernel, fb_accept_u8op, 0);
+PATTERN(concat, concat_ops, fb_concat_kernel, fb_accept_concat, 0);
 PATTERN(global_avgpool, gap_ops, fb_gap_kernel, fb_accept_u8op, 0);
 PATTERN(flatten, flatten_ops, fb_flatten_kernel, fb_accept_u8op, 0);
 PATTERN(reshape, reshape_ops, fb_reshape_kernel, fb_accept_u8op, 0);
@@ -214,6 +215,6 @@ PATTERN(reshape, reshape_ops, fb_reshape_kernel, fb_accept_u8op, 0);
 static const QhLoweringPattern *const patterns[] = {&conv_relu, &conv_clip, &conv, &linear_relu, &linear_clip, &linear,
                                                     &matmul_relu, &matmul, &add_relu, &add, &mul_relu, &mul,
                                                     &maxpool, &avgpool, &global_avgpool, &flatten, &reshape,
-                                                    &sigmoid, &tanh_lut, &hardsigmoid, &hardswish};
+                                                    &sigmoid, &tanh_lut, &hardsigmoid, &hardswish, &concat};
 const QhLoweringOps fb_lowering = {QH_STRUCT_HEADER(QhLoweringOps), patterns,
                                    sizeof patterns / sizeof patterns[0]};

@@ -19,8 +19,9 @@ alpha != 1 are declined with their reasons, and 1 and 2 threads agree.
 The uint8 units (u8ops): hand-built QDQ units of Add and Mul (+Relu; same shapes, and per
 channel either way round), MaxPool (also ceil_mode), AveragePool (pads, ceil_mode,
 count_include_pad, pads as wide as the window), GlobalAveragePool, Flatten and Reshape to
-2-D (a 1x1 view and an NHWC transpose each), the fixed-qparams Sigmoid, Tanh and
-HardSigmoid and HardSwish (opset 14) are claimed and byte-identical with the host's
+2-D (a 1x1 view and an NHWC transpose each), Concat (channels, height, rank 2; inputs on
+and off the output's grid), the fixed-qparams Sigmoid, Tanh and HardSigmoid and HardSwish
+(opset 14) are claimed and byte-identical with the host's
 reference run of the same unit on every kernel path and with 2 threads; MaxPool off its
 input's grid or with dilations, a broadcasting Add or Mul other than per channel, Flatten
 on axis 2 and Reshape to 3-D are declined.
@@ -382,6 +383,14 @@ U8_CLAIMED = {
     "hardsigmoid": dict(op="HardSigmoid", attrs=dict(alpha=1.0 / 6, beta=0.5), shapes=[[1, 40, 4, 3]],
                         out=(1.0 / 256, 0), **{"in": [(0.06, 128)]}),
     "hardswish": dict(op="HardSwish", opset=14, shapes=[[2, 19, 9, 7]], out=(0.04, 20), **{"in": [(0.05, 128)]}),
+    # Concat (plugins/common/u8-concat.c, x86's too) along channels (NHWC's last axis),
+    # height (a negative axis) and a rank-2 tensor; inputs on the output's grid and off it
+    "concat_channels": dict(op="Concat", attrs=dict(axis=1), shapes=[[2, 16, 9, 9], [2, 5, 9, 9], [2, 8, 9, 9]],
+                            out=(0.04, 3), **{"in": [(0.04, 3), (0.02, 130), (0.04, 3)]}),
+    "concat_height_neg_axis": dict(op="Concat", attrs=dict(axis=-2), shapes=[[1, 6, 4, 5], [1, 6, 7, 5]],
+                                   out=(0.06, 128), **{"in": [(0.05, 10), (0.03, 250)]}),
+    "concat_rank2": dict(op="Concat", attrs=dict(axis=1), shapes=[[3, 20], [3, 7]], out=(0.05, 10),
+                         **{"in": [(0.05, 10), (0.05, 10)]}),
     "gap": dict(op="GlobalAveragePool", shapes=[[2, 19, 7, 7]], out=(0.02, 110), **{"in": [(0.05, 128)]}),
     "flatten_view": dict(op="Flatten", shapes=[[3, 40, 1, 1]], out=(0.05, 128), **{"in": [(0.05, 128)]}),
     "flatten_transpose": dict(op="Flatten", shapes=[[2, 5, 3, 2]], out=(0.05, 128), **{"in": [(0.05, 128)]}),
