@@ -35,9 +35,16 @@ QhStatus *fb_analyze(const QhHostApi *host, const QhGraphView *g, const QhNodeUn
 extern const QhKernelOps fb_conv_kernel, fb_linear_kernel;
 extern const QhLoweringOps fb_lowering;
 
-/* The uint8 units between the convolutions (u8ops.c): Add (+Relu), MaxPool,
- * GlobalAveragePool, Flatten, Reshape to 2-D. */
+/* The uint8 units between the convolutions (u8ops.c): Add and Mul (+Relu), MaxPool,
+ * AveragePool, GlobalAveragePool, Flatten, Reshape to 2-D, Sigmoid, Tanh, HardSigmoid,
+ * HardSwish. */
 QhStatus *fb_accept_u8op(void *instance, const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u);
-extern const QhKernelOps fb_add_kernel, fb_maxpool_kernel, fb_gap_kernel, fb_flatten_kernel, fb_reshape_kernel;
+extern const QhKernelOps fb_add_kernel, fb_mul_kernel, fb_maxpool_kernel, fb_avgpool_kernel, fb_gap_kernel,
+    fb_flatten_kernel, fb_reshape_kernel, fb_sigmoid_kernel, fb_tanh_kernel, fb_hardsigmoid_kernel,
+    fb_hardswish_kernel;
+
+/* Concat (concat.c: plugins/common/u8-concat.c's kernel). */
+QhStatus *fb_accept_concat(void *instance, const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u);
+extern const QhKernelOps fb_concat_kernel;
 
 #endif

@@ -3,10 +3,10 @@
  * channel) and Gemm / MatMul with a constant weight, each with an optional fused Relu (Conv and Gemm: or Clip), on
  * uint8 per-tensor activations and int8 symmetric weights (per tensor or per output
  * channel) with a float or int32 bias. Everything else is declined with the reason and
- * runs on the host: other grouped and depthwise convolutions, Mul, Concat, AveragePool and
- * the activations (not claimed yet, docs/fbgemm.md). The Add, MaxPool, GlobalAveragePool,
- * Flatten and Reshape (to 2-D)
- * patterns run on u8ops.c's kernels. Full-range [0, 255] inputs need no
+ * runs on the host: other grouped and depthwise convolutions (not claimed yet,
+ * docs/fbgemm.md). The Add, Mul, MaxPool, AveragePool, GlobalAveragePool, Flatten,
+ * Reshape (to 2-D) and activation (Sigmoid, Tanh, HardSigmoid, HardSwish) patterns run on
+ * u8ops.c's kernels, Concat on concat.c's. Full-range [0, 255] inputs need no
  * decline: the AVX2 path switches to an exact variant for any block holding a byte
  * above 127 (gemm-avx2.c). */
 #include <math.h>
@@ -169,7 +169,11 @@ static const char *const conv_relu_ops[] = {"Conv", "Relu"}, *const conv_clip_op
                   *const gemm_clip_ops[] = {"Gemm", "Clip"}, *const gemm_ops[] = {"Gemm"},
                   *const matmul_relu_ops[] = {"MatMul", "Relu"}, *const matmul_ops[] = {"MatMul"},
                   *const add_relu_ops[] = {"Add", "Relu"}, *const add_ops[] = {"Add"},
-                  *const maxpool_ops[] = {"MaxPool"}, *const gap_ops[] = {"GlobalAveragePool"},
+                  *const mul_relu_ops[] = {"Mul", "Relu"}, *const mul_ops[] = {"Mul"},
+                  *const maxpool_ops[] = {"MaxPool"}, *const avgpool_ops[] = {"AveragePool"},
+                  *const gap_ops[] = {"GlobalAveragePool"}, *const sigmoid_ops[] = {"Sigmoid"},
+                  *const tanh_ops[] = {"Tanh"}, *const hardsigmoid_ops[] = {"HardSigmoid"},
+                  *const hardswish_ops[] = {"HardSwish"}, *const concat_ops[] = {"Concat"},
                   *const flatten_ops[] = {"Flatten"}, *const reshape_ops[] = {"Reshape"};
 
 /* Relu and Clip (ReLU6: PyTorch's fbgemm config gives hardtanh its input's qparams) may
@@ -194,14 +198,23 @@ PATTERN(matmul_relu, matmul_relu_ops, fb_linear_kernel, accept_linear, THROUGH);
 PATTERN(matmul, matmul_ops, fb_linear_kernel, accept_linear, 0);
 PATTERN(add_relu, add_relu_ops, fb_add_kernel, fb_accept_u8op, 0);
 PATTERN(add, add_ops, fb_add_kernel, fb_accept_u8op, 0);
+PATTERN(mul_relu, mul_relu_ops, fb_mul_kernel, fb_accept_u8op, 0);
+PATTERN(mul, mul_ops, fb_mul_kernel, fb_accept_u8op, 0);
 PATTERN(maxpool, maxpool_ops, fb_maxpool_kernel, fb_accept_u8op, 0);
+PATTERN(avgpool, avgpool_ops, fb_avgpool_kernel, fb_accept_u8op, 0);
+PATTERN(sigmoid, sigmoid_ops, fb_sigmoid_kernel, fb_accept_u8op, 0);
+PATTERN(tanh_lut, tanh_ops, fb_tanh_kernel, fb_accept_u8op, 0);
+PATTERN(hardsigmoid, hardsigmoid_ops, fb_hardsigmoid_kernel, fb_accept_u8op, 0);
+PATTERN(hardswish, hardswish_ops, fb_hardswish_kernel, fb_accept_u8op, 0);
+PATTERN(concat, concat_ops, fb_concat_kernel, fb_accept_concat, 0);
 PATTERN(global_avgpool, gap_ops, fb_gap_kernel, fb_accept_u8op, 0);
 PATTERN(flatten, flatten_ops, fb_flatten_kernel, fb_accept_u8op, 0);
 PATTERN(reshape, reshape_ops, fb_reshape_kernel, fb_accept_u8op, 0);
 
 /* Most fused first: the first pattern that matches and accepts wins. */
 static const QhLoweringPattern *const patterns[] = {&conv_relu, &conv_clip, &conv, &linear_relu, &linear_clip, &linear,
-                                                    &matmul_relu, &matmul, &add_relu, &add,
-                                                    &maxpool, &global_avgpool, &flatten, &reshape};
+                                                    &matmul_relu, &matmul, &add_relu, &add, &mul_relu, &mul,
+                                                    &maxpool, &avgpool, &global_avgpool, &flatten, &reshape,
+                                                    &sigmoid, &tanh_lut, &hardsigmoid, &hardswish, &concat};
 const QhLoweringOps fb_lowering = {QH_STRUCT_HEADER(QhLoweringOps), patterns,
                                    sizeof patterns / sizeof patterns[0]};

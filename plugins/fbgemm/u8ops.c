@@ -1,16 +1,21 @@
-/* The fbgemm plugin's uint8 units between its convolutions, so that a ResNet runs conv ->
- * add -> pool -> conv without leaving NHWC uint8 or going through the host: Add (+Relu) of
- * two same-shape tensors or of a tensor and a per-channel vector (squeeze-excitation's form),
- * MaxPool with its output on its input's grid, GlobalAveragePool, Flatten and Reshape to
- * 2-D. This file analyses the units and drives the kernels; the kernels are
- * plugins/common's (u8-kernels.c: Add; u8-layout.c: pooling, NHWC to NCHW), shared with
- * the x86 plugin, and give the bytes of the host's reference run of the same QDQ unit
- * (framework/exec/kernels/elementwise.c, pool.c, qdq.c); PyTorch's quantized add does the
- * same dequantize-add-requantize in fp32 with round half to even. MaxPool, Flatten and
- * Reshape to 2-D on a shared grid move bytes only. The vector clones are chosen from the
+/* The fbgemm plugin's uint8 units between its convolutions, so that a ResNet or a
+ * MobileNetV3 runs conv -> add -> pool -> conv without leaving NHWC uint8 or going through
+ * the host: Add and Mul (+Relu) of two same-shape tensors or of a tensor and a per-channel
+ * vector (squeeze-excitation's form), MaxPool with its output on its input's grid,
+ * AveragePool (any pads, ceil_mode, count_include_pad), GlobalAveragePool, Flatten and
+ * Reshape to 2-D, and the table units: the fixed-qparams activations (Sigmoid, Tanh,
+ * HardSigmoid) and HardSwish. This file analyses the units and drives the kernels; the
+ * kernels are plugins/common's (u8-kernels.c: Add, Mul, the activation tables;
+ * u8-layout.c: pooling, NHWC to NCHW), shared with the x86 plugin, and give the bytes of
+ * the host's reference run of the same QDQ unit (framework/exec/kernels/elementwise.c,
+ * activation.c, pool.c, qdq.c); PyTorch's quantized add and mul do the same
+ * dequantize-op-requantize in fp32 with round half to even, and a uint8 activation has 256
+ * values, so its table is the op exactly. MaxPool, Flatten and Reshape to 2-D on a shared
+ * grid move bytes only. The vector clones are chosen from the
  * instance's kernel path; the portable-C path (QHOST_CPU_DISABLE=avx512vnni,avxvnni,avx2)
  * runs the scalar twins, which do the same IEEE operations in the same order. Shapes still
  * unknown at accept are checked at reshape. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,20 +24,31 @@
 #include "../common/unit-query.h"
 #include "fbgemm.h"
 
-enum { U_ADD, U_MAXPOOL, U_GAP, U_FLATTEN, U_RESHAPE, U_N_OPS };
-static const char *const op_names[U_N_OPS] = {"Add", "MaxPool", "GlobalAveragePool", "Flatten", "Reshape"};
+enum { U_ADD, U_MUL, U_MAXPOOL, U_AVGPOOL, U_GAP, U_FLATTEN, U_RESHAPE,
+       U_SIGMOID, U_TANH, U_HSIGMOID, U_HSWISH, /* U_SIGMOID.. in QhU8Act order */
+       U_N_OPS };
+static const char *const op_names[U_N_OPS] = {"Add", "Mul", "MaxPool", "AveragePool", "GlobalAveragePool",
+                                              "Flatten", "Reshape", "Sigmoid", "Tanh", "HardSigmoid",
+                                              "HardSwish"};
+#define IS_BINARY(op) ((op) == U_ADD || (op) == U_MUL)
+#define IS_ACT(op) ((op) >= U_SIGMOID && (op) <= U_HSWISH)
+#define IS_POOL(op) ((op) == U_MAXPOOL || (op) == U_AVGPOOL)
 
-#define CHUNK 65536 /* Add elements per parallel task */
+#define CHUNK 65536 /* Add, Mul and table elements per parallel task */
 
 typedef struct {
   const FbInstance *inst;
   int op, relu, plain; /* plain: the scalar twins (the portable-C kernel path) */
-  int isa;             /* QH_U8_ISA_* of the Add clones */
+  int isa;             /* QH_U8_ISA_* of the Add and Mul clones */
+  int vbmi;            /* table lookups with AVX-512 VBMI (not on the portable-C path) */
+  int ceil_mode, include_pad; /* pools: ONNX's ceil_mode output size; AveragePool's count_include_pad */
+  float alpha, beta;          /* HardSigmoid */
+  uint8_t lut[256];           /* the activations: the whole unit */
   int64_t kh, kw, sh, sw, pad[4];
   int64_t shape[2]; /* Reshape's target */
   float sa, sb, so;
   int32_t za, zb, zo;
-  float dq[256]; /* GlobalAveragePool: the input's dequantized values */
+  float dq[256]; /* AveragePool, GlobalAveragePool: the input's dequantized values */
   /* set by reshape */
   int reshaped, rank, brank, bcast; /* bcast: 0 same shapes, 1 b per channel, 2 a per channel */
   int64_t dims[QH_MAX_RANK], bdims[QH_MAX_RANK];
@@ -49,8 +65,8 @@ static const char *window_problem(const QhHostApi *host, const QhGraphView *g, u
   const char *why = uq_window_2d(host, g, node, "only 2-D pooling is supported (kernel_shape, strides, pads, dilations of 2)", ks, s, k->pad, d);
   if (why)
     return why;
-  if (uq_attr_int(host, g, node, "ceil_mode", 0) != 0)
-    return "MaxPool with ceil_mode=1 is not claimed yet (the host runs it)";
+  k->ceil_mode = uq_attr_int(host, g, node, "ceil_mode", 0) != 0;
+  k->include_pad = uq_attr_int(host, g, node, "count_include_pad", 0) != 0;
   if (uq_attr_int(host, g, node, "storage_order", 0) != 0)
     return "MaxPool with storage_order=1 is not supported";
   if (d[0] != 1 || d[1] != 1)
@@ -58,9 +74,10 @@ static const char *window_problem(const QhHostApi *host, const QhGraphView *g, u
   k->kh = ks[0], k->kw = ks[1], k->sh = s[0], k->sw = s[1];
   if (k->kh < 1 || k->kw < 1 || k->sh < 1 || k->sw < 1)
     return "invalid pooling window";
+  /* any padding: a window with no input tap gives the host's result (u8-layout.h) */
   for (int i = 0; i < 4; i++)
-    if (k->pad[i] < 0 || k->pad[i] >= (i % 2 ? k->kw : k->kh))
-      return "pads negative or not smaller than the window";
+    if (k->pad[i] < 0)
+      return "negative pads";
   return NULL;
 }
 
@@ -70,15 +87,16 @@ static const char *analyze(const QhHostApi *host, const QhGraphView *g, const Qh
     if (uq_op_is(host, g, u->nodes[0], op_names[i]))
       k->op = i;
   if (k->op < 0)
-    return "op other than Add, MaxPool, GlobalAveragePool or Flatten";
+    return "op other than Add, Mul, MaxPool, AveragePool, GlobalAveragePool, Flatten, Reshape, Sigmoid, Tanh, "
+           "HardSigmoid or HardSwish";
   if (u->n_nodes == 2) {
-    if (k->op != U_ADD || !uq_op_is(host, g, u->nodes[1], "Relu"))
-      return "only Add fuses a following Relu";
+    if (!IS_BINARY(k->op) || !uq_op_is(host, g, u->nodes[1], "Relu"))
+      return "only Add and Mul fuse a following Relu";
     k->relu = 1;
   } else if (u->n_nodes != 1) {
     return "unexpected ops in the unit";
   }
-  size_t want = k->op == U_ADD ? 2 : 1;
+  size_t want = IS_BINARY(k->op) ? 2 : 1;
   if (k->op == U_RESHAPE) {
     /* the target shape is read here; the host may or may not pass it as a unit input */
     if (uq_attr_int(host, g, u->nodes[0], "allowzero", 0) != 0)
@@ -86,7 +104,7 @@ static const char *analyze(const QhHostApi *host, const QhGraphView *g, const Qh
     if (!uq_const_int64s(host, g, u->nodes[0], 1, 2, k->shape))
       return "only Reshape to 2-D with a constant int64 shape is supported";
   } else if (u->n_inputs != want) {
-    return k->op == U_ADD ? "Add needs exactly two inputs" : "expected exactly one input";
+    return IS_BINARY(k->op) ? "Add and Mul need exactly two inputs" : "expected exactly one input";
   }
   const char *p;
   for (size_t i = 0; i < want; i++) {
@@ -105,22 +123,30 @@ static const char *analyze(const QhHostApi *host, const QhGraphView *g, const Qh
   int64_t d[QH_MAX_RANK], d2[QH_MAX_RANK];
   int32_t rank = uq_input_shape(host, g, u, 0, d);
   switch (k->op) {
-  case U_ADD: {
+  case U_ADD:
+  case U_MUL: {
     k->sb = u->input_qparams[1]->scale[0], k->zb = u->input_qparams[1]->zero_point[0];
     int32_t r2 = uq_input_shape(host, g, u, 1, d2);
     if (rank >= 0 && r2 >= 0 && (rank != r2 || memcmp(d, d2, (size_t)rank * sizeof *d) != 0) &&
         !(rank == 4 && r2 == 4 && (uq_channel_operand(d2, d) || uq_channel_operand(d, d2))))
-      return "broadcasting Add other than per channel ([N,C,H,W] with [N or 1,C,1,1]) is not supported";
+      return "broadcasting Add and Mul other than per channel ([N,C,H,W] with [N or 1,C,1,1]) are not supported";
     break;
   }
   case U_MAXPOOL:
+  case U_AVGPOOL:
     /* PyTorch's quantized max_pool2d keeps the input's qparams; another grid would need
-     * a requantization this kernel does not do */
-    if (!same_grid(a, y))
+     * a requantization this kernel does not do (AveragePool quantizes its mean anyway) */
+    if (k->op == U_MAXPOOL && !same_grid(a, y))
       return "MaxPool whose output qparams differ from its input's is not supported";
     if (rank >= 0 && rank != 4)
       return "only 2-D pooling is supported";
     return window_problem(host, g, node, k);
+  case U_HSIGMOID:
+    k->alpha = uq_attr_float(host, g, node, "alpha", 0.2f);
+    k->beta = uq_attr_float(host, g, node, "beta", 0.5f);
+    if (!isfinite(k->alpha) || !isfinite(k->beta))
+      return "HardSigmoid with a non-finite alpha or beta";
+    break;
   case U_GAP:
     if (rank >= 0 && rank != 4)
       return "only 2-D GlobalAveragePool is supported";
@@ -168,8 +194,13 @@ static QhStatus *create(void *instance, const QhHostApi *host, const QhGraphView
   /* FB_ISA_AVX512VNNI implies AVX-512 F/BW/VL (plugin.c's pick_isa) */
   k->plain = k->inst->isa <= FB_ISA_PACKED_C;
   k->isa = k->inst->isa == FB_ISA_AVX512VNNI ? QH_U8_ISA_AVX512 : QH_U8_ISA_AVX2;
+  const uint64_t vbmi = QH_CPU_AVX512F | QH_CPU_AVX512BW | QH_CPU_AVX512VBMI;
+  k->vbmi = !k->plain && (host->cpu_features() & vbmi) == vbmi;
   for (int q = 0; q < 256; q++)
     k->dq[q] = (float)(q - k->za) * k->sa;
+  /* Sigmoid, Tanh, HardSigmoid, HardSwish: the host's formula over the 256 inputs */
+  if (IS_ACT(k->op))
+    qh_u8_act_lut((QhU8Act)(k->op - U_SIGMOID), k->alpha, k->beta, k->sa, k->za, k->so, k->zo, k->lut);
   *out = k;
   return NULL;
 }
@@ -179,12 +210,14 @@ static void destroy(void *kernel) { free(kernel); }
 static QhStatus *reshape_add(U8Op *k, const QhHostApi *host, const QhTensorView *x, const QhTensorView *b,
                              QhTensorView *y) {
   if (!uq_u8_view_ok(b))
-    return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: Add input must be a uint8 tensor");
+    return host->status_new(QH_ERR_INVALID_ARGUMENT, k->op == U_MUL ? "reshape: Mul input must be a uint8 tensor"
+                                                                     : "reshape: Add input must be a uint8 tensor");
   if (b->rank == x->rank && b->layout == x->layout && memcmp(b->dims, x->dims, (size_t)x->rank * sizeof *x->dims) == 0)
     return NULL;
   /* the per-channel form, channels last: [N, H, W, C] with [N or 1, 1, 1, C] either way round */
   if (x->rank != 4 || b->rank != 4 || x->layout != QH_LAYOUT_NHWC || b->layout != QH_LAYOUT_NHWC)
-    return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: Add inputs differ other than per channel");
+    return host->status_new(QH_ERR_INVALID_ARGUMENT, k->op == U_MUL ? "reshape: Mul inputs differ other than per channel"
+                                                                     : "reshape: Add inputs differ other than per channel");
   int64_t xd[4] = {x->dims[0], x->dims[3], x->dims[1], x->dims[2]};
   int64_t bd[4] = {b->dims[0], b->dims[3], b->dims[1], b->dims[2]};
   if (uq_channel_operand(bd, xd))
@@ -193,7 +226,9 @@ static QhStatus *reshape_add(U8Op *k, const QhHostApi *host, const QhTensorView 
     k->bcast = 2;
   else
     return host->status_new(QH_ERR_INVALID_ARGUMENT,
-                            "reshape: Add inputs differ other than per channel ([N,H,W,C] with [N or 1,1,1,C])");
+                            k->op == U_MUL
+                                ? "reshape: Mul inputs differ other than per channel ([N,H,W,C] with [N or 1,1,1,C])"
+                                : "reshape: Add inputs differ other than per channel ([N,H,W,C] with [N or 1,1,1,C])");
   const QhTensorView *full = k->bcast == 1 ? x : b, *vec = k->bcast == 1 ? b : x;
   memcpy(y->dims, full->dims, sizeof y->dims);
   k->n = full->dims[0], k->h = full->dims[1], k->w = full->dims[2], k->c = full->dims[3];
@@ -206,7 +241,7 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
   U8Op *k = kernel;
   if (!host)
     return NULL;
-  size_t want = k && k->op == U_ADD ? 2 : 1;
+  size_t want = k && IS_BINARY(k->op) ? 2 : 1;
   if (!k || !inputs || n_inputs < want || (k->op != U_RESHAPE && n_inputs != want) || !outputs || n_outputs != 1 || !out_workspace)
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: bad arguments");
   const QhTensorView *x = &inputs[0];
@@ -220,8 +255,10 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
   y->layout = x->layout;
   memcpy(y->dims, x->dims, sizeof y->dims);
   QhStatus *st = NULL;
-  if (k->op == U_ADD) {
+  if (IS_BINARY(k->op)) {
     st = reshape_add(k, host, x, &inputs[1], y);
+  } else if (IS_ACT(k->op)) {
+    /* elementwise: the output is the input's shape and layout */
   } else if (k->op == U_FLATTEN || k->op == U_RESHAPE) {
     /* the output's bytes are the input's in ONNX (NCHW) order: a plain copy unless NHWC
      * with more than one pixel */
@@ -249,7 +286,17 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
       int64_t eh = k->h + k->pad[0] + k->pad[2] - k->kh, ew = k->w + k->pad[1] + k->pad[3] - k->kw;
       if (eh < 0 || ew < 0)
         return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: pooling input smaller than the window");
-      k->oh = eh / k->sh + 1, k->ow = ew / k->sw + 1;
+      if (k->ceil_mode) {
+        /* ONNX's ceil_mode (the host's conv-window.c): one more window where the stride
+         * does not divide, dropped when it would start in the end padding */
+        k->oh = (eh + k->sh - 1) / k->sh + 1, k->ow = (ew + k->sw - 1) / k->sw + 1;
+        if ((k->oh - 1) * k->sh >= k->h + k->pad[0])
+          k->oh--;
+        if ((k->ow - 1) * k->sw >= k->w + k->pad[1])
+          k->ow--;
+      } else {
+        k->oh = eh / k->sh + 1, k->ow = ew / k->sw + 1;
+      }
     }
     y->dims[1] = k->oh, y->dims[2] = k->ow;
   }
@@ -261,8 +308,8 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
   memcpy(k->dims, x->dims, sizeof k->dims);
   k->in_bytes = uq_numel(x);
   k->out_bytes = uq_numel(y);
-  k->b_bytes = k->op == U_ADD ? uq_numel(&inputs[1]) : 0;
-  if (k->op == U_ADD) {
+  k->b_bytes = IS_BINARY(k->op) ? uq_numel(&inputs[1]) : 0;
+  if (IS_BINARY(k->op)) {
     k->brank = inputs[1].rank;
     memcpy(k->bdims, inputs[1].dims, sizeof k->bdims);
   }
@@ -280,14 +327,14 @@ typedef struct {
   size_t n;
 } Job;
 
-/* Same-shape Add (+Relu): plugins/common/u8-kernels.c's clone for the kernel path, or its
- * scalar twin on the portable-C path. */
+/* Same-shape Add or Mul (+Relu): plugins/common/u8-kernels.c's clone for the kernel path,
+ * or its scalar twin on the portable-C path. */
 static void add_task(void *user, size_t index, uint32_t worker) {
   (void)worker;
   const Job *j = user;
   const U8Op *k = j->k;
   size_t i0 = index * CHUNK, n = i0 + CHUNK < j->n ? CHUNK : j->n - i0;
-  QhU8Binary p = {.mul = 0, .relu = k->relu, .sa = k->sa, .sb = k->sb, .so = k->so, .za = k->za, .zb = k->zb,
+  QhU8Binary p = {.mul = k->op == U_MUL, .relu = k->relu, .sa = k->sa, .sb = k->sb, .so = k->so, .za = k->za, .zb = k->zb,
                   .zo = k->zo};
   if (k->plain)
     qh_u8_binary_same_ref(&p, j->a + i0, j->b + i0, j->y + i0, n);
@@ -295,7 +342,7 @@ static void add_task(void *user, size_t index, uint32_t worker) {
     qh_u8_binary_same(&p, k->isa, j->a + i0, j->b + i0, j->y + i0, n);
 }
 
-/* Pixels [p0, p0 + j->n) of image n of a per-channel Add: plugins/common/u8-kernels.c. */
+/* Pixels [p0, p0 + j->n) of image n of a per-channel Add or Mul: plugins/common/u8-kernels.c. */
 static void channels_task(void *user, size_t index, uint32_t worker) {
   (void)worker;
   const Job *j = user;
@@ -304,7 +351,7 @@ static void channels_task(void *user, size_t index, uint32_t worker) {
   size_t p0 = index % tasks * j->n, p1 = p0 + j->n < hw ? p0 + j->n : hw, C = (size_t)k->c;
   const uint8_t *vec = j->b + (k->vn == 1 ? 0 : n * C);
   /* the full operand's qparams first */
-  QhU8Binary p = {.mul = 0, .relu = k->relu, .so = k->so, .zo = k->zo};
+  QhU8Binary p = {.mul = k->op == U_MUL, .relu = k->relu, .so = k->so, .zo = k->zo};
   p.sa = k->bcast == 1 ? k->sa : k->sb, p.za = k->bcast == 1 ? k->za : k->zb;
   p.sb = k->bcast == 1 ? k->sb : k->sa, p.zb = k->bcast == 1 ? k->zb : k->za;
   size_t off = (n * hw + p0) * C;
@@ -314,13 +361,27 @@ static void channels_task(void *user, size_t index, uint32_t worker) {
     qh_u8_binary_channels(&p, k->isa, j->a + off, vec, j->y + off, p1 - p0, C);
 }
 
-/* One output row (n, oh) of MaxPool (on the shared grid: no requantization) or one image
- * of GlobalAveragePool: plugins/common/u8-layout.c, which gives the host's bytes. */
+/* CHUNK elements of a table unit: plugins/common's AVX-512 VBMI lookup where the CPU has
+ * it, else (and on the portable-C path) its scalar twin. */
+static void lut_task(void *user, size_t index, uint32_t worker) {
+  (void)worker;
+  const Job *j = user;
+  size_t i0 = index * CHUNK, n = i0 + CHUNK < j->n ? CHUNK : j->n - i0;
+  if (j->k->vbmi)
+    qh_u8_lut_apply_vbmi(j->k->lut, j->a + i0, j->y + i0, n);
+  else
+    qh_u8_lut_apply(j->k->lut, j->a + i0, j->y + i0, n);
+}
+
+/* One output row (n, oh) of MaxPool (on the shared grid: no requantization), AveragePool,
+ * or one image of GlobalAveragePool: plugins/common/u8-layout.c, which gives the host's
+ * bytes. */
 static void pool_task(void *user, size_t index, uint32_t worker) {
   (void)worker;
   const Job *j = user;
   const U8Op *k = j->k;
-  QhU8Pool p = {.kind = k->op == U_GAP ? QH_U8_POOL_GLOBAL : QH_U8_POOL_MAX, .h = k->h, .w = k->w, .c = k->c,
+  int kind = k->op == U_GAP ? QH_U8_POOL_GLOBAL : k->op == U_AVGPOOL ? QH_U8_POOL_AVG : QH_U8_POOL_MAX;
+  QhU8Pool p = {.kind = kind, .include_pad = k->include_pad, .h = k->h, .w = k->w, .c = k->c,
                 .oh = k->oh, .ow = k->ow, .kh = k->kh, .kw = k->kw, .sh = k->sh, .sw = k->sw,
                 .plain = k->plain, .dq = k->dq, .so = k->so, .zo = k->zo};
   memcpy(p.pad, k->pad, sizeof p.pad);
@@ -344,8 +405,8 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
   U8Op *k = kernel;
   if (!host)
     return NULL;
-  if (!k || !inputs || !outputs || n_outputs != 1 || n_inputs < (k->op == U_ADD ? 2u : 1u) ||
-      (k->op != U_RESHAPE && n_inputs != (k->op == U_ADD ? 2u : 1u)))
+  if (!k || !inputs || !outputs || n_outputs != 1 || n_inputs < (IS_BINARY(k->op) ? 2u : 1u) ||
+      (k->op != U_RESHAPE && n_inputs != (IS_BINARY(k->op) ? 2u : 1u)))
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: bad arguments");
   if (k->op == U_RESHAPE)
     n_inputs = 1; /* a shape input, if the host passes one, was read at create */
@@ -370,8 +431,9 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
   FbTaskFn task;
   switch (k->op) {
   case U_ADD:
+  case U_MUL:
     if (k->bcast) {
-      if (k->bcast == 2) /* a is the per-channel one: swap (Add commutes exactly in IEEE) */
+      if (k->bcast == 2) /* a is the per-channel one: swap (Add and Mul commute exactly in IEEE) */
         j.a = inputs[1].data, j.b = inputs[0].data;
       size_t hw = (size_t)(k->h * k->w), per = CHUNK / (size_t)(k->c > 0 ? k->c : 1);
       j.n = per ? per : 1; /* pixels per task */
@@ -390,7 +452,13 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
     if (y->data != inputs[0].data)
       memcpy(y->data, inputs[0].data, k->in_bytes);
     return NULL;
-  default: /* MaxPool, GlobalAveragePool (oh = 1) */
+  case U_SIGMOID:
+  case U_TANH:
+  case U_HSIGMOID:
+  case U_HSWISH:
+    tasks = (j.n + CHUNK - 1) / CHUNK, task = lut_task;
+    break;
+  default: /* MaxPool, AveragePool, GlobalAveragePool (oh = 1) */
     tasks = (size_t)(k->n * k->oh), task = pool_task;
     break;
   }
@@ -404,7 +472,13 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
                             .output_layout = QH_LAYOUT_NHWC, .create = create, .reshape = reshape, .run = run, \
                             .destroy = destroy}
 U8KERNEL(fb_add_kernel, "fbgemm_add_nhwc_qu8");
+U8KERNEL(fb_mul_kernel, "fbgemm_mul_nhwc_qu8");
 U8KERNEL(fb_maxpool_kernel, "fbgemm_maxpool2d_nhwc_qu8");
+U8KERNEL(fb_avgpool_kernel, "fbgemm_avgpool2d_nhwc_qu8");
+U8KERNEL(fb_sigmoid_kernel, "fbgemm_sigmoid_lut_qu8");
+U8KERNEL(fb_tanh_kernel, "fbgemm_tanh_lut_qu8");
+U8KERNEL(fb_hardsigmoid_kernel, "fbgemm_hardsigmoid_lut_qu8");
+U8KERNEL(fb_hardswish_kernel, "fbgemm_hardswish_lut_qu8");
 U8KERNEL(fb_gap_kernel, "fbgemm_global_avgpool_nhwc_qu8");
 U8KERNEL(fb_flatten_kernel, "fbgemm_flatten_nhwc_qu8");
 U8KERNEL(fb_reshape_kernel, "fbgemm_reshape_2d_nhwc_qu8");

@@ -16,12 +16,15 @@ Depthwise convolutions (3x3 and 5x5, strided, dilated, asymmetric pads, odd chan
 counts, with and without Relu) are claimed and held to the same bars on both files; a 7x7
 depthwise, a depthwise with a channel multiplier, a grouped convolution and a Gemm with
 alpha != 1 are declined with their reasons, and 1 and 2 threads agree.
-The uint8 units (u8ops): hand-built QDQ units of Add (+Relu; same shapes, and per channel
-either way round), MaxPool, GlobalAveragePool, Flatten and Reshape to 2-D (a 1x1 view and
-an NHWC transpose each) are claimed and byte-identical with the host's reference run of the same unit on
-every kernel path and with 2 threads; MaxPool off its input's grid, with ceil_mode or
-dilations, a broadcasting Add other than per channel, Flatten on axis 2 and Reshape to 3-D
-are declined.
+The uint8 units (u8ops): hand-built QDQ units of Add and Mul (+Relu; same shapes, and per
+channel either way round), MaxPool (also ceil_mode), AveragePool (pads, ceil_mode,
+count_include_pad, pads as wide as the window), GlobalAveragePool, Flatten and Reshape to
+2-D (a 1x1 view and an NHWC transpose each), Concat (channels, height, rank 2; inputs on
+and off the output's grid), the fixed-qparams Sigmoid, Tanh and HardSigmoid and HardSwish
+(opset 14) are claimed and byte-identical with the host's
+reference run of the same unit on every kernel path and with 2 threads; MaxPool off its
+input's grid or with dilations, a broadcasting Add or Mul other than per channel, Flatten
+on axis 2 and Reshape to 3-D are declined.
 """
 import json
 import os
@@ -338,7 +341,7 @@ def u8op_unit(path, spec, seed):
               helper.make_node("DequantizeLinear", ["yq", "so", "zo"], ["y"])]
     graph = helper.make_graph(nodes, "unit", ginputs, [helper.make_tensor_value_info("y", TP.FLOAT, None)],
                               initializer=inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", spec.get("opset", 13))])
     model.ir_version = 8
     qhtest.save_model(model, path)
     np.savez(path + ".in.npz", **feeds)
@@ -359,6 +362,35 @@ U8_CLAIMED = {
     "maxpool": dict(op="MaxPool", attrs=POOL, shapes=[[2, 19, 11, 10]], out=(0.05, 128), **{"in": [(0.05, 128)]}),
     "maxpool_2x2_pads": dict(op="MaxPool", attrs=dict(kernel_shape=[2, 3], strides=[2, 1], pads=[0, 1, 1, 0]),
                              shapes=[[1, 33, 7, 8]], out=(0.03, 7), **{"in": [(0.03, 7)]}),
+    "maxpool_ceil": dict(op="MaxPool", attrs=dict(kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),
+                         shapes=[[1, 17, 8, 10]], out=(0.05, 128), **{"in": [(0.05, 128)]}),
+    "mul": dict(op="Mul", shapes=[[2, 19, 9, 7]] * 2, out=(0.09, 100), **{"in": [(0.05, 128), (0.03, 100)]}),
+    "mul_relu": dict(op="Mul", relu=True, shapes=[[1, 21, 6, 5]] * 2, out=(0.04, 9),
+                     **{"in": [(0.05, 128), (0.03, 100)]}),
+    # squeeze-excitation: x * gate[c], the gate on the fixed Sigmoid grid
+    "mul_channel": dict(op="Mul", shapes=[[2, 24, 5, 7], [2, 24, 1, 1]], out=(0.03, 120),
+                        **{"in": [(0.04, 120), (1.0 / 256, 0)]}),
+    "mul_channel_swapped": dict(op="Mul", shapes=[[1, 24, 1, 1], [1, 24, 5, 7]], out=(0.03, 120),
+                                **{"in": [(1.0 / 256, 0), (0.04, 120)]}),
+    "avgpool": dict(op="AveragePool", attrs=POOL, shapes=[[2, 19, 11, 10]], out=(0.04, 120),
+                    **{"in": [(0.05, 128)]}),
+    "avgpool_include_pad_ceil": dict(op="AveragePool", attrs=dict(POOL, count_include_pad=1, ceil_mode=1),
+                                     shapes=[[1, 33, 8, 9]], out=(0.05, 128), **{"in": [(0.05, 128)]}),
+    "avgpool_wide_pads": dict(op="AveragePool", attrs=dict(kernel_shape=[2, 2], strides=[2, 2], pads=[2, 0, 1, 2]),
+                              shapes=[[1, 8, 6, 6]], out=(0.03, 7), **{"in": [(0.03, 7)]}),
+    "sigmoid": dict(op="Sigmoid", shapes=[[2, 19, 9, 7]], out=(1.0 / 256, 0), **{"in": [(0.06, 128)]}),
+    "tanh": dict(op="Tanh", shapes=[[2, 19, 9, 7]], out=(2.0 / 256, 128), **{"in": [(0.03, 128)]}),
+    "hardsigmoid": dict(op="HardSigmoid", attrs=dict(alpha=1.0 / 6, beta=0.5), shapes=[[1, 40, 4, 3]],
+                        out=(1.0 / 256, 0), **{"in": [(0.06, 128)]}),
+    "hardswish": dict(op="HardSwish", opset=14, shapes=[[2, 19, 9, 7]], out=(0.04, 20), **{"in": [(0.05, 128)]}),
+    # Concat (plugins/common/u8-concat.c, x86's too) along channels (NHWC's last axis),
+    # height (a negative axis) and a rank-2 tensor; inputs on the output's grid and off it
+    "concat_channels": dict(op="Concat", attrs=dict(axis=1), shapes=[[2, 16, 9, 9], [2, 5, 9, 9], [2, 8, 9, 9]],
+                            out=(0.04, 3), **{"in": [(0.04, 3), (0.02, 130), (0.04, 3)]}),
+    "concat_height_neg_axis": dict(op="Concat", attrs=dict(axis=-2), shapes=[[1, 6, 4, 5], [1, 6, 7, 5]],
+                                   out=(0.06, 128), **{"in": [(0.05, 10), (0.03, 250)]}),
+    "concat_rank2": dict(op="Concat", attrs=dict(axis=1), shapes=[[3, 20], [3, 7]], out=(0.05, 10),
+                         **{"in": [(0.05, 10), (0.05, 10)]}),
     "gap": dict(op="GlobalAveragePool", shapes=[[2, 19, 7, 7]], out=(0.02, 110), **{"in": [(0.05, 128)]}),
     "flatten_view": dict(op="Flatten", shapes=[[3, 40, 1, 1]], out=(0.05, 128), **{"in": [(0.05, 128)]}),
     "flatten_transpose": dict(op="Flatten", shapes=[[2, 5, 3, 2]], out=(0.05, 128), **{"in": [(0.05, 128)]}),
@@ -370,10 +402,10 @@ U8_CLAIMED = {
 U8_DECLINED = {
     "differ from its input's": dict(op="MaxPool", attrs=POOL, shapes=[[1, 8, 6, 6]], out=(0.04, 3),
                                     **{"in": [(0.05, 3)]}),
-    "ceil_mode": dict(op="MaxPool", attrs=dict(POOL, ceil_mode=1), shapes=[[1, 8, 6, 6]], out=(0.05, 3),
-                      **{"in": [(0.05, 3)]}),
     "dilated": dict(op="MaxPool", attrs=dict(POOL, dilations=[2, 2]), shapes=[[1, 8, 9, 9]], out=(0.05, 3),
                     **{"in": [(0.05, 3)]}),
+    "Mul inputs differ other than per channel": dict(op="Mul", shapes=[[1, 8, 4, 4], [1, 1, 4, 4]], out=(0.04, 3),
+                                       **{"in": [(0.04, 3), (0.02, 3)]}),
     "other than per channel": dict(op="Add", shapes=[[1, 8, 4, 4], [1, 8, 4, 1]], out=(0.04, 3),
                                    **{"in": [(0.04, 3), (0.02, 3)]}),
     "only Reshape to 2-D": dict(op="Reshape", reshape=[1, 8, 16], shapes=[[1, 8, 4, 4]], out=(0.05, 3),
