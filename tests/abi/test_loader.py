@@ -32,7 +32,7 @@ NEWER_ABI = "1.3"   # what the abi_minor plugin claims: one minor beyond the hos
 DESC_SIZE_TO_LOWERING = 128  # offsetof(QhPluginDesc, lowering)
 
 # Plugins that are supposed to be well-formed: they load and export one symbol.
-WELL_FORMED = ("good", "faulty", "snapshot", "snapshot11", "snapshot12", "shrunk", "minimal", "dup_a", "dup_b")
+WELL_FORMED = ("good", "faulty", "snapshot", "snapshot11", "snapshot12", "idle", "shrunk", "minimal", "dup_a", "dup_b")
 
 
 def expect_skipped(env, problem, *search, check=None, run_env=None):
@@ -281,6 +281,21 @@ def case_snapshot_versions(env):
             "\n".join(reports["snapshot"])
 
 
+def case_checked_nothing(env):
+    """A check that looked at nothing is a SKIP with the reason, never a PASS: idle.c's
+    annotate quantizes nothing on either built-in graph, so there is nothing to validate
+    and no quantized edge to refine."""
+    rc, lines, out, _ = env.plugin_check(env.plugin("idle"), expect_rc=0)
+    skipped = dict(check_lines(lines, "SKIP"))
+    for graph in ("conv_bn_relu", "gemm_relu_add"):
+        assert skipped.get(f"annotate on {graph}") == \
+            "no spec on this graph (annotate quantized nothing): nothing to validate", out
+    assert skipped.get("refine") == "no built-in graph has a quantized edge: refine had nothing to look at", out
+    passed = dict(check_lines(lines, "PASS"))
+    assert not [n for n in passed if n.startswith("annotate") or n == "refine"], out
+    assert lines[-1].startswith("conforms: yes") and "3 skipped" in lines[-1], out
+
+
 def case_exports(env):
     """Hidden visibility plus QH_PLUGIN_EXPORT: the entry point is the only symbol."""
     for case in WELL_FORMED:
@@ -323,6 +338,7 @@ CASES = {
     "backend_options": case_backend_options,
     "snapshot_plugin": case_snapshot_plugin,
     "snapshot_versions": case_snapshot_versions,
+    "checked_nothing": case_checked_nothing,
     "exports": case_exports,
 }
 
