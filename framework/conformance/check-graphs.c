@@ -1,9 +1,14 @@
 /* plugin-check's graph-based checks: transform_for_annotation, annotate, refine and
  * deploy, each run on small built-in graphs (conv -> batchnorm -> relu; gemm -> relu
- * -> add with a second input; a Q/DQ graph for deploy). What the plugin leaves behind
- * is checked the way the real flows will check it: the graph still has a topological
- * order and its outputs, annotations pass the host's validation, refined qparams pass
- * the host's checks, and a failed deploy leaves no files. */
+ * -> add with a second input; a Q/DQ graph for deploy). The graphs are annotated as
+ * `quantize` annotates a model: the plugin's transform, the BackendConfig's BatchNorm
+ * folds and declarative annotator, then its imperative annotate over those specs (with
+ * the qconfig mapping behind qconfig_for_node), so annotate code that only runs on
+ * annotated nodes is exercised. What the plugin leaves behind is checked the way the
+ * real flows will check it: the graph still has a topological order and its outputs,
+ * annotations pass the host's validation, refined qparams pass the host's checks, and a
+ * failed deploy leaves no files. A check that had nothing to look at (no spec on a
+ * graph, no quantized edge for refine) is a SKIP with the reason, never a PASS. */
 #include <glib/gstdio.h>
 #include <string.h>
 
@@ -13,6 +18,9 @@
 #include "hostapi/status-private.h"
 #include "hostapi/annotation.h"
 #include "lower/deploy-model.h"
+#include "quant/backend-annotate.h"
+#include "quant/qconfig.h"
+#include "quant/report.h"
 
 /* ---- built-in graphs ---- */
 
@@ -171,29 +179,90 @@ static QhAnnotationSet *new_annotation_set(const QhCheckRun *run) {
   return set;
 }
 
-/* Run the plugin's annotate (and validate) on g; FALSE with *why on failure. */
-static gboolean annotate_graph(QhCheckRun *run, QhGraph *g, QhAnnotationSet *set, char **why) {
-  QhGraphView *view = qh_graph_view_new(g, QH_VIEW_READ);
-  qh_graph_view_set_annotations(view, set);
-  QhStatus *st = qh_backend_call_annotate(run->backend, view);
-  gboolean ok = TRUE;
+static const QhBackendConfig *backend_config(const QhCheckRun *run) {
+  const QhPluginDesc *d = run->desc;
+  return QH_HAS_FIELD(d, QhPluginDesc, backend_config) ? d->backend_config : NULL;
+}
+
+static gboolean has_annotate(const QhCheckRun *run) {
+  const QhPluginDesc *d = run->desc;
+  return QH_HAS_FIELD(d, QhPluginDesc, annotate) && d->annotate != NULL;
+}
+
+static char *error_text(GError *error, const char *what) {
+  char *text = g_strdup_printf("%s: %s", what, error->message);
+  g_error_free(error);
+  return text;
+}
+
+/* Annotate g as quantize does (flow.c's prepare and annotate): the plugin's transform,
+ * the BackendConfig's BatchNorm folds and declarative annotator, then the plugin's
+ * annotate and validate on top. *n_declarative counts the specs the BackendConfig made.
+ * FALSE with *why on failure. */
+static gboolean annotate_graph(QhCheckRun *run, QhGraph *g, QhAnnotationSet *set, guint *n_declarative,
+                               char **why) {
+  const QhBackendConfig *bc = backend_config(run);
   GError *error = NULL;
-  if (st) {
-    char *text = qh_check_status_text(st);
-    *why = g_strdup_printf("annotate: %s", text);
-    g_free(text);
-    ok = FALSE;
-  } else if (!qh_annotation_set_validate(set, g, &error)) {
-    *why = g_strdup_printf("the annotation it made is invalid: %s", error->message);
-    g_error_free(error);
-    ok = FALSE;
-  } else if ((st = qh_backend_call_validate(run->backend, view)) != NULL) {
-    char *text = qh_check_status_text(st);
-    *why = g_strdup_printf("validate: %s", text);
-    g_free(text);
+  *n_declarative = 0;
+  if (QH_HAS_FIELD(run->desc, QhPluginDesc, transform) && run->desc->transform) {
+    QhGraphView *view = qh_graph_view_new(g, QH_VIEW_READ);
+    QhStatus *st = qh_backend_call_transform(run->backend, view);
+    qh_graph_view_free(view);
+    if (st) {
+      char *text = qh_check_status_text(st);
+      *why = g_strdup_printf("transform_for_annotation, which quantize runs first: %s", text);
+      g_free(text);
+      return FALSE;
+    }
+  }
+  if (bc && !qh_backend_fold_batchnorm(bc, g, &error)) {
+    *why = error_text(error, "the BackendConfig's BatchNorm fold");
+    return FALSE;
+  }
+  const QhPluginInfo *info = run->report->info;
+  char **observers = g_new0(char *, info->observers->len + 1);
+  for (guint i = 0; i < info->observers->len; i++)
+    observers[i] = g_strdup(info->observers->pdata[i]);
+  QhQConfigMapping *mapping = qh_qconfig_mapping_new(bc, (const char *const *)observers, &error);
+  g_strfreev(observers);
+  if (mapping == NULL) {
+    *why = error_text(error, "the BackendConfig's qconfig mapping");
+    return FALSE;
+  }
+  gboolean ok = TRUE;
+  if (bc) {
+    QhQuantReport *report = qh_quant_report_new();
+    ok = qh_backend_annotate(bc, g, mapping, set, report, &error);
+    qh_quant_report_free(report);
+    if (!ok)
+      *why = error_text(error, "the BackendConfig's declarative annotator");
+    *n_declarative = qh_annotation_set_n_specs(set);
+  }
+  if (ok && has_annotate(run)) {
+    QhGraphView *view = qh_graph_view_new(g, QH_VIEW_READ);
+    qh_graph_view_set_annotations(view, set);
+    qh_graph_view_set_qconfig_hook(view, qh_qconfig_view_hook, mapping);
+    QhStatus *st = qh_backend_call_annotate(run->backend, view);
+    if (st) {
+      char *text = qh_check_status_text(st);
+      *why = g_strdup_printf("annotate: %s", text);
+      g_free(text);
+      ok = FALSE;
+    } else if (!qh_annotation_set_validate(set, g, &error)) {
+      *why = error_text(error, "the annotation it made is invalid");
+      ok = FALSE;
+    } else if ((st = qh_backend_call_validate(run->backend, view)) != NULL) {
+      char *text = qh_check_status_text(st);
+      *why = g_strdup_printf("validate: %s", text);
+      g_free(text);
+      ok = FALSE;
+    }
+    qh_graph_view_free(view);
+  } else if (ok && !qh_annotation_set_validate(set, g, &error)) {
+    *why = error_text(error, "the BackendConfig's annotation is invalid");
     ok = FALSE;
   }
-  qh_graph_view_free(view);
+  qh_qconfig_mapping_free(mapping);
   return ok;
 }
 
@@ -226,15 +295,28 @@ void qh_check_transform(QhCheckRun *run) {
 /* ---- annotate ---- */
 
 void qh_check_annotate(QhCheckRun *run) {
+  gboolean imperative = has_annotate(run);
   for (gsize i = 0; i < G_N_ELEMENTS(float_graphs); i++) {
     char *check = g_strdup_printf("annotate on %s", float_graphs[i].name);
     QhGraph *g = float_graphs[i].make();
     QhAnnotationSet *set = new_annotation_set(run);
     char *why = NULL;
-    if (annotate_graph(run, g, set, &why))
-      qh_check_add(run, QH_CHECK_PASS, check, "%u specs, valid", qh_annotation_set_n_specs(set));
-    else
+    guint n_declarative = 0;
+    if (!annotate_graph(run, g, set, &n_declarative, &why)) {
       qh_check_add(run, QH_CHECK_FAIL, check, "%s", why);
+    } else {
+      guint n = qh_annotation_set_n_specs(set);
+      /* zero specs checked nothing: the validation had nothing to look at */
+      if (n == 0)
+        qh_check_add(run, QH_CHECK_SKIP, check, "no spec on this graph (%s quantized nothing): nothing to "
+                     "validate", backend_config(run) && imperative ? "the BackendConfig and then annotate"
+                                                : imperative ? "annotate" : "the BackendConfig");
+      else if (backend_config(run) && imperative)
+        qh_check_add(run, QH_CHECK_PASS, check, "%u specs (%u from the BackendConfig, then annotate), valid", n,
+                     n_declarative);
+      else
+        qh_check_add(run, QH_CHECK_PASS, check, "%u specs, valid", n);
+    }
     g_free(why);
     qh_annotation_set_free(set);
     qh_graph_free(g);
@@ -324,41 +406,54 @@ static gboolean add_stand_in(gpointer data, const QhEdgeRef *edge, const QhQuant
 
 void qh_check_refine(QhCheckRun *run) {
   const char *check = "refine";
-  if (run->desc->annotate == NULL) {
+  if (!has_annotate(run) && backend_config(run) == NULL) {
     qh_check_add(run, QH_CHECK_SKIP, check,
-                 "needs quantized edges; without annotate it is exercised by the quantization flow (issue 5)");
+                 "needs quantized edges; without annotate or a BackendConfig it is exercised by the quantization "
+                 "flow (issue 5)");
     return;
   }
-  QhGraph *g = graph_conv_bn_relu();
-  QhAnnotationSet *set = new_annotation_set(run);
-  QParamsTable table = {g_array_new(FALSE, TRUE, sizeof(EdgeQParams)), 0};
-  char *why = NULL;
-  GError *error = NULL;
-  if (!annotate_graph(run, g, set, &why)) {
-    qh_check_add(run, QH_CHECK_SKIP, check, "annotate failed first: %s", why);
-  } else if (!qh_annotation_set_foreach(set, g, add_stand_in, &table, &error)) {
-    qh_check_add(run, QH_CHECK_FAIL, check, "%s", error->message);
-    g_clear_error(&error);
-  } else {
-    QhGraphView *view = qh_graph_view_new(g, QH_VIEW_READ);
-    qh_graph_view_set_annotations(view, set);
-    qh_graph_view_set_qparams_hooks(view, table_get, table_set, &table);
-    QhStatus *st = qh_backend_call_refine(run->backend, view);
-    qh_graph_view_free(view);
-    if (st) {
-      char *text = qh_check_status_text(st);
-      qh_check_add(run, QH_CHECK_FAIL, check, "%s", text);
-      g_free(text);
+  /* the first built-in graph on which the plugin quantizes something */
+  for (gsize i = 0; i < G_N_ELEMENTS(float_graphs); i++) {
+    QhGraph *g = float_graphs[i].make();
+    QhAnnotationSet *set = new_annotation_set(run);
+    QParamsTable table = {g_array_new(FALSE, TRUE, sizeof(EdgeQParams)), 0};
+    char *why = NULL;
+    GError *error = NULL;
+    guint n_declarative = 0;
+    gboolean done = TRUE;
+    if (!annotate_graph(run, g, set, &n_declarative, &why)) {
+      qh_check_add(run, QH_CHECK_SKIP, check, "annotation failed first on %s: %s", float_graphs[i].name, why);
+    } else if (!qh_annotation_set_foreach(set, g, add_stand_in, &table, &error)) {
+      qh_check_add(run, QH_CHECK_FAIL, check, "%s", error->message);
+      g_clear_error(&error);
+    } else if (table.edges->len == 0) {
+      done = i + 1 == G_N_ELEMENTS(float_graphs);
+      if (done)
+        qh_check_add(run, QH_CHECK_SKIP, check, "no built-in graph has a quantized edge: refine had nothing to "
+                     "look at");
     } else {
-      qh_check_add(run, QH_CHECK_PASS, check,
-                   "%u quantized edges with stand-in qparams (scale 1/16); %d changed, each accepted by the host",
-                   table.edges->len, table.changes);
+      QhGraphView *view = qh_graph_view_new(g, QH_VIEW_READ);
+      qh_graph_view_set_annotations(view, set);
+      qh_graph_view_set_qparams_hooks(view, table_get, table_set, &table);
+      QhStatus *st = qh_backend_call_refine(run->backend, view);
+      qh_graph_view_free(view);
+      if (st) {
+        char *text = qh_check_status_text(st);
+        qh_check_add(run, QH_CHECK_FAIL, check, "%s", text);
+        g_free(text);
+      } else {
+        qh_check_add(run, QH_CHECK_PASS, check,
+                     "%u quantized edges with stand-in qparams (scale 1/16); %d changed, each accepted by the host",
+                     table.edges->len, table.changes);
+      }
     }
+    g_free(why);
+    g_array_unref(table.edges);
+    qh_annotation_set_free(set);
+    qh_graph_free(g);
+    if (done)
+      break;
   }
-  g_free(why);
-  g_array_unref(table.edges);
-  qh_annotation_set_free(set);
-  qh_graph_free(g);
 }
 
 /* ---- deploy: into a temporary directory that never outlives the check ---- */

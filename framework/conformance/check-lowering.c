@@ -8,7 +8,7 @@
  * lowered with the plugin and runs three times (again with the same packed weights, then
  * on a 2-thread pool) on the same seeded inputs. Every output element must equal the
  * reference's, or be one output quantization step from it where the reference's value
- * before rounding lies at a tie (within TIE_STEPS of a half step): integer
+ * before rounding lies at a tie (within TIE_STEPS, 2^-10 of a step, of a half step): integer
  * requantization and the reference's fp32 math may round a tie apart (ONNX rounds half
  * to even, a DPU half up, an fp32 order differs in the last bits) but an honest kernel
  * differs nowhere else, so a kernel a step off away from ties (a zero point shifted by
@@ -27,10 +27,11 @@
 
 #define SEED 20261122u
 /* How far from a half step (in output steps) the reference's value before rounding may
- * be where a kernel rounds it the other way. fp32 evaluation orders move a value by
- * about 1e-4 steps on these graphs; a kernel that is wrong by a zero point or a rounding
- * mode is off on about half the elements, most of them far from any tie. */
-#define TIE_STEPS 0.01
+ * be where a kernel rounds it the other way: 2^-10 of a step. fp32 evaluation orders
+ * move a value by about 1e-4 steps on these graphs; a kernel that is wrong by a zero
+ * point or a rounding mode (truncation for rounding) is off on about half the elements,
+ * most of them far from any tie. */
+#define TIE_STEPS (1.0 / 1024.0)
 #define RUNS 3 /* the second reuses the packed weights, the third runs on 2 threads */
 
 /* ---- building QDQ graphs (shared with check-graphs-pow2.c) ---- */

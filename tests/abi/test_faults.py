@@ -10,6 +10,9 @@ QHOST_TEST_FAULT=<point>[:<mode>]:
 - bad data from an observer (count over capacity, scale zero, negative or NaN, zero
   point out of range, a state that does not survive save/load, a load that takes
   truncated bytes) is a FAIL line naming the callback and the field.
+- a bad node id on the imperative annotate path, reached only on the nodes the plugin's
+  BackendConfig quantized (annotate:bad_node), fails the annotate checks: the built-in
+  graphs are annotated by the declarative annotator first, as quantize does;
 - what the plugin logs from a callback during `qhost calibrate` and `qhost quantize`
   names the plugin (log_names_plugin).
 
@@ -60,7 +63,7 @@ def check_faulty(env, fault=None, expect_rc=1):
 def case_conforming(env):
     rc, lines, out, _ = check_faulty(env, expect_rc=0)
     passed = dict(check_lines(lines, "PASS"))
-    assert passed.get("descriptor") == f"faulty 1.0.0, ABI 1.1, struct_size 152; supplies {SUPPLIES}", out
+    assert passed.get("descriptor") == f"faulty 1.0.0, ABI 1.2, struct_size 152; supplies {SUPPLIES}", out
     assert passed.get("backend_config") == \
         "faulty: 1 patterns, 1 default qconfig entries; tables validated at load", out
     assert passed.get(OBS, "").startswith("uint8 affine spec: 3 tensors observed, scale "), out
@@ -184,6 +187,22 @@ def case_log_names_plugin(env):
         assert "plugin ?" not in err, f"{command}, {point}: a line without the plugin:\n{err[-2000:]}"
 
 
+def case_annotate_bad_node(env):
+    """faulty's annotate adjusts what its BackendConfig quantized (the Relu) and names a
+    node id past the graph's end: each built-in graph with a Relu gets a FAIL naming
+    annotate and the bad id; refine, which needs an annotation, says why it skipped."""
+    rc, lines, out, _ = check_faulty(env, "annotate:bad_node")
+    failed = dict(check_lines(lines, "FAIL"))
+    for graph in ("conv_bn_relu", "gemm_relu_add"):
+        detail = failed.get(f"annotate on {graph}", "")
+        assert detail.startswith("annotate: ") and re.search(r"node\b.*\b\d+", detail), \
+            f"want 'FAIL  annotate on {graph}: annotate: ... node ...'\n{out}"
+    assert sorted(failed) == ["annotate on conv_bn_relu", "annotate on gemm_relu_add"], out
+    skipped = dict(check_lines(lines, "SKIP"))
+    assert skipped.get("refine", "").startswith("annotation failed first on conv_bn_relu: annotate: "), out
+    assert lines[-1].startswith("conforms: no"), out
+
+
 def case_leak_is_reported(env):
     """The leak check the fault cases rely on is awake: a lost block is reported."""
     if not env.asan:
@@ -209,6 +228,7 @@ CASES.update({
         re.compile(r"qparams after save/load differ: scale \S+ zp -?\d+, before \S+ zp -?\d+$")),
     "load_truncated": bad_data_case("load:lenient", OBS + " save/load",
                                     "load accepted a truncated state (8 of 16 bytes)"),
+    "annotate_bad_node": case_annotate_bad_node,
     "lowering_run_error": case_lowering_run_error,
     "lowering_wrong_numbers": case_lowering_wrong_numbers,
     "json_report": case_json_report,

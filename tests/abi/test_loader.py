@@ -10,7 +10,8 @@ the frozen 1.0 headers, backend options, and hidden visibility (one exported sym
 
 The expected struct sizes are the x86-64 ABI 1.0 layout (tests/abi/frozen-layout.c);
 the descriptor has not grown since. Plugins built here claim the SDK's ABI (HOST_ABI),
-the snapshot plugin 1.0, and the "too new" one the next minor (NEWER_ABI).
+the snapshot plugins 1.0 and 1.1 (the same source built against the frozen
+sdk-snapshots), and the "too new" one the next minor (NEWER_ABI).
 """
 
 import ctypes
@@ -27,12 +28,12 @@ from abitest import check_lines, listed, main  # noqa: E402
 DESC_MIN_SIZE = 36  # QH_PLUGIN_DESC_MIN_SIZE: up to and including flags
 DESC_SIZE = 152     # sizeof(QhPluginDesc) of sdk/include: 144 in ABI 1.0 and 1.1, + passes in 1.2
 DESC_SIZE_1_0 = 144  # sizeof(QhPluginDesc) in ABI 1.0 and 1.1
-HOST_ABI = "1.1"    # QH_ABI_MAJOR.QH_ABI_MINOR of this host and of sdk/include
-NEWER_ABI = "1.2"   # what the abi_minor plugin claims: one minor beyond the host
+HOST_ABI = "1.2"    # QH_ABI_MAJOR.QH_ABI_MINOR of this host and of sdk/include
+NEWER_ABI = "1.3"   # what the abi_minor plugin claims: one minor beyond the host
 DESC_SIZE_TO_LOWERING = 128  # offsetof(QhPluginDesc, lowering)
 
 # Plugins that are supposed to be well-formed: they load and export one symbol.
-WELL_FORMED = ("good", "faulty", "snapshot", "shrunk", "minimal", "dup_a", "dup_b")
+WELL_FORMED = ("good", "faulty", "snapshot", "snapshot11", "snapshot12", "idle", "shrunk", "minimal", "dup_a", "dup_b")
 
 
 def expect_skipped(env, problem, *search, check=None, run_env=None):
@@ -256,6 +257,46 @@ def case_snapshot_plugin(env):
     assert lines[-1].startswith("conforms: yes"), out
 
 
+def case_snapshot_versions(env):
+    """The same plugin source built against the frozen 1.0 and 1.1 SDKs and against this
+    SDK: each loads with its own ABI and gives the same results in this host, check for
+    check (the observer's qparams, save/load, merge and the reference numerics), apart
+    from the descriptor line that names its version."""
+    reports = {}
+    for case, abi in (("snapshot", "1.0"), ("snapshot11", "1.1"), ("snapshot12", HOST_ABI)):
+        data, _ = env.plugins_json("--plugin-dir", env.plugin_dir(case))
+        entry = listed(data, case)
+        assert entry and entry["abi"] == abi, data
+        assert entry["supplies"] == ["observers", "reference_numerics"], entry
+        rc, lines, out, _ = env.plugin_check(env.plugin(case), "--backend-opt", "bits=7", expect_rc=0)
+        assert lines[-1].startswith("conforms: yes"), out
+        results = [ln for ln in lines if ln.startswith("  ")]
+        desc = [ln for ln in results if ln.startswith("  PASS  descriptor: ")]
+        assert desc == [f"  PASS  descriptor: {case} 1.0.0, ABI {abi}, struct_size {DESC_SIZE}; "
+                        "supplies observers, reference_numerics"], out
+        reports[case] = [ln for ln in results if ln not in desc]
+        assert len(reports[case]) >= 8, out
+    for case in ("snapshot11", "snapshot12"):
+        assert reports[case] == reports["snapshot"], \
+            f"{case} differs from the 1.0 build:\n" + "\n".join(reports[case]) + "\nvs\n" + \
+            "\n".join(reports["snapshot"])
+
+
+def case_checked_nothing(env):
+    """A check that looked at nothing is a SKIP with the reason, never a PASS: idle.c's
+    annotate quantizes nothing on either built-in graph, so there is nothing to validate
+    and no quantized edge to refine."""
+    rc, lines, out, _ = env.plugin_check(env.plugin("idle"), expect_rc=0)
+    skipped = dict(check_lines(lines, "SKIP"))
+    for graph in ("conv_bn_relu", "gemm_relu_add"):
+        assert skipped.get(f"annotate on {graph}") == \
+            "no spec on this graph (annotate quantized nothing): nothing to validate", out
+    assert skipped.get("refine") == "no built-in graph has a quantized edge: refine had nothing to look at", out
+    passed = dict(check_lines(lines, "PASS"))
+    assert not [n for n in passed if n.startswith("annotate") or n == "refine"], out
+    assert lines[-1].startswith("conforms: yes") and "3 skipped" in lines[-1], out
+
+
 def case_exports(env):
     """Hidden visibility plus QH_PLUGIN_EXPORT: the entry point is the only symbol."""
     for case in WELL_FORMED:
@@ -301,6 +342,8 @@ CASES = {
     "check_by_name": case_check_by_name,
     "backend_options": case_backend_options,
     "snapshot_plugin": case_snapshot_plugin,
+    "snapshot_versions": case_snapshot_versions,
+    "checked_nothing": case_checked_nothing,
     "exports": case_exports,
 }
 

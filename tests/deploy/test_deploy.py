@@ -51,7 +51,7 @@ def case_vitis_package(r, tmp):
     rc, _, err = deploy(r, model, out)
     assert rc == 0, err
     manifest = json.load(open(os.path.join(out, "manifest.json")))
-    assert manifest["plugin"] == "example_vitis" and manifest["abi_version"] == "1.1", manifest
+    assert manifest["plugin"] == "example_vitis" and manifest["abi_version"] == "1.2", manifest
     assert manifest["opset"] == 13 and len(manifest["source_graph_fnv1a64"]) == 16, manifest
     with open(model, "rb") as f:
         assert manifest["source_sha256"] == hashlib.sha256(f.read()).hexdigest(), manifest

@@ -10,9 +10,11 @@ compared with the host's reference path.
   conv_clip pattern crosses a Q/DQ pair on the output's grid, claims that graph whole;
 - --backend-opt fail=create|reshape|run makes every claimed graph FAIL with the
   plugin's message naming kernel and node; fail_node limits that to one unit;
-- --backend-opt bug=zero_point|floor plants a kernel that is one step off away from
-  ties (its output zero point one off; floor for round half to even): every claimed
-  graph must FAIL, naming an element whose value before rounding is far from a tie;
+- --backend-opt bug=zero_point|floor|truncate plants a kernel that is one step off away
+  from ties (its output zero point one off; floor, or truncation toward zero, for round
+  half to even), in a plugin that declares no reference_numerics: every claimed graph
+  must FAIL, naming an element whose value before rounding is more than 2^-10 of a step
+  from a tie;
 - decline=PATTERN leaves that pattern untested: a SKIP with the plugin's reason;
 - a plugin without a lowering group (the BackendConfig tutorial's my_backend) gets no
   lowering line;
@@ -185,7 +187,7 @@ def bug_case(bug):
                          r"before rounding \(\S+, \S+ steps\) is (\S+) steps from a tie: an honest kernel "
                          r"differs from the host only at ties$", failed[f"lowering on {graph}"])
             assert m and m.group(1) == unit_text(graph), failed[f"lowering on {graph}"]
-            assert float(m.group(2)) > 0.01, failed[f"lowering on {graph}"]
+            assert float(m.group(2)) > 1 / 1024, failed[f"lowering on {graph}"]
         assert out.splitlines()[-1].startswith("conforms: no ("), out
     return run
 
@@ -363,6 +365,7 @@ CASES = {
     "fail_one_node": case_fail_one_node,
     "bug_zero_point": bug_case("zero_point"),
     "bug_floor": bug_case("floor"),
+    "bug_truncate": bug_case("truncate"),
     "decline": case_decline,
     "json": case_json,
     "fbgemm": case_fbgemm,

@@ -17,7 +17,7 @@
  *  - Flags arguments and fields must be 0 in every bit not defined by the SDK the
  *    plugin was built against; the host refuses unknown bits.
  *
- * Since: ABI 1.0; QH_ABI_MINOR is 1 since ABI 1.1 (CHANGELOG-ABI.md). */
+ * Since: ABI 1.0; QH_ABI_MINOR is 2 since ABI 1.2 (CHANGELOG-ABI.md). */
 #ifndef QHOST_ABI_H
 #define QHOST_ABI_H
 
@@ -29,7 +29,7 @@ extern "C" {
 #endif
 
 #define QH_ABI_MAJOR 1
-#define QH_ABI_MINOR 1
+#define QH_ABI_MINOR 2
 /* The version an SDK struct carries in its abi_version field. */
 #define QH_ABI_VERSION (((uint32_t)QH_ABI_MAJOR << 16) | (uint32_t)QH_ABI_MINOR)
 #define QH_ABI_VERSION_MAJOR(v) ((uint32_t)(v) >> 16)

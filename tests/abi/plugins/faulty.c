@@ -8,7 +8,8 @@
  * message is "injected fault N", N being the point's number below: the message does
  * not name the callback, so a test can tell that the host does. Other modes return bad
  * data instead of an error (compute_qparams:count|scale_zero|scale_negative|scale_nan|
- * zero_point, load:drift|lenient, kernel_run:off for a Relu kernel two steps off);
+ * zero_point, load:drift|lenient, kernel_run:off for a Relu kernel two steps off,
+ * annotate:bad_node for a bad node id on the nodes the BackendConfig quantized);
  * observe:leak loses a block of memory, to show
  * that the sanitized build's leak check is awake; mode "log" logs "<point> called" and
  * goes on, to show whom the host names in the log line. */
@@ -101,9 +102,24 @@ static QhStatus *transform(void *instance, const QhHostApi *host, QhGraphView *g
 }
 static const QhTransformOps transform_ops = {QH_STRUCT_HEADER(QhTransformOps), transform};
 
+/* annotate:bad_node is a bug on the path a plugin with a BackendConfig takes: it adjusts
+ * the nodes the declarative annotator quantized, and writes the spec with a node id past
+ * the graph's end. A check that annotated without the BackendConfig would see no
+ * quantized node and never reach it. */
 static QhStatus *annotate(void *instance, const QhHostApi *host, QhGraphView *graph) {
-  (void)instance, (void)graph;
-  return injected(host, "annotate");
+  (void)instance;
+  if (!fault_is("annotate", "bad_node"))
+    return injected(host, "annotate");
+  uint32_t n = host->graph_node_count(graph);
+  for (uint32_t node = 0; node < n; node++) {
+    QhEdgeRef out = {node, 0, QH_EDGE_OUTPUT, 0};
+    int32_t kind = host->node_is_live(graph, node) ? host->annotation_spec_kind(graph, &out) : 0;
+    if (kind != 0 && kind != QH_SPEC_FLOAT) {
+      static const QhQuantSpec keep_float = {QH_STRUCT_HEADER(QhQuantSpec), .kind = QH_SPEC_FLOAT};
+      return host->annotation_set_output_spec(graph, node + n, 0, &keep_float);
+    }
+  }
+  return NULL;
 }
 static const QhAnnotateOps annotate_ops = {QH_STRUCT_HEADER(QhAnnotateOps), annotate, NULL};
 

@@ -1,8 +1,11 @@
-/* A plugin written against the frozen ABI 1.0 headers (tests/abi/sdk-snapshots/1.0,
- * the only include directory it is given), standing for a vendor's binary that was
- * built once and never rebuilt: every later 1.x host must load it and pass it through
- * `qhost plugin-check`. It uses the parts of the 1.0 API a real backend would: an
- * option, an instance, an observer with merge and save/load, and reference numerics. */
+/* A plugin written against the frozen ABI 1.0 headers, standing for a vendor's binary
+ * that was built once and never rebuilt: every later 1.x host must load it and pass it
+ * through `qhost plugin-check`. It uses the parts of the 1.0 API a real backend would:
+ * an option, an instance, an observer with merge and save/load, and reference
+ * numerics. The same source is built three times, each against one include directory
+ * alone: tests/abi/sdk-snapshots/1.0 ("snapshot"), tests/abi/sdk-snapshots/1.1
+ * ("snapshot11") and sdk/include ("snapshot12"); the three must give the same results
+ * in this host (tests/abi/test_loader.py, case snapshot_versions). */
 #include <qhost/qhost-plugin.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,11 +151,14 @@ static const QhReferenceNumericsOps numerics_ops = {
     QH_STRUCT_HEADER(QhReferenceNumericsOps), "int8 only, half away from zero", fake_quantize,
 };
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
 static const QhPluginDesc desc = {
     QH_STRUCT_HEADER(QhPluginDesc),
-    "snapshot",
+    PLUGIN_NAME,
     "1.0.0",
-    "built against the frozen ABI 1.0 headers",
+    "built against the qhost ABI " STR(QH_ABI_MAJOR) "." STR(QH_ABI_MINOR) " headers",
     0,
     options,
     1,

@@ -7,8 +7,10 @@
  * optional Relu; uint8 activations, int8 weights per tensor or per output channel,
  * optional int32 or float bias. Options inject failures (fail, fail_node) and declines
  * (decline; max_batch in accept and reshape_max_batch in reshape, by the planned
- * shapes) so the host's error paths can be exercised, and plant numeric bugs (bug:
- * the output zero point one off, or floor for round) that plugin-check must catch. */
+ * shapes) so the host's error paths can be exercised, and plant numeric bugs (bug: the
+ * output zero point one off, floor for round, or truncation toward zero for round) that
+ * plugin-check must catch; the plugin declares no reference_numerics, so only the host's
+ * reference can catch them. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +21,7 @@ typedef volatile float vf32; /* keeps every float step a separately rounded f32 
 
 enum { FAIL_NONE, FAIL_CREATE, FAIL_RESHAPE, FAIL_RUN };
 enum { K_LINEAR, K_CONV, K_ADD };
-enum { BUG_NONE, BUG_ZERO_POINT, BUG_FLOOR };
+enum { BUG_NONE, BUG_ZERO_POINT, BUG_FLOOR, BUG_TRUNCATE };
 
 #define OPT_MAX 256
 typedef struct {
@@ -51,7 +53,7 @@ typedef struct {
   int32_t *bq; /* per output channel */
   float *mult; /* per output channel */
   int32_t zx, zo, lo, hi;
-  int floor_rounding; /* the planted bug=floor */
+  int floor_rounding; /* the planted bug=floor (1) or bug=truncate (2) */
   float sa, sb, so; int32_t za, zb; /* add */
   int32_t reshaped, in_rank;
   int64_t in_dims[QH_MAX_RANK];
@@ -63,7 +65,7 @@ static int32_t clamp32(int64_t v, int32_t lo, int32_t hi) {
 }
 
 static int32_t round_add_clamp(float v, int32_t zp, int32_t lo, int32_t hi, int floor_rounding) {
-  float r = floor_rounding ? floorf(v) : rintf(v);
+  float r = floor_rounding == 1 ? floorf(v) : floor_rounding == 2 ? truncf(v) : rintf(v);
   if (isnan(r))
     r = 0.0f;
   if (r > 0x1p40f)
@@ -505,7 +507,7 @@ static QhStatus *create_kind(void *instance, const QhHostApi *host, const QhGrap
   k->lo = in.relu ? k->zo : 0;
   if (inst && inst->bug == BUG_ZERO_POINT)
     k->zo += 1; /* the relu floor stays the true zero point: only the offset is wrong */
-  k->floor_rounding = inst && inst->bug == BUG_FLOOR;
+  k->floor_rounding = !inst ? 0 : inst->bug == BUG_FLOOR ? 1 : inst->bug == BUG_TRUNCATE ? 2 : 0;
   k->hi = 255;
   if (kind == K_ADD) {
     k->sa = in.xq->scale[0], k->za = in.xq->zero_point[0];
@@ -773,8 +775,8 @@ static const QhOptionDecl opt_decline = {
     .default_value = "", .help = "decline every unit of this pattern id"};
 static const QhOptionDecl opt_bug = {
     QH_STRUCT_HEADER(QhOptionDecl), .name = "bug", .type = QH_OPTION_ENUM, .default_value = "none",
-    .help = "plant a numeric bug: the output zero point one off, or floor instead of round half to even",
-    .choices = "none|zero_point|floor"};
+    .help = "plant a numeric bug: the output zero point one off, floor or truncation instead of round half to even",
+    .choices = "none|zero_point|floor|truncate"};
 static const QhOptionDecl opt_max_batch = {
     QH_STRUCT_HEADER(QhOptionDecl), .name = "max_batch", .type = QH_OPTION_INT, .default_value = "0",
     .help = "accept declines units whose input 0 has a larger first dimension (0: any)", .min = 0,
@@ -824,9 +826,9 @@ static QhStatus *instance_create(const QhHostApi *host, const QhInstanceInfo *in
     else if (strcmp(key, "reshape_max_batch") == 0)
       inst->reshape_max_batch = strtoll(val, NULL, 10);
     else if (strcmp(key, "bug") == 0) {
-      static const char *const bugs[] = {"none", "zero_point", "floor"};
+      static const char *const bugs[] = {"none", "zero_point", "floor", "truncate"};
       inst->bug = -1;
-      for (int b = 0; b < 3; b++)
+      for (int b = 0; b < 4; b++)
         if (strcmp(val, bugs[b]) == 0)
           inst->bug = b;
       ok = inst->bug >= 0;
