@@ -39,6 +39,11 @@ typedef struct {
   /* Set by the plan before each run call: bit k when input k is a plan constant
    * (initializer or folded), whose data stays the same for the context's lifetime. */
   guint64 constant_inputs;
+  /* Set by the plan before each run call: bit k when input k (nhwc_inputs) or output k
+   * (nhwc_outputs) holds its 4-D activation channels-last (N, H, W, C) rather than NCHW.
+   * Only Conv on the oneDNN engine and element-wise ops (whose operands then all share
+   * the layout) are ever given such values (plan.c's layout plan); zero everywhere else. */
+  guint64 nhwc_inputs, nhwc_outputs;
   QhConvCache *conv_cache; /* owned; oneDNN primitives and packed weights per Conv node */
 } QhExecContext;
 

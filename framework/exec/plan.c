@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "exec/layout.h"
 
 /* Largest constant the planner computes at load time (64 MiB). */
 #define QH_PLAN_MAX_FOLD_BYTES ((size_t)64 << 20)
@@ -40,6 +41,7 @@ struct QhPlan {
   gboolean use_naive;
   QhPlanValueFn value_hook;
   gpointer value_hook_data;
+  gboolean *nhwc;           /* per value: kept channels-last (layout.c) unless a hook watches */
 };
 
 static gboolean node_fail(GError **error, const QhNode *node, QhErrorCode code, const char *fmt,
@@ -76,6 +78,7 @@ void qh_plan_free(QhPlan *plan) {
   g_free(plan->time_ns);
   g_free(plan->last_use);
   g_free(plan->arena_offset);
+  g_free(plan->nhwc);
   qh_aligned_free(plan->arena);
   g_free(plan);
 }
@@ -437,6 +440,14 @@ static QhPlan *plan_new(const QhGraph *graph, const QhShape *input_shapes, gbool
   }
   plan_arena(plan);
   if (!shapes_only) {
+    gboolean *external = g_new0(gboolean, n_nodes + 1);
+    for (int id = 0; id < n_nodes; id++)
+      external[id] = plan->ext[id].run != NULL;
+    plan->nhwc = qh_layout_plan_nhwc(graph, plan->run_order, plan->infos, plan->is_known,
+                                     (const QhOpDef *const *)plan->defs, external, plan->n_values);
+    g_free(external);
+  }
+  if (!shapes_only) {
     for (guint i = 0; i < graph->outputs->len; i++) {
       const QhValue *v = qh_graph_value(graph, g_array_index(graph->outputs, int, i));
       if (!plan->is_known[v->id]) {
@@ -486,6 +497,10 @@ const QhTensor *qh_plan_value_info(const QhPlan *plan, int value_id) {
 }
 
 const GArray *qh_plan_order(const QhPlan *plan) { return plan->order; }
+
+gboolean qh_plan_value_is_nhwc(const QhPlan *plan, int value_id) {
+  return plan->nhwc != NULL && value_id >= 0 && value_id < plan->n_values && plan->nhwc[value_id];
+}
 
 gboolean qh_plan_node_is_folded(const QhPlan *plan, int node_id) {
   return plan->is_folded[node_id];
@@ -550,6 +565,8 @@ gboolean qh_plan_run(QhPlan *plan, QhExecContext *ctx, const QhTensor *const *in
       ok = FALSE;
   }
 
+  /* the value hook and the naive kernels see every value in NCHW */
+  const gboolean *nhwc = plan->value_hook == NULL && !plan->use_naive ? plan->nhwc : NULL;
   const QhTensor **ins = NULL;
   QhTensor **outs = NULL;
   for (guint step = 0; step < plan->run_order->len && ok; step++) {
@@ -580,13 +597,20 @@ gboolean qh_plan_run(QhPlan *plan, QhExecContext *ctx, const QhTensor *const *in
     int64_t t0 = plan->profiling ? now_ns() : 0;
     const QhPlanKernel *ext = &plan->ext[node->id];
     if (ext->run != NULL) {
+      ctx->nhwc_inputs = ctx->nhwc_outputs = 0;
       ok = ext->run(ext->data, ctx, node, ins, node->n_inputs, outs, node->n_outputs, error);
     } else if (!outputs_empty(node, outs)) {
       QhOpRunFn run = (plan->use_naive && def->run_naive) ? def->run_naive : def->run;
-      ctx->constant_inputs = 0;
-      for (int k = 0; k < node->n_inputs && k < 64; k++)
+      ctx->constant_inputs = ctx->nhwc_inputs = ctx->nhwc_outputs = 0;
+      for (int k = 0; k < node->n_inputs && k < 64; k++) {
         if (node->inputs[k] >= 0 && plan->infos[node->inputs[k]].data != NULL)
           ctx->constant_inputs |= G_GUINT64_CONSTANT(1) << k;
+        if (nhwc && node->inputs[k] >= 0 && nhwc[node->inputs[k]])
+          ctx->nhwc_inputs |= G_GUINT64_CONSTANT(1) << k;
+      }
+      for (int o = 0; o < node->n_outputs && o < 64 && nhwc; o++)
+        if (node->outputs[o] >= 0 && nhwc[node->outputs[o]])
+          ctx->nhwc_outputs |= G_GUINT64_CONSTANT(1) << o;
       ok = run(ctx, node, ins, node->n_inputs, outs, node->n_outputs, error);
     }
     if (plan->profiling)
@@ -597,6 +621,7 @@ gboolean qh_plan_run(QhPlan *plan, QhExecContext *ctx, const QhTensor *const *in
   }
   g_free(ins);
   g_free(outs);
+  ctx->nhwc_inputs = ctx->nhwc_outputs = 0;
 
   if (ok) {
     *outputs = g_new0(QhTensor *, g->outputs->len + 1);

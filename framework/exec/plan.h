@@ -69,6 +69,10 @@ int64_t qh_plan_node_macs(const QhPlan *plan, int node_id);
 gboolean qh_plan_run(QhPlan *plan, QhExecContext *ctx, const QhTensor *const *inputs,
                      QhTensor ***outputs, GError **error);
 
+/* TRUE when runs without a value hook and without the naive kernels keep this value
+ * channels-last (the layout plan, exec/layout.c); FALSE for any other id. */
+gboolean qh_plan_value_is_nhwc(const QhPlan *plan, int value_id);
+
 /* Called during qh_plan_run with every graph input and every value a node computes,
  * right after it is computed and before its buffer can be reused (calibration
  * observes activations this way). value is borrowed for the call. Returning FALSE

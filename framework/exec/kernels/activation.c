@@ -6,7 +6,10 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/cpu.h"
 #include "exec/kernels/common.h"
+#include "exec/kernels/sigmoid-simd.h"
+#include "qhost/host-api.h" /* the QH_CPU_* bits */
 
 typedef enum { ACT_RELU, ACT_CLIP, ACT_LEAKY, ACT_SIGMOID, ACT_TANH, ACT_HSIGMOID, ACT_HSWISH } Act;
 
@@ -40,55 +43,60 @@ static inline float clip(float x, float lo, float hi) {
   return y > hi ? hi : y; /* min > max gives max everywhere, as ONNX specifies */
 }
 
-/* Two branches so that expf never overflows: for x < 0, e^x / (1 + e^x). */
-static inline float sigmoid(float x) {
-  if (x >= 0.0f)
-    return 1.0f / (1.0f + expf(-x));
-  float e = expf(x);
-  return e / (1.0f + e);
-}
-
 static inline float hard_sigmoid(float x, float alpha, float beta) {
   return clip(alpha * x + beta, 0.0f, 1.0f);
 }
 
 static inline float hard_swish(float x) { return x * clip(x / 6.0f + 0.5f, 0.0f, 1.0f); }
 
+/* The piecewise-linear loops, compiled for the baseline and for AVX-512: ISO C mode
+ * contracts nothing into FMAs, so each clone gives the bits of the other. Sigmoid is
+ * sigmoid-simd.c's (glibc's expf, lane by lane); Tanh stays scalar. */
+#define ACT_LOOPS(sfx, attrs)                                                                     \
+  attrs static void act_loop_##sfx(const Job *j, const float *x, float *y,                      \
+                                   int64_t n) {                                                   \
+    const float a = j->alpha, b = j->beta;                                                        \
+    switch (j->act) {                                                                             \
+    case ACT_RELU:                                                                                \
+      for (int64_t i = 0; i < n; i++)                                                             \
+        y[i] = relu(x[i]);                                                                        \
+      break;                                                                                      \
+    case ACT_CLIP:                                                                                \
+      for (int64_t i = 0; i < n; i++)                                                             \
+        y[i] = clip(x[i], a, b);                                                                  \
+      break;                                                                                      \
+    case ACT_LEAKY:                                                                               \
+      for (int64_t i = 0; i < n; i++)                                                             \
+        y[i] = x[i] < 0.0f ? a * x[i] : x[i];                                                     \
+      break;                                                                                      \
+    case ACT_SIGMOID:                                                                             \
+      qh_sigmoid_f32(x, y, n);                                                                    \
+      break;                                                                                      \
+    case ACT_TANH:                                                                                \
+      for (int64_t i = 0; i < n; i++)                                                             \
+        y[i] = tanhf(x[i]);                                                                       \
+      break;                                                                                      \
+    case ACT_HSIGMOID:                                                                            \
+      for (int64_t i = 0; i < n; i++)                                                             \
+        y[i] = hard_sigmoid(x[i], a, b);                                                          \
+      break;                                                                                      \
+    case ACT_HSWISH:                                                                              \
+      for (int64_t i = 0; i < n; i++)                                                             \
+        y[i] = hard_swish(x[i]);                                                                  \
+      break;                                                                                      \
+    }                                                                                             \
+  }
+ACT_LOOPS(base, )
+ACT_LOOPS(avx512, __attribute__((target("avx512f"), optimize("tree-vectorize"))))
+
 static void act_task(void *arg, int64_t begin, int64_t end) {
   const Job *j = arg;
   const float *x = j->x;
   float *y = j->y;
-  const float a = j->alpha, b = j->beta;
-  switch (j->act) {
-  case ACT_RELU:
-    for (int64_t i = begin; i < end; i++)
-      y[i] = relu(x[i]);
-    break;
-  case ACT_CLIP:
-    for (int64_t i = begin; i < end; i++)
-      y[i] = clip(x[i], a, b);
-    break;
-  case ACT_LEAKY:
-    for (int64_t i = begin; i < end; i++)
-      y[i] = x[i] < 0.0f ? a * x[i] : x[i];
-    break;
-  case ACT_SIGMOID:
-    for (int64_t i = begin; i < end; i++)
-      y[i] = sigmoid(x[i]);
-    break;
-  case ACT_TANH:
-    for (int64_t i = begin; i < end; i++)
-      y[i] = tanhf(x[i]);
-    break;
-  case ACT_HSIGMOID:
-    for (int64_t i = begin; i < end; i++)
-      y[i] = hard_sigmoid(x[i], a, b);
-    break;
-  case ACT_HSWISH:
-    for (int64_t i = begin; i < end; i++)
-      y[i] = hard_swish(x[i]);
-    break;
-  }
+  if (qh_cpu_features() & QH_CPU_AVX512F)
+    act_loop_avx512(j, x + begin, y + begin, end - begin);
+  else
+    act_loop_base(j, x + begin, y + begin, end - begin);
 }
 
 /* Clip's bound from input i (opset 11+) or from the attribute of the same name

@@ -4,10 +4,12 @@
  * OpenBLAS's speed depends on OPENBLAS_CORETYPE, which some machines force to Haswell,
  * and its sgemm repacks the weights on every call after an im2col pass; oneDNN chooses
  * its kernels from the CPU (capped to what QHOST_CPU_DISABLE leaves, like the x86
- * plugin). The graph's tensors stay NCHW: pointwise convs run on them in place; the
- * others let oneDNN pick its layout (NHWC or channel blocks for its direct kernels) and
- * the activations are reordered into it and back around each call, in the context's
- * scratch. A primitive whose best implementation is oneDNN's
+ * plugin). Where the plan's layout plan (exec/layout.c) keeps a value channels-last, the
+ * conv reads or writes it as NHWC and runs oneDNN's NHWC kernels; elsewhere the tensors
+ * are NCHW: pointwise convs run on them in place; the others let oneDNN pick its layout
+ * (NHWC or channel blocks for its direct kernels) and the activations are reordered into
+ * it and back around each call, in the context's scratch. A primitive whose best
+ * implementation is oneDNN's
  * reference C loop, or a weight that is not a plan constant, declines, and conv.c runs
  * its OpenBLAS path. Why oneDNN and not a packed sgemm of our own: docs/design.md. */
 #include <oneapi/dnnl/dnnl.h>
@@ -29,6 +31,7 @@ typedef struct {
   gboolean has_bias;
   const void *w_data;
   guint64 w_fingerprint;
+  gboolean src_nhwc, dst_nhwc; /* the plan keeps that side channels-last (layout.c) */
   /* the entry */
   gboolean declined; /* oneDNN has only its reference loop for this conv */
   dnnl_primitive_t conv;
@@ -94,9 +97,10 @@ static guint64 fingerprint(const QhTensor *w) {
   return h;
 }
 
-static gboolean key_matches(const ConvEntry *e, const QhTensor *x, const QhTensor *w,
-                            gboolean has_bias, int threads, guint64 fp) {
-  return e->rank == x->shape.rank &&
+static gboolean key_matches(const ConvEntry *e, const QhConvGeometry *g, int threads, guint64 fp) {
+  const QhTensor *x = g->x, *w = g->wt;
+  const gboolean has_bias = g->b != NULL;
+  return e->src_nhwc == g->src_nhwc && e->dst_nhwc == g->dst_nhwc && e->rank == x->shape.rank &&
          memcmp(e->x_dims, x->shape.dims, sizeof(int64_t) * (size_t)x->shape.rank) == 0 &&
          e->threads == threads && e->has_bias == has_bias && e->w_data == w->data &&
          e->w_fingerprint == fp;
@@ -149,8 +153,11 @@ static gboolean entry_build(ConvEntry *e, const QhConvGeometry *g, const QhTenso
   }
   const int w_rank = wr + nsp;
   dnnl_memory_desc_t any_src, any_dst, any_w, user_w;
-  if (dnnl_memory_desc_init_by_tag(&e->user_src_md, rank, src_dims, dnnl_f32, plain_tag(rank)) ||
-      dnnl_memory_desc_init_by_tag(&e->user_dst_md, rank, dst_dims, dnnl_f32, plain_tag(rank)) ||
+  const gboolean channels_last = e->src_nhwc || e->dst_nhwc;
+  if (dnnl_memory_desc_init_by_tag(&e->user_src_md, rank, src_dims, dnnl_f32,
+                                   e->src_nhwc ? dnnl_nhwc : plain_tag(rank)) ||
+      dnnl_memory_desc_init_by_tag(&e->user_dst_md, rank, dst_dims, dnnl_f32,
+                                   e->dst_nhwc ? dnnl_nhwc : plain_tag(rank)) ||
       dnnl_memory_desc_init_by_tag(&user_w, w_rank, w_dims, dnnl_f32, weights_tag(rank, grouped)) ||
       dnnl_memory_desc_init_by_tag(&any_src, rank, src_dims, dnnl_f32, dnnl_format_tag_any) ||
       dnnl_memory_desc_init_by_tag(&any_dst, rank, dst_dims, dnnl_f32, dnnl_format_tag_any) ||
@@ -161,7 +168,13 @@ static gboolean entry_build(ConvEntry *e, const QhConvGeometry *g, const QhTenso
    * gemm implementation); other shapes pick oneDNN's preferred layout and pay two
    * activation reorders. Measured per run (CPU time, 1 thread): resnet50 80.0 -> 76.4 ms,
    * mobilenet_v3_large 12.9 -> 12.2, efficientnet_b0 66.5 -> 62.6 against `any` for all. */
-  if (qh_window_k_size(win) == 1) {
+  if (channels_last) {
+    /* a conv inside the layout plan's channels-last region works on NHWC on both sides
+     * (brgconv), converting only the side that the plan leaves NCHW */
+    if (dnnl_memory_desc_init_by_tag(&any_src, rank, src_dims, dnnl_f32, dnnl_nhwc) ||
+        dnnl_memory_desc_init_by_tag(&any_dst, rank, dst_dims, dnnl_f32, dnnl_nhwc))
+      return FALSE;
+  } else if (qh_window_k_size(win) == 1) {
     any_src = e->user_src_md;
     any_dst = e->user_dst_md;
   }
@@ -181,7 +194,7 @@ static gboolean entry_build(ConvEntry *e, const QhConvGeometry *g, const QhTenso
     return FALSE;
   const char *impl = NULL;
   if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || impl == NULL ||
-      strncmp(impl, "ref", 3) == 0) {
+      (strncmp(impl, "ref", 3) == 0 && !channels_last)) {
     e->declined = TRUE;
     dnnl_primitive_desc_destroy(pd);
     return FALSE;
@@ -234,12 +247,14 @@ static void entry_set_key(ConvEntry *e, const QhConvGeometry *g, int threads, gu
   e->has_bias = g->b != NULL;
   e->w_data = g->wt->data;
   e->w_fingerprint = fp;
+  e->src_nhwc = g->src_nhwc;
+  e->dst_nhwc = g->dst_nhwc;
 }
 
 static ConvEntry *entry_get(QhConvCache *cache, const QhConvGeometry *g, int threads) {
   guint64 fp = fingerprint(g->wt);
   ConvEntry *e = g_hash_table_lookup(cache->entries, g->node);
-  if (e != NULL && key_matches(e, g->x, g->wt, g->b != NULL, threads, fp))
+  if (e != NULL && key_matches(e, g, threads, fp))
     return e;
   e = g_new0(ConvEntry, 1);
   entry_set_key(e, g, threads, fp);
@@ -302,10 +317,14 @@ static gboolean run_entry(const ConvEntry *e, QhConvCache *cache, void *scratch,
 }
 
 QhConvEngineResult qh_conv_onednn(QhExecContext *ctx, const QhConvGeometry *g, GError **error) {
-  if (ctx->bit_compatible || !g->weights_constant)
-    return QH_CONV_ENGINE_DECLINED;
-  if (!qh_onednn_enabled())
-    return QH_CONV_ENGINE_DECLINED;
+  const gboolean channels_last = g->src_nhwc || g->dst_nhwc;
+  if (ctx->bit_compatible || !g->weights_constant || !qh_onednn_enabled()) {
+    if (!channels_last)
+      return QH_CONV_ENGINE_DECLINED;
+    /* the layout plan gives NHWC values only to convs this engine takes */
+    qh_kernel_fail(error, g->node, QH_ERROR_FAILED, "a channels-last conv needs the oneDNN engine");
+    return QH_CONV_ENGINE_FAILED;
+  }
   engine = qh_onednn_engine();
   if (ctx->conv_cache == NULL) {
     QhConvCache *c = g_new0(QhConvCache, 1);
@@ -322,7 +341,10 @@ QhConvEngineResult qh_conv_onednn(QhExecContext *ctx, const QhConvGeometry *g, G
   const int saved = qh_onednn_threads_set(threads);
   QhConvEngineResult r = QH_CONV_ENGINE_DECLINED;
   const ConvEntry *e = entry_get(ctx->conv_cache, g, threads);
-  if (!e->declined) {
+  if (e->declined && channels_last) {
+    qh_kernel_fail(error, g->node, QH_ERROR_FAILED, "oneDNN has no channels-last fp32 convolution for it");
+    r = QH_CONV_ENGINE_FAILED;
+  } else if (!e->declined) {
     size_t need = ALIGN_UP(e->src_bytes) + ALIGN_UP(e->dst_bytes) + ALIGN_UP(e->scratch_bytes) + 64;
     void *scratch = qh_exec_scratch(ctx, need);
     if (scratch == NULL) {

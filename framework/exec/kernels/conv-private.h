@@ -96,6 +96,7 @@ typedef struct {
   const float *b; /* NULL: no bias */
   float *y;
   gboolean weights_constant; /* wt is a plan constant (QhExecContext.constant_inputs) */
+  gboolean src_nhwc, dst_nhwc; /* x / y channels-last (QhExecContext.nhwc_inputs/outputs) */
 } QhConvGeometry;
 
 typedef enum {
@@ -105,7 +106,9 @@ typedef enum {
 } QhConvEngineResult;
 
 /* Run g on oneDNN's fp32 convolution, or decline: when ctx->bit_compatible is set,
- * the weights are not constant, or oneDNN has only its reference loop for it. The
+ * the weights are not constant, or oneDNN has only its reference loop for it. A conv
+ * with a channels-last side never declines (the OpenBLAS path reads NCHW): it runs
+ * whatever oneDNN offers, or fails when the engine is off. The
  * primitive and the reordered weights are built on a node's first run and kept in
  * ctx->conv_cache (keyed by node, input shape, thread count and the weights' address
  * and fingerprint). Threading: the calling thread's OpenMP team runs it, sized to

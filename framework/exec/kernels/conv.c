@@ -95,7 +95,9 @@ static gboolean conv_run(QhExecContext *ctx, const QhNode *node, const QhTensor 
   if (kdim > 0) {
     QhConvGeometry eg = {.node = node, .w = w, .n = g.n, .c = g.c, .m = g.m, .group = g.group,
                          .x = inputs[0], .wt = inputs[1], .b = b, .y = y,
-                         .weights_constant = (ctx->constant_inputs & 2) != 0};
+                         .weights_constant = (ctx->constant_inputs & 2) != 0,
+                         .src_nhwc = (ctx->nhwc_inputs & 1) != 0,
+                         .dst_nhwc = (ctx->nhwc_outputs & 1) != 0};
     QhConvEngineResult r = qh_conv_onednn(ctx, &eg, error);
     if (r != QH_CONV_ENGINE_DECLINED)
       return r == QH_CONV_ENGINE_RAN;
