@@ -48,7 +48,7 @@ static gboolean range_params(const QhNode *node, const QhTensor *const *inputs, 
 static gboolean range_infer(const QhNode *node, const QhTensor *const *inputs, int n_inputs, QhTensor *outputs,
                             int n_outputs, GError **error) {
   (void)n_inputs, (void)n_outputs;
-  double start, delta;
+  double start = 0.0, delta = 0.0; /* set by range_params; initialised for -Wmaybe-uninitialized at -O0 */
   int64_t n;
   if (!range_params(node, inputs, &start, &delta, &n, error))
     return FALSE;
@@ -61,7 +61,7 @@ static gboolean range_infer(const QhNode *node, const QhTensor *const *inputs, i
 static gboolean range_run(QhExecContext *ctx, const QhNode *node, const QhTensor *const *inputs, int n_inputs,
                           QhTensor *const *outputs, int n_outputs, GError **error) {
   (void)ctx, (void)n_inputs, (void)n_outputs;
-  double start, delta;
+  double start = 0.0, delta = 0.0; /* set by range_params; initialised for -Wmaybe-uninitialized at -O0 */
   int64_t n;
   if (!range_params(node, inputs, &start, &delta, &n, error))
     return FALSE;
