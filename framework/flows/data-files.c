@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/json-text.h"
 #include "flows/flows.h"
 #include "core/log.h"
 #include "io/npy.h"
@@ -96,14 +97,7 @@ gboolean qh_write_outputs(const QhGraph *graph, QhTensor *const *outputs, const 
 }
 
 void qh_json_print(FILE *out, JsonBuilder *builder) {
-  JsonGenerator *gen = json_generator_new();
-  JsonNode *root = json_builder_get_root(builder);
-  json_generator_set_root(gen, root);
-  json_generator_set_pretty(gen, TRUE);
-  char *text = json_generator_to_data(gen, NULL);
+  char *text = qh_json_text(builder);
   fprintf(out, "%s\n", text);
   g_free(text);
-  json_node_unref(root);
-  g_object_unref(gen);
-  g_object_unref(builder);
 }

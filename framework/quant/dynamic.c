@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/json-text.h"
 #include "io/onnx.h"
 #include "quant/const-fold.h"
 #include "quant/dynamic.h"
@@ -346,15 +347,7 @@ static char *report_json(const Dyn *d) {
   }
   json_builder_end_array(b);
   json_builder_end_object(b);
-  JsonGenerator *gen = json_generator_new();
-  JsonNode *root = json_builder_get_root(b);
-  json_generator_set_root(gen, root);
-  json_generator_set_pretty(gen, TRUE);
-  char *text = json_generator_to_data(gen, NULL);
-  json_node_unref(root);
-  g_object_unref(gen);
-  g_object_unref(b);
-  return text;
+  return qh_json_text(b);
 }
 
 static char *report_text(const Dyn *d) {

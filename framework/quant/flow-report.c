@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/json-text.h"
 #include "hostapi/annotation.h"
 #include "hostapi/host-private.h"
 #include "quant/flow-private.h"
@@ -549,15 +550,7 @@ static char *report_json(const QhFlow *f, GArray *rows) {
     json_builder_add_string_value(b, f->report->notes->pdata[i]);
   json_builder_end_array(b);
   json_builder_end_object(b);
-  JsonGenerator *gen = json_generator_new();
-  JsonNode *root = json_builder_get_root(b);
-  json_generator_set_root(gen, root);
-  json_generator_set_pretty(gen, TRUE);
-  char *text = json_generator_to_data(gen, NULL);
-  json_node_unref(root);
-  g_object_unref(gen);
-  g_object_unref(b);
-  return text;
+  return qh_json_text(b);
 }
 
 gboolean qh_flow_report(QhFlow *f, GError **error) {
