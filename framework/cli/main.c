@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/spin-policy.h"
 
 typedef struct {
   const char *name;
@@ -43,20 +44,19 @@ static void print_help(FILE *out) {
 }
 
 int main(int argc, char **argv) {
-  /* A backend's OpenMP team (oneDNN's libgomp, with --threads N > 1) runs one parallel
-   * region per unit. Workers that sleep between regions are woken for every unit
-   * (resnet18 on x86, 2 threads, 2 cores: 3.2 ms passive, 2.8 ms with this spin), but
-   * workers that spin long hold the cores when something else needs them: beside
-   * another busy process the same run takes 5.2 ms passive, 6.5-7.7 ms with this spin,
-   * 15-23 ms with 10000 rounds (libgomp's default is 300000). So a short spin; a user's
-   * OMP_WAIT_POLICY or GOMP_SPINCOUNT wins. libgomp reads its environment once, in its
-   * constructor, and libqhost links it (the host's fp32 engine is oneDNN), so it has
-   * read it before main runs: the runner sets the variable and executes itself again
-   * (x86 int8 resnet18, 2 threads, beside one busy process: median 26-67 ms with the
-   * default spin, 2.1-7.4 ms with this one). When the exec fails the run goes on with
-   * libgomp's default. */
+  /* libgomp reads its environment once, in its constructor, and libqhost links it (the
+   * host's fp32 engine is oneDNN), so it has read it before main runs: the runner sets
+   * GOMP_SPINCOUNT (spin-policy.c says how it is chosen) and executes itself again. A
+   * user's OMP_WAIT_POLICY or GOMP_SPINCOUNT wins; when the exec fails the run goes on
+   * with libgomp's default. */
   if (!g_getenv("OMP_WAIT_POLICY") && !g_getenv("GOMP_SPINCOUNT")) {
-    g_setenv("GOMP_SPINCOUNT", "1000", TRUE);
+    int threads = qh_spin_threads_requested(argc, argv);
+    const char *why = "one thread";
+    int spin = threads > 1 ? qh_spin_for_this_machine(threads, &why) : QH_SPIN_SHARED;
+    char value[16];
+    g_snprintf(value, sizeof value, "%d", spin);
+    g_setenv("GOMP_SPINCOUNT", value, TRUE);
+    g_setenv("QHOST_SPIN_CHOICE", why, TRUE);
     execv("/proc/self/exe", argv);
   }
   if (argc < 2) {

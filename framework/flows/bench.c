@@ -82,6 +82,20 @@ static void add_latency(JsonBuilder *b, const double *ms, int runs) {
   json_builder_add_double_value(b, ms[runs - 1]);
 }
 
+/* How idle OpenMP workers wait, which decides what a second thread gains (the runner
+ * chooses GOMP_SPINCOUNT unless the user did): NULL with one thread. Owned by the caller. */
+static char *openmp_wait(int threads) {
+  if (threads <= 1)
+    return NULL;
+  const char *policy = g_getenv("OMP_WAIT_POLICY"), *spin = g_getenv("GOMP_SPINCOUNT");
+  const char *why = g_getenv("QHOST_SPIN_CHOICE");
+  if (policy != NULL)
+    return g_strdup_printf("OMP_WAIT_POLICY=%s", policy);
+  if (spin == NULL)
+    return g_strdup("libgomp's default");
+  return why != NULL ? g_strdup_printf("GOMP_SPINCOUNT=%s (%s)", spin, why) : g_strdup_printf("GOMP_SPINCOUNT=%s", spin);
+}
+
 static void print_json(const Bench *x) {
   JsonBuilder *b = json_builder_new();
   json_builder_begin_object(b);
@@ -97,6 +111,12 @@ static void print_json(const Bench *x) {
   json_builder_add_string_value(b, qh_blas_describe());
   json_builder_set_member_name(b, "threads");
   json_builder_add_int_value(b, x->threads);
+  char *wait = openmp_wait(x->threads);
+  if (wait != NULL) {
+    json_builder_set_member_name(b, "openmp_wait");
+    json_builder_add_string_value(b, wait);
+    g_free(wait);
+  }
   json_builder_set_member_name(b, "warmup");
   json_builder_add_int_value(b, x->warmup);
   json_builder_set_member_name(b, "runs");
@@ -139,6 +159,10 @@ static void print_text(const Bench *x) {
     fprintf(x->out, "path: host:reference (fp32, %s)\n", qh_blas_describe());
   fprintf(x->out, "threads: %d\nruns: %d (after %d warm-up)\nlatency: median %.3f ms [min %.3f - max %.3f]\n",
          x->threads, x->runs, x->warmup, median, x->ms[0], x->ms[x->runs - 1]);
+  char *wait = openmp_wait(x->threads);
+  if (wait != NULL)
+    fprintf(x->out, "openmp wait: %s\n", wait);
+  g_free(wait);
   if (x->fp32_ms) {
     double fm = median_of_sorted(x->fp32_ms, x->runs);
     char *ratio = fm > 0 ? g_strdup_printf("%.2fx", median / fm) : g_strdup("n/a (below the clock's resolution)");
