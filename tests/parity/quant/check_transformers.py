@@ -75,6 +75,11 @@ def build(name):
         return BertBase().eval(), export_models.tokens(1, 128), 14
     import torchvision
     model = getattr(torchvision.models, name)(weights=None).eval()
+    if name == "vit_b_16":
+        # torchvision zero-initialises vit's head: its output would be the zero bias whatever
+        # the encoder computes, and every comparison of outputs would pass vacuously.
+        with torch.no_grad():
+            model.heads.head.weight.normal_(0.0, 0.02)
     return model, torch.randn(1, 3, 224, 224), 13
 
 
