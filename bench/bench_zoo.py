@@ -120,6 +120,11 @@ def run_ok(cmd):
     return None
 
 
+def stale(out, *sources):
+    """Whether a cached output is missing or older than a file it was computed from."""
+    return not os.path.exists(out) or any(os.path.getmtime(out) < os.path.getmtime(s) for s in sources)
+
+
 def parity(qhost, node, ort_dir, onnx_path, x_path, threads, workdir):
     """(max |qhost - ORT| / max |ORT|, error text)."""
     import numpy as np
@@ -130,7 +135,7 @@ def parity(qhost, node, ort_dir, onnx_path, x_path, threads, workdir):
         return None, f"qhost run: {err}"
     if node is None:
         return None, None
-    if not os.path.exists(o_out) or os.path.getmtime(o_out) < os.path.getmtime(onnx_path):
+    if stale(o_out, onnx_path, x_path):
         err = run_ok([node, os.path.join(ort_dir, "ort_run.js"), onnx_path, x_path, o_out])
         if err:
             return None, f"ORT run: {err}"
@@ -298,7 +303,7 @@ def int8_agreement(qhost, node, ort_dir, qdq, x_path, threads, workdir):
         return None, None, "qhost run --backend x86: non-finite output"
     if node is None:
         return None, None, None
-    if not os.path.exists(o_out) or os.path.getmtime(o_out) < os.path.getmtime(qdq):
+    if stale(o_out, qdq, x_path):
         err = run_ok([node, os.path.join(ort_dir, "ort_run.js"), qdq, x_path, o_out])
         if err:
             return None, None, f"ORT run (int8): {err}"
