@@ -390,7 +390,7 @@ def print_transformer_table(results, args, errors):
         c = r["coverage"]
         mac = "n/a" if c is None or c["plugin_mac_share"] is None else f"{100 * c['plugin_mac_share']:.1f}%"
         sq = r.get("int8_sqnr_vs_ort")
-        sq = "n/a" if sq is None else ("inf" if math.isinf(sq) else f"{sq:.1f}")
+        sq = "exact" if r.get("int8_exact") else "n/a" if sq is None else f"{sq:.1f}"
         line = (f"{r['model']:<14}{r['threads']:>3}  {f2(r['parity'], '.1e'):>8}  {ok:>11}  {nodes:>10}  "
                 f"{f2(r.get('int8_vs_ort'), '.1e'):>8}  {sq:>5}  {mac:>6}")
         if not args.coverage_only:
@@ -507,7 +507,9 @@ def main():
                     rel, sqnr, err = int8_agreement(args.qhost, node, args.ort_dir, qdq, x_path, t, workdir)
                     if err:
                         errors.setdefault(m, []).append(f"int8 agreement threads={t}: {err}")
-                    row["int8_vs_ort"], row["int8_sqnr_vs_ort"] = rel, sqnr
+                    # identical outputs: no SQNR (JSON has no infinity), int8_exact instead
+                    row["int8_exact"] = sqnr is not None and math.isinf(sqnr)
+                    row["int8_vs_ort"], row["int8_sqnr_vs_ort"] = rel, None if row["int8_exact"] else sqnr
             results.append(row)
             say(f"measured {m} threads={t}")
         if m in errors and m not in failed:
