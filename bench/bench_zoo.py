@@ -1,9 +1,23 @@
 #!/usr/bin/python3
-"""A reproducible zoo of torchvision CNNs: qhost x86 int8 and fp32 against ONNX Runtime.
+"""A reproducible zoo of torchvision CNNs and transformers: qhost int8 and fp32 against ONNX Runtime.
 
-  bench_zoo.py --qhost PATH [--models resnet50,...] [--threads 1,2] [--runs 10]
-               [--warmup 2] [--rounds 3] [--workdir DIR] [--size 224]
-               [--calib-samples 8] [--seed 0] [--coverage-only] [--fp32-only] [--check-coverage] [--json]
+  bench_zoo.py --qhost PATH [--family cnn|transformers] [--models resnet50,...] [--threads 1,2]
+               [--runs 10] [--warmup 2] [--rounds 3] [--workdir DIR] [--size 224]
+               [--calib-samples 8] [--seed 0] [--backends x86,fbgemm,qnnpack]
+               [--coverage-only] [--fp32-only] [--check-coverage] [--json]
+
+--family cnn (the default) is the torchvision CNN zoo described below. --family transformers
+is issue 18's zoo: torchvision's convnext_tiny, vit_b_16 and swin_t (1x3x224x224, opset 13),
+a BERT-base-sized nn.TransformerEncoder (12 x 768, 12 heads, GELU, sequence 128, padding mask,
+opset 14) and the parity suite's text_encoder (nn.TransformerEncoder with a padding mask),
+transformer (nn.Transformer, causal and padding masks), lstm and gru classifiers. Models and
+calibration data (4 samples, padding in every text sample) come from
+tests/parity/quant/check_transformers.py's export(), which builds them with
+tests/parity/export_models.py. Each is quantized for every --backends backend (ok or the
+error, nodes quantized/float from the report); the x86 QDQ file is then run by `qhost run
+--backend x86` and by ONNX Runtime, and their outputs compared (int8 agreement: max |qhost -
+ORT| / max |ORT| and the SQNR of qhost's output against ORT's); parity and latency as below.
+--size, --calib-samples and --seed apply to the CNN family only.
 
 Prints the CPU and its ISA flags, then for every model:
   1. exports it with PyTorch (this interpreter; 1.13 on these machines): torchvision,
@@ -46,9 +60,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests", "parity"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "parity", "quant"))
 from bench_fp32_vs_ort import cpu_info, int_list, run_json  # noqa: E402
 from bench_int8_vs_ort import ensure_qdq_model  # noqa: E402
 
+TRANSFORMERS = ("convnext_tiny", "vit_b_16", "swin_t", "bert_base", "text_encoder", "transformer", "lstm", "gru")
+BACKENDS = ("x86", "fbgemm", "qnnpack")
 MODELS = ("resnet50", "mobilenet_v3_large", "efficientnet_b0", "shufflenet_v2_x1_0", "squeezenet1_1",
           "densenet121", "googlenet", "regnet_x_400mf", "inception_v3", "mnasnet1_0")
 SIDES = ("qhost_int8", "ort_int8", "qhost_fp32", "ort_fp32")
@@ -103,6 +120,11 @@ def run_ok(cmd):
     return None
 
 
+def stale(out, *sources):
+    """Whether a cached output is missing or older than a file it was computed from."""
+    return not os.path.exists(out) or any(os.path.getmtime(out) < os.path.getmtime(s) for s in sources)
+
+
 def parity(qhost, node, ort_dir, onnx_path, x_path, threads, workdir):
     """(max |qhost - ORT| / max |ORT|, error text)."""
     import numpy as np
@@ -113,7 +135,7 @@ def parity(qhost, node, ort_dir, onnx_path, x_path, threads, workdir):
         return None, f"qhost run: {err}"
     if node is None:
         return None, None
-    if not os.path.exists(o_out) or os.path.getmtime(o_out) < os.path.getmtime(onnx_path):
+    if stale(o_out, onnx_path, x_path):
         err = run_ok([node, os.path.join(ort_dir, "ort_run.js"), onnx_path, x_path, o_out])
         if err:
             return None, f"ORT run: {err}"
@@ -231,11 +253,169 @@ def print_table(results, args):
                 f"{n}x {op}" for op, n in sorted(c["host_units_by_ops"].items(), key=lambda kv: -kv[1])))
 
 
+def export_transformer(workdir, model, say):
+    """NAME.onnx (cached), NAME.calib.npy and NAME.input.npy in workdir, from
+    check_transformers.export (the models of tests/parity/export_models.py and the full sizes)."""
+    import check_transformers
+    t0 = time.perf_counter()
+    cached = os.path.exists(os.path.join(workdir, model + ".onnx"))
+    onnx_path, calib_path, x_path, _scopes = check_transformers.export(workdir, model)
+    say(f"{'using cached' if cached else 'exported'} {onnx_path} ({time.perf_counter() - t0:.1f} s)")
+    return onnx_path, calib_path, x_path
+
+
+def quantize_backend(qhost, workdir, model, backend, onnx_path, calib_path, say):
+    """(QDQ path, {"ok", "quantized", "float", "error"}): `qhost quantize --backend B --calib C`,
+    reusing a QDQ file newer than the float model."""
+    qdq = os.path.join(workdir, f"{model}.{backend}.qdq.onnx")
+    report = qdq + ".report.json"
+    if not (os.path.exists(qdq) and os.path.exists(report) and
+            os.path.getmtime(qdq) >= os.path.getmtime(onnx_path)):
+        for p in (qdq, report):
+            if os.path.exists(p):
+                os.remove(p)
+        t0 = time.perf_counter()
+        err = run_ok([qhost, "quantize", "--backend", backend, "--calib", calib_path, "-o", qdq,
+                      "--report", report, "--quiet", onnx_path])
+        if err:
+            return None, {"ok": False, "error": err}
+        say(f"quantized {model} for {backend} in {time.perf_counter() - t0:.1f} s")
+    try:
+        with open(report) as f:
+            nodes = json.load(f)["nodes"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        return qdq, {"ok": False, "error": f"report {report}: {e}"}
+    return qdq, {"ok": True, "quantized": sum(1 for e in nodes if e.get("quantized")),
+                 "float": sum(1 for e in nodes if not e.get("quantized"))}
+
+
+def int8_agreement(qhost, node, ort_dir, qdq, x_path, threads, workdir):
+    """(max |qhost x86 - ORT| / max |ORT|, SQNR of qhost's output against ORT's in dB, error)
+    on the same QDQ file."""
+    import numpy as np
+    base = os.path.join(workdir, os.path.basename(qdq)[:-5])
+    q_out, o_out = f"{base}.qhost_x86.t{threads}.npy", f"{base}.ort.npy"
+    err = run_ok([qhost, "run", "--backend", "x86", qdq, "--input", x_path, "-o", q_out, "--threads", str(threads)])
+    if err:
+        return None, None, f"qhost run --backend x86: {err}"
+    a = np.load(q_out).astype(np.float64)
+    if not np.all(np.isfinite(a)):
+        return None, None, "qhost run --backend x86: non-finite output"
+    if node is None:
+        return None, None, None
+    if stale(o_out, qdq, x_path):
+        err = run_ok([node, os.path.join(ort_dir, "ort_run.js"), qdq, x_path, o_out])
+        if err:
+            return None, None, f"ORT run (int8): {err}"
+    b = np.load(o_out).astype(np.float64)
+    if a.shape != b.shape:
+        return None, None, f"int8 output shapes differ: qhost {a.shape}, ORT {b.shape}"
+    noise = float(np.sum((a - b) ** 2))
+    sqnr = float("inf") if noise == 0 else 10.0 * math.log10(max(float(np.sum(b ** 2)), 1e-300) / noise)
+    return float(np.max(np.abs(a - b))) / (float(np.max(np.abs(b))) or 1.0), sqnr, None
+
+
+def measure(args, node, ort_js, m, onnx_path, x_path, qdq, t, workdir, errors):
+    """One row: float parity, coverage and (unless --coverage-only) the four timed sides."""
+    row = {"model": m, "threads": t, "onnx": os.path.basename(onnx_path),
+           "qdq": os.path.basename(qdq) if qdq else None}
+    par, err = parity(args.qhost, node, args.ort_dir, onnx_path, x_path, t, workdir)
+    if err:
+        errors.setdefault(m, []).append(f"parity threads={t}: {err}")
+    row["parity"] = par
+    common = ["--threads", str(t), "--warmup", str(args.warmup), "--runs", str(args.runs)]
+    one_x86 = [args.qhost, "bench", qdq, "--input", x_path, "--no-fp32", "--backend", "x86",
+               "--threads", str(t), "--warmup", "0", "--runs", "1", "--json"] if qdq else None
+    cmds = {
+        "qhost_int8": [args.qhost, "bench", qdq, "--input", x_path, "--no-fp32", "--backend", "x86"] +
+                      common + ["--json"] if qdq else None,
+        "ort_int8": [node, ort_js, qdq, x_path] + common if node and qdq else None,
+        "qhost_fp32": [args.qhost, "bench", onnx_path, "--input", x_path] + common + ["--json"],
+        "ort_fp32": [node, ort_js, onnx_path, x_path] + common if node else None,
+    }
+    if args.fp32_only:
+        cmds["qhost_int8"] = cmds["ort_int8"] = None
+    if args.coverage_only:
+        cmds = {"qhost_int8": one_x86}
+    rounds = {side: [] for side in SIDES}
+    for i in range(1 if args.coverage_only else args.rounds):
+        for side, cmd in cmds.items():
+            if cmd is None:
+                continue
+            out, err = run_json(cmd)
+            if err:
+                errors.setdefault(m, []).append(f"{side} threads={t} round {i + 1}: {err}")
+            rounds[side].append(out)
+    coverage_run = None
+    if args.fp32_only and one_x86:
+        coverage_run, err = run_json(one_x86)
+        if err:
+            errors.setdefault(m, []).append(f"coverage threads={t}: {err}")
+    elif not args.fp32_only:
+        coverage_run = next((r for r in reversed(rounds["qhost_int8"]) if r), None)
+    row["coverage"] = coverage_of(coverage_run, boundary_transposes(qdq)) if qdq else None
+    for side in SIDES:
+        row[side] = summarize(rounds[side])
+    row["int8_over_ort"] = ratio(row["qhost_int8"], row["ort_int8"])
+    row["int8_over_fp32"] = ratio(row["qhost_int8"], row["qhost_fp32"])
+    row["fp32_over_ort"] = ratio(row["qhost_fp32"], row["ort_fp32"])
+    if args.check_coverage:
+        probs = coverage_problems(row["coverage"])
+        if probs:
+            errors.setdefault(m, []).append(f"coverage threads={t}: " + "; ".join(probs))
+    return row
+
+
+def print_transformer_table(results, args, errors):
+    print("\nparity: max |qhost fp32 - ORT fp32| / max |ORT fp32|. quantize: per backend, ok or FAIL "
+          "(the error below). nodes: quantized/float in the x86 report. i8~ORT: max |qhost x86 int8 - "
+          "ORT int8| / max |ORT int8| on the same QDQ file, and the SQNR (dB) of qhost's output against "
+          "ORT's. MACs: share of the int8 MACs on the x86 plugin's kernels.")
+    if not args.coverage_only:
+        print(f"latency: median of {args.rounds} round medians, each {args.runs} runs after {args.warmup} "
+              f"warm-up; rounds alternate qhost int8, ORT int8, qhost fp32, ORT fp32")
+    qcol = "/".join(b[:3] for b in args.backends)
+    head = (f"{'model':<14}{'thr':>3}  {'parity':>8}  {qcol:>11}  {'nodes q/f':>10}  {'i8~ORT':>8}  "
+            f"{'SQNR':>5}  {'MACs':>6}")
+    if not args.coverage_only:
+        head += (f"  {'int8 ms':>8}  {'ORT i8':>8}  {'i8/ORT':>6}  {'i8/fp32':>7}  {'fp32 ms':>8}  "
+                 f"{'ORT fp32':>8}  {'fp32/ORT':>8}")
+    print(head)
+    print("-" * len(head))
+    for r in results:
+        q = r["quantize"]
+        ok = "/".join("ok" if q[b]["ok"] else "FAIL" for b in args.backends)
+        x = q.get("x86", {})
+        nodes = f"{x['quantized']}/{x['float']}" if x.get("ok") else "n/a"
+        c = r["coverage"]
+        mac = "n/a" if c is None or c["plugin_mac_share"] is None else f"{100 * c['plugin_mac_share']:.1f}%"
+        sq = r.get("int8_sqnr_vs_ort")
+        sq = "exact" if r.get("int8_exact") else "n/a" if sq is None else f"{sq:.1f}"
+        line = (f"{r['model']:<14}{r['threads']:>3}  {f2(r['parity'], '.1e'):>8}  {ok:>11}  {nodes:>10}  "
+                f"{f2(r.get('int8_vs_ort'), '.1e'):>8}  {sq:>5}  {mac:>6}")
+        if not args.coverage_only:
+            line += (f"  {ms(r['qhost_int8']):>8}  {ms(r['ort_int8']):>8}  {f2(r['int8_over_ort']):>6}  "
+                     f"{f2(r['int8_over_fp32']):>7}  {ms(r['qhost_fp32']):>8}  {ms(r['ort_fp32']):>8}  "
+                     f"{f2(r['fp32_over_ort']):>8}")
+        print(line)
+    if not args.coverage_only:
+        for t in args.threads:
+            g = geomean([r["int8_over_ort"] for r in results if r["threads"] == t])
+            g32 = geomean([r["fp32_over_ort"] for r in results if r["threads"] == t])
+            print(f"geomean {t} thread(s): int8/ORT int8 {f2(g)}, qhost fp32/ORT fp32 {f2(g32)}")
+    for m, errs in errors.items():
+        for e in errs:
+            print(f"FAILED {m}: {e}")
+
+
 def main():
-    ap = argparse.ArgumentParser(description="torchvision CNN zoo: qhost x86 int8/fp32 vs ONNX Runtime")
+    ap = argparse.ArgumentParser(description="torchvision CNN and transformer zoo: qhost int8/fp32 vs ONNX Runtime")
     ap.add_argument("--qhost", required=True)
+    ap.add_argument("--family", choices=("cnn", "transformers"), default="cnn")
     ap.add_argument("--ort-dir", default=os.path.join(ROOT, "tests", "ort"))
-    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--models", help="comma-separated; default: the whole family")
+    ap.add_argument("--backends", default=",".join(BACKENDS),
+                    help="transformers: the backends to quantize for (x86 is the one timed)")
     ap.add_argument("--threads", type=int_list, default=[1, 2])
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=2)
@@ -251,10 +431,14 @@ def main():
                     help="fail unless >= 99%% MACs and every conv/linear on the plugin, no layout transposes")
     ap.add_argument("--json", action="store_true", help="print results as JSON on stdout")
     args = ap.parse_args()
-    models = [m for m in args.models.split(",") if m]
-    bad = [m for m in models if m not in MODELS]
+    family = TRANSFORMERS if args.family == "transformers" else MODELS
+    models = [m for m in (args.models or ",".join(family)).split(",") if m]
+    bad = [m for m in models if m not in family]
     if bad or not models:
-        ap.error(f"unknown model(s) {bad}; choose from {', '.join(MODELS)}")
+        ap.error(f"unknown model(s) {bad}; choose from {', '.join(family)}")
+    args.backends = [b for b in args.backends.split(",") if b]
+    if not args.backends or any(b not in BACKENDS for b in args.backends) or "x86" not in args.backends:
+        ap.error(f"--backends: a comma-separated subset of {', '.join(BACKENDS)} that includes x86")
     if args.runs < 1 or args.warmup < 0 or args.rounds < 1 or args.calib_samples < 1 or args.size < 32:
         ap.error("--runs, --rounds, --calib-samples must be positive, --warmup non-negative, --size >= 32")
     say = (lambda *a: print(*a, file=sys.stderr, flush=True)) if args.json else \
@@ -287,67 +471,45 @@ def main():
                                   calib_samples=args.calib_samples, seed=args.seed)
     failed, results, errors = [], [], {}
     for m in models:
-        s = stem(m, args.size)
+        quant = None
         try:
-            onnx_path, x_path = export(workdir, m, args.size, say)
+            if args.family == "transformers":
+                onnx_path, calib_path, x_path = export_transformer(workdir, m, say)
+            else:
+                onnx_path, x_path = export(workdir, m, args.size, say)
         except Exception as e:  # noqa: BLE001 - any export failure is this model's failure
             errors.setdefault(m, []).append(f"export: {type(e).__name__}: {e}")
             failed.append(m)
             say(f"FAIL export {m}: {e}")
             continue
-        qdq, _rep, err = ensure_qdq_model(qargs, workdir, s, onnx_path, x_path, say)
-        if err:
-            errors.setdefault(m, []).append(f"quantize: {err}")
-            failed.append(m)
-            say(f"FAIL qhost quantize {m}: {err}")
-            continue
-        for t in args.threads:
-            row = {"model": m, "threads": t, "onnx": os.path.basename(onnx_path), "qdq": os.path.basename(qdq)}
-            par, err = parity(args.qhost, node, args.ort_dir, onnx_path, x_path, t, workdir)
+        if args.family == "transformers":
+            quant, qdq = {}, None
+            for b in args.backends:
+                path, quant[b] = quantize_backend(args.qhost, workdir, m, b, onnx_path, calib_path, say)
+                if not quant[b]["ok"]:
+                    errors.setdefault(m, []).append(f"quantize {b}: {quant[b]['error']}")
+                    say(f"FAIL qhost quantize {m} for {b}: {quant[b]['error']}")
+                elif b == "x86":
+                    qdq = path
+        else:
+            qdq, _rep, err = ensure_qdq_model(qargs, workdir, stem(m, args.size), onnx_path, x_path, say)
             if err:
-                errors.setdefault(m, []).append(f"parity threads={t}: {err}")
-            row["parity"] = par
-            common = ["--threads", str(t), "--warmup", str(args.warmup), "--runs", str(args.runs)]
-            cmds = {
-                "qhost_int8": [args.qhost, "bench", qdq, "--input", x_path, "--no-fp32", "--backend", "x86"] +
-                              common + ["--json"],
-                "ort_int8": [node, ort_js, qdq, x_path] + common if node else None,
-                "qhost_fp32": [args.qhost, "bench", onnx_path, "--input", x_path] + common + ["--json"],
-                "ort_fp32": [node, ort_js, onnx_path, x_path] + common if node else None,
-            }
-            if args.fp32_only:
-                cmds["qhost_int8"] = cmds["ort_int8"] = None
-            if args.coverage_only:
-                cmds = {"qhost_int8": [args.qhost, "bench", qdq, "--input", x_path, "--no-fp32", "--backend",
-                                       "x86", "--threads", str(t), "--warmup", "0", "--runs", "1", "--json"]}
-            rounds = {side: [] for side in SIDES}
-            for i in range(1 if args.coverage_only else args.rounds):
-                for side, cmd in cmds.items():
-                    if cmd is None:
-                        continue
-                    out, err = run_json(cmd)
+                errors.setdefault(m, []).append(f"quantize: {err}")
+                failed.append(m)
+                say(f"FAIL qhost quantize {m}: {err}")
+                continue
+        for t in args.threads:
+            row = measure(args, node, ort_js, m, onnx_path, x_path, qdq, t, workdir, errors)
+            if quant is not None:
+                row["quantize"] = quant
+                row["int8_vs_ort"] = row["int8_sqnr_vs_ort"] = None
+                if qdq:
+                    rel, sqnr, err = int8_agreement(args.qhost, node, args.ort_dir, qdq, x_path, t, workdir)
                     if err:
-                        errors.setdefault(m, []).append(f"{side} threads={t} round {i + 1}: {err}")
-                    rounds[side].append(out)
-            if args.fp32_only:
-                out, err = run_json([args.qhost, "bench", qdq, "--input", x_path, "--no-fp32", "--backend", "x86",
-                                     "--threads", str(t), "--warmup", "0", "--runs", "1", "--json"])
-                if err:
-                    errors.setdefault(m, []).append(f"coverage threads={t}: {err}")
-                rounds["qhost_int8"].append(None)
-                coverage_run = out
-            else:
-                coverage_run = next((r for r in reversed(rounds["qhost_int8"]) if r), None)
-            row["coverage"] = coverage_of(coverage_run, boundary_transposes(qdq))
-            for side in SIDES:
-                row[side] = summarize(rounds[side])
-            row["int8_over_ort"] = ratio(row["qhost_int8"], row["ort_int8"])
-            row["int8_over_fp32"] = ratio(row["qhost_int8"], row["qhost_fp32"])
-            row["fp32_over_ort"] = ratio(row["qhost_fp32"], row["ort_fp32"])
-            if args.check_coverage:
-                probs = coverage_problems(row["coverage"])
-                if probs:
-                    errors.setdefault(m, []).append(f"coverage threads={t}: " + "; ".join(probs))
+                        errors.setdefault(m, []).append(f"int8 agreement threads={t}: {err}")
+                    # identical outputs: no SQNR (JSON has no infinity), int8_exact instead
+                    row["int8_exact"] = sqnr is not None and math.isinf(sqnr)
+                    row["int8_vs_ort"], row["int8_sqnr_vs_ort"] = rel, None if row["int8_exact"] else sqnr
             results.append(row)
             say(f"measured {m} threads={t}")
         if m in errors and m not in failed:
@@ -357,7 +519,8 @@ def main():
 
     load_after = os.getloadavg()
     if args.json:
-        json.dump({"schema_version": 1, "cpu": cpu, "models": models, "threads": args.threads,
+        json.dump({"schema_version": 1, "family": args.family, "cpu": cpu, "models": models,
+                   "threads": args.threads, "backends": args.backends,
                    "size": args.size, "runs": args.runs, "warmup": args.warmup, "rounds": args.rounds,
                    "calib_samples": args.calib_samples, "seed": args.seed,
                    "bn_batches": BN_BATCHES, "bn_batch_size": BN_BATCH_SIZE, "opset": OPSET,
@@ -366,7 +529,10 @@ def main():
                    "results": results, "errors": errors, "ok": not failed}, sys.stdout, indent=1)
         print()
     else:
-        print_table(results, args)
+        if args.family == "transformers":
+            print_transformer_table(results, args, errors)
+        else:
+            print_table(results, args)
         print(f"load average (1/5/15 min): before {' '.join(f'{v:.2f}' for v in load_before)}, "
               f"after {' '.join(f'{v:.2f}' for v in load_after)}")
         print(f"failed: {', '.join(failed) if failed else 'none'}")

@@ -118,11 +118,46 @@ static void test_errors(void) {
   case_free(c);
 }
 
+/* The trailing-axes fast path against the walk (its twin), bit for bit: every float
+ * reduction, trailing and non-trailing axis sets (the latter take the walk in both),
+ * keepdims 0 and 1, NaN and infinities among the values, 2 threads against 1. */
+static void test_trailing_fast_path(void) {
+  static const char *const ops[] = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL2"};
+  static const struct {
+    int n;
+    int64_t axes[4];
+  } sets[] = {{1, {-1}}, {2, {2, 3}}, {3, {1, 2, 3}}, {4, {0, 1, 2, 3}}, {1, {0}}, {1, {2}}, {2, {1, 3}}};
+  GRand *rng = g_rand_new_with_seed(18);
+  QhTensor *x = mk(QH_DTYPE_F32, 4, DIMS(3, 5, 7, 64), NULL);
+  for (int64_t i = 0; i < qh_tensor_numel(x); i++)
+    qh_f32(x)[i] = (float)g_rand_double_range(rng, -2.0, 2.0);
+  qh_f32(x)[100] = NAN;
+  qh_f32(x)[2000] = INFINITY;
+  qh_f32(x)[3000] = -INFINITY;
+  for (gsize o = 0; o < G_N_ELEMENTS(ops); o++)
+    for (gsize a = 0; a < G_N_ELEMENTS(sets); a++)
+      for (int keep = 0; keep < 2; keep++) {
+        Case *c = reduce_case(ops[o], qh_tensor_copy(x, NULL), NULL);
+        qh_node_set_attr_ints(c->node, "axes", sets[a].n, sets[a].axes);
+        qh_node_set_attr_int(c->node, "keepdims", keep);
+        compare_fast_naive(c);
+        case_free(c);
+      }
+  /* a hand-checked row: the fast path's mean of [1, 2, 4, 8] and [-1, 0, 1, 6] */
+  Case *c = reduce_case("ReduceMean", mk(QH_DTYPE_F32, 2, DIMS(2, 4), F32V(1, 2, 4, 8, -1, 0, 1, 6)), NULL);
+  qh_node_set_attr_ints(c->node, "axes", 1, DIMS(-1));
+  check_both_f32(c, 2, DIMS(2, 1), F32V(3.75f, 1.5f), 0.0f);
+  case_free(c);
+  qh_tensor_free(x);
+  g_rand_free(rng);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/kernels/reduce/axes_forms", test_axes_forms);
   g_test_add_func("/kernels/reduce/empty_and_ints", test_empty_and_ints);
   g_test_add_func("/kernels/reduce/argmax", test_argmax);
   g_test_add_func("/kernels/reduce/errors", test_errors);
+  g_test_add_func("/kernels/reduce/trailing_fast_path", test_trailing_fast_path);
   return g_test_run();
 }

@@ -5,9 +5,12 @@
  * variadic Min and Max (folded one input at a time into the output); and Expand.
  * LayerNorm exported at opsets below 17 is ReduceMean/Sub/Pow/Sqrt/Div, GELU is Erf,
  * attention masks are Equal/Where/Expand.
- * Every op here is a plain loop over the output, one ONNX formula per element, so it
- * is its own reference (no naive twin); operands of the output's shape are read
- * directly, broadcast ones through per-dimension strides. */
+ * Every op here is a plain loop over the output, one ONNX formula per element;
+ * operands of the output's shape are read directly, broadcast ones through
+ * per-dimension strides. One fast path: Pow of a dense float base by one scalar
+ * exponent (LayerNorm's x^2, on every row of every layer) skips the per-element
+ * broadcast walk and squares by one multiplication, as ONNX Runtime does; its twin
+ * (run_naive) is the walk with powf. */
 #include <math.h>
 #include <string.h>
 
@@ -354,10 +357,36 @@ static void broadcast_task(void *arg, int64_t begin, int64_t end) {
   }
 }
 
-static gboolean run(QhExecContext *ctx, const QhNode *node, const QhTensor *const *inputs, int n_inputs,
-                    QhTensor *const *outputs, int n_outputs, GError **error) {
-  (void)n_outputs;
+/* Pow of a float base of the output's shape by a one-element exponent. */
+typedef struct {
+  const float *x;
+  float *y, e;
+} ScalarPow;
+
+static void scalar_pow_task(void *arg, int64_t begin, int64_t end) {
+  const ScalarPow *p = arg;
+  if (p->e == 2.0f) {
+    for (int64_t i = begin; i < end; i++)
+      p->y[i] = p->x[i] * p->x[i];
+    return;
+  }
+  for (int64_t i = begin; i < end; i++)
+    p->y[i] = powf(p->x[i], p->e);
+}
+
+static gboolean is_scalar_pow(MathOp op, const QhTensor *const *inputs, int n_inputs, const QhTensor *out) {
+  return op == OP_POW && n_inputs == 2 && inputs[0]->dtype == QH_DTYPE_F32 &&
+         qh_tensor_numel(inputs[1]) == 1 && qh_shape_equal(&inputs[0]->shape, &out->shape);
+}
+
+static gboolean run_impl(QhExecContext *ctx, const QhNode *node, const QhTensor *const *inputs, int n_inputs,
+                         QhTensor *const *outputs, gboolean naive, GError **error) {
   Job j = {.op = op_of(node), .out = outputs[0]};
+  if (!naive && is_scalar_pow(j.op, inputs, n_inputs, outputs[0])) {
+    ScalarPow p = {qh_f32(inputs[0]), qh_f32(outputs[0]), (float)value_at(inputs[1], 0)};
+    qh_thread_pool_parallel_for(ctx->pool, qh_tensor_numel(outputs[0]), PAR_GRAIN, scalar_pow_task, &p);
+    return TRUE;
+  }
   gboolean one = j.op == OP_EXPAND || j.op == OP_MIN || j.op == OP_MAX || n_inputs < 2;
   int n = j.op == OP_WHERE ? 3 : one ? 1 : 2;
   const QhShape *shapes[MAX_OPERANDS];
@@ -393,10 +422,22 @@ static gboolean run(QhExecContext *ctx, const QhNode *node, const QhTensor *cons
   return TRUE;
 }
 
+static gboolean run(QhExecContext *ctx, const QhNode *node, const QhTensor *const *inputs, int n_inputs,
+                    QhTensor *const *outputs, int n_outputs, GError **error) {
+  (void)n_outputs;
+  return run_impl(ctx, node, inputs, n_inputs, outputs, FALSE, error);
+}
+
+static gboolean run_naive(QhExecContext *ctx, const QhNode *node, const QhTensor *const *inputs, int n_inputs,
+                          QhTensor *const *outputs, int n_outputs, GError **error) {
+  (void)n_outputs;
+  return run_impl(ctx, node, inputs, n_inputs, outputs, TRUE, error);
+}
+
 const QhOpDef qh_ops_math[] = {
     {"Sqrt", 1, 1, 1, 1, infer, run, NULL, NULL},    {"Erf", 1, 1, 1, 1, infer, run, NULL, NULL},
     {"Exp", 1, 1, 1, 1, infer, run, NULL, NULL},     {"Neg", 1, 1, 1, 1, infer, run, NULL, NULL},
-    {"Not", 1, 1, 1, 1, infer, run, NULL, NULL},     {"Pow", 2, 2, 1, 1, infer, run, NULL, NULL},
+    {"Not", 1, 1, 1, 1, infer, run, NULL, NULL},     {"Pow", 2, 2, 1, 1, infer, run, run_naive, NULL},
     {"Mod", 2, 2, 1, 1, infer, run, NULL, NULL},     {"Equal", 2, 2, 1, 1, infer, run, NULL, NULL},
     {"Less", 2, 2, 1, 1, infer, run, NULL, NULL},    {"Greater", 2, 2, 1, 1, infer, run, NULL, NULL},
     {"Where", 3, 3, 1, 1, infer, run, NULL, NULL},   {"Expand", 2, 2, 1, 1, infer, run, NULL, NULL},

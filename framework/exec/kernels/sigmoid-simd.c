@@ -8,7 +8,8 @@
  * constants, double-precision steps and fused multiply-adds, lane by lane. Lanes whose
  * |argument| reaches expf's special-case range (|x| > ~85, Inf, NaN) go through the scalar
  * function. ctest unit/test_sigmoid_simd compares the two on a sweep of every float
- * exponent; the scalar function is also the path on CPUs without AVX-512F. */
+ * exponent; the scalar function is also the path on CPUs without AVX-512F. The same
+ * lanes give expf itself over an array (Softmax's exponentials), compared the same way. */
 #include <immintrin.h>
 #include <math.h>
 
@@ -105,6 +106,53 @@ AVX512 static void sigmoid_avx512(const float *x, float *y, int64_t n) {
   }
   sigmoid_scalar_loop(x + i, y + i, n - i);
 }
+
+static void expf_scalar_loop(const float *x, float *y, int64_t n) {
+  for (int64_t i = 0; i < n; i++)
+    y[i] = expf(x[i]);
+}
+
+AVX512 static void expf_avx512(const float *x, float *y, int64_t n) {
+  ExpConsts k = {
+      .t0 = _mm512_loadu_si512(EXP2F_TAB),      .t1 = _mm512_loadu_si512(EXP2F_TAB + 8),
+      .t2 = _mm512_loadu_si512(EXP2F_TAB + 16), .t3 = _mm512_loadu_si512(EXP2F_TAB + 24),
+      .invln2n = d_of(EXPF_INVLN2N),            .shift = d_of(EXPF_SHIFT),
+      .c0 = d_of(EXPF_C0),                      .c1 = d_of(EXPF_C1),
+      .c2 = d_of(EXPF_C2),                      .one = _mm512_set1_pd(1.0)};
+  const __m512i top_mask = _mm512_set1_epi32(0x7ff), special = _mm512_set1_epi32(EXPF_SPECIAL_TOP);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512 v = _mm512_loadu_ps(x + i);
+    __m512i top = _mm512_and_si512(_mm512_srli_epi32(_mm512_castps_si512(v), 20), top_mask);
+    __mmask16 odd = _mm512_cmpgt_epi32_mask(top, special);
+    __m256 e_lo = expf8(&k, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
+    __m256 e_hi = expf8(&k, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
+    __m512 e = _mm512_castpd_ps(
+        _mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(e_lo)), _mm256_castps_pd(e_hi), 1));
+    if (odd) { /* x may be y: keep the arguments of the special lanes before the store */
+      float args[16];
+      _mm512_storeu_ps(args, v);
+      _mm512_storeu_ps(y + i, e);
+      while (odd) {
+        int l = __builtin_ctz(odd);
+        y[i + l] = expf(args[l]);
+        odd &= (__mmask16)(odd - 1);
+      }
+      continue;
+    }
+    _mm512_storeu_ps(y + i, e);
+  }
+  expf_scalar_loop(x + i, y + i, n - i);
+}
+
+void qh_expf_f32(const float *x, float *y, int64_t n) {
+  if (qh_cpu_features() & QH_CPU_AVX512F)
+    expf_avx512(x, y, n);
+  else
+    expf_scalar_loop(x, y, n);
+}
+
+void qh_expf_f32_scalar(const float *x, float *y, int64_t n) { expf_scalar_loop(x, y, n); }
 
 void qh_sigmoid_f32(const float *x, float *y, int64_t n) {
   if (qh_cpu_features() & QH_CPU_AVX512F)

@@ -1,4 +1,4 @@
-/* Sigmoid over float arrays: the scalar formula and its AVX-512 twin (same bits).
+/* Sigmoid and expf over float arrays: the scalar formulas and their AVX-512 twins (same bits).
  * Pure functions of their input; safe from any thread; x and y may be the same array
  * but must not otherwise overlap. */
 #ifndef QH_EXEC_SIGMOID_SIMD_H
@@ -13,5 +13,11 @@ float qh_sigmoid_scalar(float x);
 void qh_sigmoid_f32(const float *x, float *y, int64_t n);
 /* The scalar loop, for the tests. */
 void qh_sigmoid_f32_scalar(const float *x, float *y, int64_t n);
+
+/* y[i] = expf(x[i]) for i < n, the same bits as glibc's expf: AVX-512 where the host has
+ * it (Softmax's exponentials), the scalar loop elsewhere. x and y may be the same array. */
+void qh_expf_f32(const float *x, float *y, int64_t n);
+/* The scalar loop, for the tests. */
+void qh_expf_f32_scalar(const float *x, float *y, int64_t n);
 
 #endif
