@@ -50,8 +50,14 @@ static gboolean dql_run(QhExecContext *ctx, const QhNode *node, const QhTensor *
   zp_f = zp_f < 0.0f ? 0.0f : zp_f > 255.0f ? 255.0f : zp_f;
   float zp = nearbyintf(zp_f);
   uint8_t *y = outputs[0]->data;
+  /* nearbyintf in the default rounding mode, without a libm call per element: adding
+   * and subtracting 1.5 * 2^23 rounds half to even for |r| < 2^22. Here |x / scale| <=
+   * 255 (x lies in [lo, hi], which holds 0); the bounds, far outside, only keep the
+   * trick in its exact range. NaN stays NaN, as with nearbyintf. */
   for (int64_t i = 0; i < n; i++) {
-    float v = nearbyintf(x[i] / scale) + zp;
+    float r = x[i] / scale;
+    r = r < -4096.0f ? -4096.0f : r > 4096.0f ? 4096.0f : r;
+    float v = ((r + 12582912.0f) - 12582912.0f) + zp;
     y[i] = (uint8_t)(v < 0.0f ? 0.0f : v > 255.0f ? 255.0f : v);
   }
   if (n_outputs > 1 && outputs[1] != NULL)

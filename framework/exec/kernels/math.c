@@ -236,6 +236,7 @@ typedef struct {
   const QhTensor *in[MAX_OPERANDS];
   QhTensor *out;
   Walk walk;
+  float exponent; /* Pow by one scalar: pow_scalar_task */
 } Job;
 
 /* Python's integer %: the result takes the divisor's sign (ONNX Mod with fmod=0). */
@@ -283,6 +284,22 @@ static void unary_task(void *arg, int64_t begin, int64_t end) {
   float *y = j->out->data;
   for (int64_t i = begin; i < end; i++)
     y[i] = unary_f32(j->op, x[i]);
+}
+
+/* Pow of a tensor by one scalar exponent (LayerNorm's decomposition squares every
+ * activation): a flat loop instead of broadcast_task's per-element offset walk, which
+ * stays the twin for every other form. x^2 is x * x, the correctly rounded square,
+ * as ONNX Runtime's and PyTorch's CPU Pow compute it. */
+static void pow_scalar_task(void *arg, int64_t begin, int64_t end) {
+  const Job *j = arg;
+  const float *x = j->in[0]->data;
+  float *y = j->out->data, e = j->exponent;
+  if (e == 2.0f)
+    for (int64_t i = begin; i < end; i++)
+      y[i] = x[i] * x[i];
+  else
+    for (int64_t i = begin; i < end; i++)
+      y[i] = powf(x[i], e);
 }
 
 static void broadcast_task(void *arg, int64_t begin, int64_t end) {
@@ -386,6 +403,12 @@ static gboolean run(QhExecContext *ctx, const QhNode *node, const QhTensor *cons
   }
   if (j.op <= OP_NOT) {
     qh_thread_pool_parallel_for(ctx->pool, total, PAR_GRAIN, unary_task, &j);
+    return TRUE;
+  }
+  if (j.op == OP_POW && inputs[0]->dtype == QH_DTYPE_F32 && qh_tensor_numel(inputs[1]) == 1 &&
+      qh_tensor_numel(inputs[0]) == total) {
+    j.exponent = (float)value_at(inputs[1], 0);
+    qh_thread_pool_parallel_for(ctx->pool, total, PAR_GRAIN, pow_scalar_task, &j);
     return TRUE;
   }
   walk_init(&j.walk, &outputs[0]->shape, n, shapes);
