@@ -609,6 +609,40 @@ static void test_reduce_mean(void) {
   qh_graph_free(g);
 }
 
+/* The row fast path over trailing axes gives the walk's (the twin's) bits, on 1 and 2
+ * threads, for every reduction; other axis sets take the walk itself. */
+static void test_reduce_rows_match_walk(void) {
+  QhGraph *g = qh_graph_new();
+  GRand *r = g_rand_new_with_seed(11);
+  QhTensor *x = random_f32(S3(5, 7, 333), r, -3, 3);
+  static const char *const ops[] = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd",
+                                    "ReduceL2"};
+  const struct {
+    int n;
+    int64_t axes[3];
+  } sets[] = {{1, {2}}, {1, {-1}}, {2, {1, 2}}, {3, {0, 1, 2}}, {1, {1}}, {2, {0, 2}}};
+  for (size_t o = 0; o < G_N_ELEMENTS(ops); o++)
+    for (size_t k = 0; k < G_N_ELEMENTS(sets); k++) {
+      QhNode *node = node_with_ints(g, ops[o], "axes", sets[k].n, sets[k].axes);
+      QhTensor *fast[2], *walk;
+      GError *error = NULL;
+      run_op(node, IN(x), 1, &walk, 1, pool1, TRUE, &error);
+      g_assert_no_error(error);
+      run_op(node, IN(x), 1, &fast[0], 1, pool1, FALSE, &error);
+      g_assert_no_error(error);
+      run_op(node, IN(x), 1, &fast[1], 1, pool2, FALSE, &error);
+      g_assert_no_error(error);
+      for (int t = 0; t < 2; t++) {
+        g_assert_true(qh_shape_equal(&fast[t]->shape, &walk->shape));
+        g_assert_cmpmem(fast[t]->data, fast[t]->nbytes, walk->data, walk->nbytes);
+      }
+      free_all(fast[0], fast[1], walk, NULL);
+    }
+  qh_tensor_free(x);
+  g_rand_free(r);
+  qh_graph_free(g);
+}
+
 /* ---- QuantizeLinear / DequantizeLinear --------------------------------------- */
 
 static void test_quantize_rounding(void) {
@@ -786,6 +820,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/kernels/activation/softmax", test_softmax);
   g_test_add_func("/kernels/norm/batchnorm", test_batchnorm);
   g_test_add_func("/kernels/reduce/mean", test_reduce_mean);
+  g_test_add_func("/kernels/reduce/rows_match_walk", test_reduce_rows_match_walk);
   g_test_add_func("/kernels/qdq/rounding", test_quantize_rounding);
   g_test_add_func("/kernels/qdq/saturation", test_quantize_saturation);
   g_test_add_func("/kernels/qdq/per-axis", test_qdq_per_axis);

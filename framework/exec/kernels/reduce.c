@@ -6,8 +6,9 @@
  * so any set of axes costs the same and sums carry no float32 order effects. An
  * empty reduction gives the operation's identity (0 for Sum and L2, 1 for Prod, -inf
  * and +inf for Max and Min, as ONNX 18 spells out), NaN for Mean. Float32 reduces in
- * double; int64 and int32 inputs (Sum, Max, Min, Prod: exporters sum and compare
- * masks and lengths) in int64 with wrap-around. ArgMax walks its one axis per output
+ * double (over trailing axes: row by row on the pool, the walk's bits); int64 and int32
+ * inputs (Sum, Max, Min, Prod: exporters sum and compare masks and lengths) in int64 with
+ * wrap-around. ArgMax walks its one axis per output
  * element, first (or with select_last_index, last) maximum wins; a NaN never wins. */
 #include <math.h>
 #include <string.h>
@@ -143,8 +144,8 @@ static inline void out_walk_next(OutWalk *w) {
   }
 }
 
-static gboolean run(QhExecContext *ctx, const QhNode *node, const QhTensor *const *inputs,
-                    int n_inputs, QhTensor *const *outputs, int n_outputs, GError **error) {
+static gboolean run_walk(QhExecContext *ctx, const QhNode *node, const QhTensor *const *inputs,
+                         int n_inputs, QhTensor *const *outputs, int n_outputs, GError **error) {
   (void)ctx;
   (void)n_outputs;
   const QhShape *s = &inputs[0]->shape;
@@ -205,6 +206,54 @@ static gboolean run(QhExecContext *ctx, const QhNode *node, const QhTensor *cons
   for (int64_t i = 0; i < n_out; i++)
     y[i] = (float)(r == RED_MEAN ? acc[i] / (double)count : r == RED_L2 ? sqrt(acc[i]) : acc[i]);
   qh_aligned_free(acc);
+  return TRUE;
+}
+
+/* The fast path for float32 over trailing axes (LayerNorm's ReduceMean over the hidden
+ * size): each output folds one contiguous row, in memory order, into its double
+ * accumulator, which is the walk's order for that output, so the results are the walk's
+ * bits; rows are split over the pool. Other forms take the walk (run_walk, the twin). */
+typedef struct {
+  Reduction r;
+  const float *x;
+  float *y;
+  int64_t count;
+} RowJob;
+
+static void rows_task(void *arg, int64_t begin, int64_t end) {
+  const RowJob *j = arg;
+  for (int64_t o = begin; o < end; o++) {
+    const float *x = j->x + o * j->count;
+    double acc = identity_f(j->r);
+    if (j->r == RED_MEAN || j->r == RED_SUM)
+      for (int64_t i = 0; i < j->count; i++)
+        acc += x[i];
+    else
+      for (int64_t i = 0; i < j->count; i++)
+        acc = fold_f(j->r, acc, x[i]);
+    j->y[o] = (float)(j->r == RED_MEAN ? acc / (double)j->count : j->r == RED_L2 ? sqrt(acc) : acc);
+  }
+}
+
+static gboolean run(QhExecContext *ctx, const QhNode *node, const QhTensor *const *inputs, int n_inputs,
+                    QhTensor *const *outputs, int n_outputs, GError **error) {
+  const QhShape *s = &inputs[0]->shape;
+  gboolean mask[QH_MAX_RANK], keep;
+  if (inputs[0]->dtype != QH_DTYPE_F32)
+    return run_walk(ctx, node, inputs, n_inputs, outputs, n_outputs, error);
+  if (!reduced_axes(node, inputs, n_inputs, s->rank, mask, &keep, error))
+    return FALSE;
+  int d = s->rank;
+  int64_t count = 1;
+  while (d > 0 && mask[d - 1])
+    count *= s->dims[--d];
+  for (int k = 0; k < d; k++)
+    if (mask[k])
+      return run_walk(ctx, node, inputs, n_inputs, outputs, n_outputs, error);
+  if (count == 0 || d == s->rank)
+    return run_walk(ctx, node, inputs, n_inputs, outputs, n_outputs, error);
+  RowJob j = {reduction_of(node), qh_f32(inputs[0]), qh_f32(outputs[0]), count};
+  qh_thread_pool_parallel_for(ctx->pool, qh_tensor_numel(outputs[0]), MAX(1, 4096 / count), rows_task, &j);
   return TRUE;
 }
 
@@ -290,12 +339,12 @@ static gboolean argmax_run(QhExecContext *ctx, const QhNode *node, const QhTenso
 }
 
 const QhOpDef qh_ops_reduce[] = {
-    {"ReduceMean", 1, 2, 1, 1, infer, run, NULL, NULL},
-    {"ReduceSum", 1, 2, 1, 1, infer, run, NULL, NULL},
-    {"ReduceMax", 1, 2, 1, 1, infer, run, NULL, NULL},
-    {"ReduceMin", 1, 2, 1, 1, infer, run, NULL, NULL},
-    {"ReduceProd", 1, 2, 1, 1, infer, run, NULL, NULL},
-    {"ReduceL2", 1, 2, 1, 1, infer, run, NULL, NULL},
+    {"ReduceMean", 1, 2, 1, 1, infer, run, run_walk, NULL},
+    {"ReduceSum", 1, 2, 1, 1, infer, run, run_walk, NULL},
+    {"ReduceMax", 1, 2, 1, 1, infer, run, run_walk, NULL},
+    {"ReduceMin", 1, 2, 1, 1, infer, run, run_walk, NULL},
+    {"ReduceProd", 1, 2, 1, 1, infer, run, run_walk, NULL},
+    {"ReduceL2", 1, 2, 1, 1, infer, run, run_walk, NULL},
     {"ArgMax", 1, 1, 1, 1, argmax_infer, argmax_run, NULL, NULL},
     {NULL},
 };
