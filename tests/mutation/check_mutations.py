@@ -74,11 +74,11 @@ MUTATIONS = {
         "      af[i] = (float)((int32_t)a[i] - k->za);\n",
         "      af[i] = (float)((int32_t)a[i] - k->zb);\n",
         r"^lower/x86/act_matmul/"),
-    # the x86 dynamic linear forgets MatMulInteger's x_zero_point (per-tensor scale branch)
+    # the x86 dynamic linear's zero-point correction uses x_zero_point + 1
     "x86_dynamic_linear_zero_point": (
         "plugins/x86/dynamic-linear.c",
-        "        y[c] = (float)exact_sum(acc[c], j->zx, k->colsum[c]) * s;\n",
-        "        y[c] = (float)acc[c] * s;\n",
+        "      k->zc[c] = (int32_t)(zx * (uint32_t)k->colsum[c]);\n",
+        "      k->zc[c] = (int32_t)((zx + 1) * (uint32_t)k->colsum[c]);\n",
         r"^lower/x86/dynamic/"),
 }
 
