@@ -5,20 +5,19 @@
  * The weight is a constant int8 [K, N] with zero points 0 (symmetric, per tensor or per
  * column), packed once by oneDNN.
  *
- * One oneDNN u8 x s8 matmul with the run's x_zero_point as its runtime source zero point
- * and the run's scale (one, or one per column) as its runtime output scales, writing
- * float: oneDNN subtracts x_zero_point * colsum(W) in int32 and multiplies f32(acc) by
- * the scale, the operations of the host's MatMulInteger, Cast and Mul, so the output is
- * the host's bit for bit (the tests compare bitwise; the BERT-base encoder's 49 units,
- * per tensor and per column, too). Only with VNNI (vpdpbusd) is oneDNN's s32 accumulator
- * exact: without it, vpmaddubsw's int16 pair sums saturate for full-range x_q (every
- * DynamicQuantizeLinear output is [0, 255]) once two weights of a column exceed 128 in
- * |w| together; such units are declined with that reason. The bias Add after the Mul
- * stays a host node (patterns stop at three ops). */
+ * Exact, not just close: oneDNN's u8 x s8 -> s32 matmul of x_q and W (no zero point),
+ * then acc - x_zero_point * colsum(W)[n] in int32 is MatMulInteger's int32 result, and
+ * f32(that) * scale[n] is the host's Cast and Mul, bit for bit. Only with VNNI
+ * (vpdpbusd) is oneDNN's s32 accumulator exact: without it, vpmaddubsw's int16 pair sums
+ * saturate for full-range x_q (every DynamicQuantizeLinear output is [0, 255]) once two
+ * weights of a column exceed 128 in |w| together; such units are declined with that
+ * reason. The bias Add after the Mul stays a host node (patterns stop at three ops). */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <emmintrin.h> /* SSE2: x86-64's baseline */
 
 #include "../common/unit-query.h"
 #include "onednn.h"
@@ -27,13 +26,14 @@ typedef struct {
   X86Instance *inst;
   int64_t k, n;
   int8_t *w;       /* [K, N] as stored in the graph */
+  int32_t *colsum; /* per column of W */
+  int32_t *zc;     /* x_zero_point * colsum, per run (run holds the instance lock) */
   /* set by reshape */
   int reshaped, in_rank;
   int64_t m, in_dims[QH_MAX_RANK];
   size_t scale_count;
   dnnl_primitive_t prim;
-  dnnl_memory_t src, wei, dst, scales, zp;
-  int32_t zp_val;
+  dnnl_memory_t src, wei, dst;
 } DynLinear;
 
 enum { IN_X, IN_W, IN_XZP, IN_WZP, IN_SCALE, N_IN };
@@ -112,7 +112,7 @@ QhStatus *x86_accept_dynamic_linear(void *instance, const QhHostApi *host, const
 static void release(DynLinear *k) {
   if (k->prim)
     dnnl_primitive_destroy(k->prim);
-  dnnl_memory_t *m[] = {&k->src, &k->wei, &k->dst, &k->scales, &k->zp};
+  dnnl_memory_t *m[] = {&k->src, &k->wei, &k->dst};
   for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
     if (*m[i])
       dnnl_memory_destroy(*m[i]), *m[i] = NULL;
@@ -126,6 +126,8 @@ static void destroy(void *kernel) {
     return;
   release(k);
   free(k->w);
+  free(k->colsum);
+  free(k->zc);
   free(k);
 }
 
@@ -143,11 +145,16 @@ static QhStatus *create(void *instance, const QhHostApi *host, const QhGraphView
     return host->status_new(QH_ERR_OUT_OF_MEMORY, "out of memory");
   k->inst = instance, k->k = kd, k->n = nd;
   k->w = malloc((size_t)(kd * nd));
-  if (!k->w) {
+  k->colsum = calloc((size_t)nd, sizeof *k->colsum);
+  k->zc = calloc((size_t)nd, sizeof *k->zc);
+  if (!k->w || !k->colsum || !k->zc) {
     destroy(k);
     return host->status_new(QH_ERR_OUT_OF_MEMORY, "out of memory packing weights");
   }
   memcpy(k->w, w, (size_t)(kd * nd));
+  for (int64_t j = 0; j < kd; j++)
+    for (int64_t c = 0; c < nd; c++)
+      k->colsum[c] += w[j * nd + c];
   *out = k;
   return NULL;
 }
@@ -167,22 +174,11 @@ static QhStatus *build(DynLinear *k, const QhHostApi *host) {
   CK(dnnl_memory_desc_init_by_tag(&src, 2, sd, dnnl_u8, dnnl_ab), "memory_desc_init(src)");
   CK(dnnl_memory_desc_init_by_tag(&wany, 2, wd, dnnl_s8, dnnl_format_tag_any), "memory_desc_init(weights)");
   CK(dnnl_memory_desc_init_by_tag(&wuser, 2, wd, dnnl_s8, dnnl_ab), "memory_desc_init(weights)");
-  CK(dnnl_memory_desc_init_by_tag(&dst, 2, dd, dnnl_f32, dnnl_ab), "memory_desc_init(dst)");
+  CK(dnnl_memory_desc_init_by_tag(&dst, 2, dd, dnnl_s32, dnnl_ab), "memory_desc_init(dst)");
   dnnl_matmul_desc_t md;
   CK(dnnl_matmul_desc_init(&md, &src, &wany, NULL, &dst), "matmul_desc_init");
-  dnnl_primitive_attr_t attr;
-  CK(dnnl_primitive_attr_create(&attr), "attr_create");
-  const float rs = DNNL_RUNTIME_F32_VAL;
-  const int32_t rz = DNNL_RUNTIME_S32_VAL;
-  dnnl_status_t as = dnnl_primitive_attr_set_output_scales(attr, 1, /* one value: DNNL_RUNTIME */
-                                                           k->scale_count == 1 ? 0 : 1 << 1, &rs);
-  if (as == dnnl_success)
-    as = dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_SRC, 1, 0, &rz);
   dnnl_primitive_desc_t pd = NULL;
-  if (as == dnnl_success)
-    as = dnnl_primitive_desc_create(&pd, &md, attr, eng, NULL);
-  dnnl_primitive_attr_destroy(attr);
-  CK(as, "u8 x s8 matmul");
+  CK(dnnl_primitive_desc_create(&pd, &md, NULL, eng, NULL), "u8 x s8 matmul");
   const dnnl_memory_desc_t *want = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
   dnnl_memory_t from = NULL;
   dnnl_primitive_desc_t rpd = NULL;
@@ -213,16 +209,6 @@ static QhStatus *build(DynLinear *k, const QhHostApi *host) {
     s = dnnl_memory_create(&k->src, &src, eng, DNNL_MEMORY_NONE);
   if (s == dnnl_success)
     s = dnnl_memory_create(&k->dst, &dst, eng, DNNL_MEMORY_NONE);
-  dnnl_dims_t nsc = {(dnnl_dim_t)k->scale_count}, one = {1};
-  dnnl_memory_desc_t scd, zpd;
-  if (s == dnnl_success)
-    s = dnnl_memory_desc_init_by_tag(&scd, 1, nsc, dnnl_f32, dnnl_a);
-  if (s == dnnl_success)
-    s = dnnl_memory_create(&k->scales, &scd, eng, DNNL_MEMORY_NONE);
-  if (s == dnnl_success)
-    s = dnnl_memory_desc_init_by_tag(&zpd, 1, one, dnnl_s32, dnnl_a);
-  if (s == dnnl_success)
-    s = dnnl_memory_create(&k->zp, &zpd, eng, &k->zp_val);
   return x86_dnnl_status(host, s, "building the u8 x s8 matmul");
 }
 
@@ -258,7 +244,7 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
   k->scale_count = ns;
   k->in_rank = x->rank;
   memcpy(k->in_dims, x->dims, sizeof k->in_dims);
-  *out_workspace = 0;
+  *out_workspace = (size_t)(m * k->n) * sizeof(int32_t);
   if (m > 0) {
     QhStatus *st = build(k, host);
     if (st) {
@@ -270,10 +256,45 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
   return NULL;
 }
 
+typedef struct {
+  const DynLinear *k;
+  const int32_t *acc, *zc; /* zc[c] = x_zero_point * colsum(W)[c] (wrapping) */
+  const float *scale;
+  float *y;
+  size_t rows_per_task;
+} Job;
+
+/* MatMulInteger's int32 result acc - zc (wrapping modulo 2^32 as its accumulators do),
+ * then the host's Cast (cvtdq2ps rounds to nearest even, as the C conversion does) and
+ * Mul, four columns per SSE2 instruction. */
+static void finish_task(void *user, size_t t, uint32_t worker) {
+  (void)worker;
+  const Job *j = user;
+  const DynLinear *k = j->k;
+  size_t n = (size_t)k->n, r0 = t * j->rows_per_task, r1 = r0 + j->rows_per_task;
+  int per_column = k->scale_count != 1;
+  const __m128 s1 = _mm_set1_ps(j->scale[0]);
+  if (r1 > (size_t)k->m)
+    r1 = (size_t)k->m;
+  for (size_t r = r0; r < r1; r++) {
+    const int32_t *acc = j->acc + r * n;
+    float *y = j->y + r * n;
+    size_t c = 0;
+    for (; c + 4 <= n; c += 4) {
+      __m128i v = _mm_sub_epi32(_mm_loadu_si128((const __m128i *)(acc + c)),
+                                _mm_loadu_si128((const __m128i *)(j->zc + c)));
+      __m128 s = per_column ? _mm_loadu_ps(j->scale + c) : s1;
+      _mm_storeu_ps(y + c, _mm_mul_ps(_mm_cvtepi32_ps(v), s));
+    }
+    for (; c < n; c++)
+      y[c] = (float)(int32_t)((uint32_t)acc[c] - (uint32_t)j->zc[c]) * j->scale[per_column ? c : 0];
+  }
+}
+
 static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ctx, const QhTensorView *inputs,
                      size_t n_inputs, QhTensorView *outputs, size_t n_outputs, void *workspace,
                      size_t workspace_bytes) {
-  (void)ctx, (void)workspace, (void)workspace_bytes;
+  (void)ctx;
   DynLinear *k = kernel;
   if (!host)
     return NULL;
@@ -289,26 +310,29 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: A differs from reshape's");
   if (!xzp->data || xzp->nbytes < 1 || !sc->data || sc->nbytes != k->scale_count * sizeof(float))
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: zero point or scale missing");
-  if (y->dtype != QH_DTYPE_FLOAT || y->nbytes != mn * sizeof(float) || (mn && !y->data))
-    return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: output differs from reshape's");
+  if (y->dtype != QH_DTYPE_FLOAT || y->nbytes != mn * sizeof(float) || (mn && !y->data) ||
+      workspace_bytes < mn * sizeof(int32_t) || (mn && !workspace))
+    return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: output or workspace differs from reshape's");
   if (mn == 0)
     return NULL;
   X86Instance *inst = k->inst;
   pthread_mutex_lock(&inst->lock);
   omp_set_num_threads(inst->n_threads);
-  k->zp_val = *(const uint8_t *)xzp->data;
   dnnl_status_t s = dnnl_memory_set_data_handle(k->src, (void *)x->data);
   if (s == dnnl_success)
-    s = dnnl_memory_set_data_handle(k->dst, y->data);
+    s = dnnl_memory_set_data_handle(k->dst, workspace);
+  dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, k->src}, {DNNL_ARG_WEIGHTS, k->wei}, {DNNL_ARG_DST, k->dst}};
   if (s == dnnl_success)
-    s = dnnl_memory_set_data_handle(k->scales, (void *)sc->data);
-  dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, k->src}, {DNNL_ARG_WEIGHTS, k->wei}, {DNNL_ARG_DST, k->dst},
-                            {DNNL_ARG_ATTR_OUTPUT_SCALES, k->scales},
-                            {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, k->zp}};
-  if (s == dnnl_success)
-    s = dnnl_primitive_execute(k->prim, inst->stream, 5, args);
+    s = dnnl_primitive_execute(k->prim, inst->stream, 3, args);
   if (s == dnnl_success)
     s = dnnl_stream_wait(inst->stream);
+  if (s == dnnl_success) {
+    uint32_t zx = *(const uint8_t *)xzp->data;
+    for (int64_t c = 0; c < k->n; c++)
+      k->zc[c] = (int32_t)(zx * (uint32_t)k->colsum[c]);
+    Job j = {k, workspace, k->zc, sc->data, y->data, 16};
+    x86_parallel_for(inst, ((size_t)k->m + j.rows_per_task - 1) / j.rows_per_task, finish_task, &j);
+  }
   pthread_mutex_unlock(&inst->lock);
   return x86_dnnl_status(host, s, "execute");
 }

@@ -74,11 +74,11 @@ MUTATIONS = {
         "      af[i] = (float)((int32_t)a[i] - k->za);\n",
         "      af[i] = (float)((int32_t)a[i] - k->zb);\n",
         r"^lower/x86/act_matmul/"),
-    # the x86 dynamic linear hands oneDNN x_zero_point + 1 as the source zero point
+    # the x86 dynamic linear's zero-point correction uses x_zero_point + 1
     "x86_dynamic_linear_zero_point": (
         "plugins/x86/dynamic-linear.c",
-        "  k->zp_val = *(const uint8_t *)xzp->data;\n",
-        "  k->zp_val = *(const uint8_t *)xzp->data + 1;\n",
+        "      k->zc[c] = (int32_t)(zx * (uint32_t)k->colsum[c]);\n",
+        "      k->zc[c] = (int32_t)((zx + 1) * (uint32_t)k->colsum[c]);\n",
         r"^lower/x86/dynamic/"),
 }
 
