@@ -3,6 +3,7 @@
 
   bench_dynamic.py --qhost PATH [--ort-dir tests/ort] [--layers 2] [--hidden 256]
                    [--seq 128] [--threads 1] [--rounds 3] [--runs 10] [--workdir DIR]
+                   [--x86-plugin-dir DIR]
 
 Builds an encoder from nn.Linear (tests/parity/dynamic/check_dynamic.py's Encoder, stacked
 --layers deep, 4 heads, feed-forward 4x hidden, random seeded weights), exports it at
@@ -10,7 +11,8 @@ opset 13, quantizes it with `qhost quantize --dynamic`, then alternates --rounds
   (a) `qhost bench --json` on the dynamic file (the host's reference kernels),
   (b) tests/ort/ort_bench.js on the dynamic file (ONNX Runtime, all optimisations),
   (c) `qhost bench --json` on the float file, (d) ONNX Runtime on the float file,
-at the same thread count on the same input, and prints the median of the round medians
+and with --x86-plugin-dir (a) again with `--backend x86` (x86's dynamic_linear units,
+docs/dynamic.md), at the same thread count on the same input, and prints the median of the round medians
 and the ratios qhost dynamic / ORT dynamic and qhost dynamic / qhost fp32. Information
 only: no bar is checked.
 """
@@ -64,6 +66,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--workdir", default="/tmp/qhost-bench-dynamic")
+    ap.add_argument("--x86-plugin-dir", default=None, help="also time the dynamic file with --backend x86")
     args = ap.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
     torch.manual_seed(0)
@@ -87,6 +90,8 @@ def main():
         "ORT fp32": ["node", os.path.join(args.ort_dir, "ort_bench.js"), fpath, xpath, "--threads", t,
                      "--runs", str(args.runs)],
     }
+    if args.x86_plugin_dir:
+        cmds["qhost dynamic x86"] = cmds["qhost dynamic"] + ["--backend", "x86", "--plugin-dir", args.x86_plugin_dir]
     medians = {k: [] for k in cmds}
     for _ in range(args.rounds):
         for k, cmd in cmds.items():
@@ -98,10 +103,13 @@ def main():
           f"{args.rounds} rounds x {args.runs} runs")
     med = {k: statistics.median(v) for k, v in medians.items()}
     for k, v in medians.items():
-        print(f"  {k:14s} {med[k]:8.2f} ms  [{min(v):.2f}-{max(v):.2f}]")
+        print(f"  {k:18s} {med[k]:8.2f} ms  [{min(v):.2f}-{max(v):.2f}]")
     print(f"  qhost dynamic / ORT dynamic = {med['qhost dynamic'] / med['ORT dynamic']:.2f}; "
           f"qhost dynamic / qhost fp32 = {med['qhost dynamic'] / med['qhost fp32']:.2f}; "
           f"ORT dynamic / ORT fp32 = {med['ORT dynamic'] / med['ORT fp32']:.2f}")
+    if "qhost dynamic x86" in med:
+        print(f"  qhost dynamic x86 / ORT dynamic = {med['qhost dynamic x86'] / med['ORT dynamic']:.2f}; "
+              f"qhost dynamic x86 / qhost fp32 = {med['qhost dynamic x86'] / med['qhost fp32']:.2f}")
 
 
 if __name__ == "__main__":

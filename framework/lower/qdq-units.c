@@ -186,7 +186,8 @@ static int try_pattern(const Ctx *c, const QhLoweringPattern *pat, int start, Qh
         continue;
       if (!(pat->extra_inputs_mask & (1u << i)))
         return NO_MATCH;
-      int r = add_input(c, u, u->nodes[i], s, QH_ROLE_ACTIVATION, error);
+      int32_t role = pat->flags & QH_PATTERN_FLOAT_EXTRA_INPUTS ? QH_ROLE_NOT_OBSERVED : QH_ROLE_ACTIVATION;
+      int r = add_input(c, u, u->nodes[i], s, role, error);
       if (r != MATCH)
         return r;
     }

@@ -547,8 +547,10 @@ static gboolean check_lowering(Ctx *c, const QhLoweringOps *l, QhPluginInfo *inf
       ok = check_op_name(c, what, p->ops[k]);
     if (ok && (p->extra_inputs_mask >> p->n_ops))
       ok = fail(c, "descriptor: %s: extra_inputs_mask names ops past the pattern", what);
-    /* QH_PATTERN_THROUGH_SHARED_QDQ exists since ABI 1.1: a 1.0 pattern knows no flags. */
-    uint32_t known = QH_ABI_VERSION_MINOR(p->abi_version) >= 1 ? QH_PATTERN_THROUGH_SHARED_QDQ : 0u;
+    /* QH_PATTERN_THROUGH_SHARED_QDQ exists since ABI 1.1 (a 1.0 pattern knows no flags),
+     * QH_PATTERN_FLOAT_EXTRA_INPUTS since 1.2. */
+    uint32_t minor = QH_ABI_VERSION_MINOR(p->abi_version);
+    uint32_t known = (minor >= 1 ? QH_PATTERN_THROUGH_SHARED_QDQ : 0u) | (minor >= 2 ? QH_PATTERN_FLOAT_EXTRA_INPUTS : 0u);
     if (ok && (p->flags & ~known))
       ok = fail(c, "descriptor: %s: unknown flags 0x%x", what, p->flags & ~known);
     if (ok && (p->flags & QH_PATTERN_THROUGH_SHARED_QDQ) && p->n_ops < 2)

@@ -302,6 +302,22 @@ PATTERN_F(matmul_relu, matmul_relu_ops, 0, x86_linear_kernel, accept_linear, THR
 PATTERN(matmul, matmul_ops, 0, x86_linear_kernel, accept_linear);
 /* nn.Linear on N-d inputs as the exporter writes it; the Add's bias enters as an extra input */
 PATTERN(matmul_add, matmul_add_ops, 1u << 1, x86_linear_kernel, accept_linear);
+/* MatMul between two activations (attention): both operands quantized, neither a weight */
+static const int32_t act_matmul_roles[] = {QH_ROLE_ACTIVATION, QH_ROLE_ACTIVATION};
+static const QhLoweringPattern act_matmul = {QH_STRUCT_HEADER(QhLoweringPattern), .id = "act_matmul",
+                                             .ops = matmul_ops, .n_ops = 1, .input_roles = act_matmul_roles,
+                                             .n_input_roles = 2, .kernel = &x86_act_matmul_kernel,
+                                             .accept = x86_accept_act_matmul};
+/* ONNX Runtime's dynamic format: MatMulInteger(x_q, W, x_zp, W_zp) -> Cast -> Mul(scale); x_q,
+ * x_zp and the scale are computed by the host's DynamicQuantizeLinear and scale Mul */
+static const char *const dynamic_linear_ops[] = {"MatMulInteger", "Cast", "Mul"};
+static const int32_t dynamic_linear_roles[] = {QH_ROLE_NOT_OBSERVED, QH_ROLE_WEIGHT, QH_ROLE_NOT_OBSERVED,
+                                               QH_ROLE_NOT_OBSERVED};
+static const QhLoweringPattern dynamic_linear = {
+    QH_STRUCT_HEADER(QhLoweringPattern), .id = "dynamic_linear", .ops = dynamic_linear_ops, .n_ops = 3,
+    .extra_inputs_mask = 1u << 2, .input_roles = dynamic_linear_roles, .n_input_roles = 4,
+    .flags = QH_PATTERN_FLOAT_EXTRA_INPUTS, .kernel = &x86_dynamic_linear_kernel,
+    .accept = x86_accept_dynamic_linear};
 PATTERN(add_relu, add_relu_ops, 0, x86_add_kernel, x86_accept_u8op);
 PATTERN(add, add_ops, 0, x86_add_kernel, x86_accept_u8op);
 PATTERN(act_mul_relu, mul_relu_ops, 0, x86_act_mul_kernel, x86_accept_act_mul); /* x * act(x) */
@@ -334,7 +350,7 @@ PATTERN(slice_channels, slice_ops, 0, x86_slice_kernel, x86_accept_u8op); /* Shu
 /* Most fused first: the first pattern that matches and accepts wins. */
 static const QhLoweringPattern *const patterns[] = {
     &conv_add_relu, &conv_add, &conv_relu, &conv_clip, &conv,
-    &linear_relu, &linear, &matmul_add, &matmul_relu, &matmul,
+    &linear_relu, &linear, &matmul_add, &matmul_relu, &matmul, &act_matmul, &dynamic_linear,
     &add_relu, &add, &act_mul_relu, &act_mul, &mul_relu, &mul, &concat, &relu, &clip, &maxpool, &avgpool, &global_avgpool, &flatten,
     &sigmoid, &tanh_lut, &hardsigmoid, &hardswish, &batchnorm_relu, &batchnorm, &pad, &reducemean, &channel_shuffle, &slice_channels};
 const QhLoweringOps x86_lowering = {QH_STRUCT_HEADER(QhLoweringOps), patterns,

@@ -87,6 +87,18 @@ extern const QhKernelOps x86_add_kernel, x86_mul_kernel, x86_act_mul_kernel, x86
     x86_tanh_kernel, x86_hardsigmoid_kernel, x86_hardswish_kernel, x86_batchnorm_kernel, x86_pad_kernel,
     x86_reducemean_kernel, x86_shuffle_kernel, x86_slice_kernel;
 
+/* act-matmul.c: int8 MatMul between two uint8 activations (attention), exact: oneDNN's
+ * u8 x s8 matmul with VNNI, an fp32 matmul of small integers without it. */
+QhStatus *x86_accept_act_matmul(void *instance, const QhHostApi *host, const QhGraphView *g,
+                                const QhNodeUnit *u);
+extern const QhKernelOps x86_act_matmul_kernel;
+
+/* dynamic-linear.c: ONNX Runtime's dynamic format, MatMulInteger -> Cast -> Mul(scale) with a
+ * constant symmetric int8 weight, float output bit-exact with the host's nodes (VNNI only). */
+QhStatus *x86_accept_dynamic_linear(void *instance, const QhHostApi *host, const QhGraphView *g,
+                                    const QhNodeUnit *u);
+extern const QhKernelOps x86_dynamic_linear_kernel;
+
 /* u8-concat.c: uint8 Concat along any axis, bit-exact with the host's QDQ run. */
 QhStatus *x86_accept_concat(void *instance, const QhHostApi *host, const QhGraphView *g,
                             const QhNodeUnit *u);

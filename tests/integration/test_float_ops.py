@@ -128,9 +128,11 @@ def case_math(r, tmp):
     for op, prep in unary:
         xi = prep(x) if prep else x
         agree(r, tmp, model([helper.make_node(op, ["x"], ["y"])], ("x", xi), "y"), xi, op.lower())
-    for op, b in (("Pow", np.array(2.0, np.float32)), ("Pow", np.array([1, 2, 3, 0], np.int64))):
+    # a scalar exponent takes the flat loop (x * x for 2), a vector one the broadcast walk
+    for op, b in (("Pow", np.array(2.0, np.float32)), ("Pow", np.array([1, 2, 3, 0], np.int64)),
+                  ("Pow", np.array(3.0, np.float32)), ("Pow", np.array([[2]], np.int64))):
         m = model([helper.make_node(op, ["x", "b"], ["y"])], ("x", x), "y", [("b", b)])
-        agree(r, tmp, m, x, f"pow_{b.dtype}")
+        agree(r, tmp, m, x, f"pow_{b.dtype}_{b.size}_{b.ravel()[0]}")
     m = model([helper.make_node("Mod", ["x", "b"], ["y"], fmod=1)], ("x", x), "y",
               [("b", np.array([0.7, -1.3, 2.0, 0.5], np.float32))])
     agree(r, tmp, m, x, "mod_fmod")

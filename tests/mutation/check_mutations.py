@@ -61,6 +61,25 @@ MUTATIONS = {
         "          acc[j] += ((int32_t)xp[j] - p->zx) * wp[j];\n",
         "          acc[j] += ((int32_t)xp[j] - (p->zx > 127 ? 127 : p->zx)) * wp[j];\n",
         r"^fbgemm/kernels/(packed_c|avx2)$|^lower/fbgemm/|^lower/plugin_check/fbgemm$"),
+    # the x86 activation MatMul's int8 path shifts the right operand's zero point by 127
+    # instead of 128: its row-sum correction is off wherever the left operand's rows differ
+    "x86_act_matmul_shift": (
+        "plugins/x86/act-matmul.c",
+        "    int32_t zb = k->zb - 128; /* zb' */\n",
+        "    int32_t zb = k->zb - 127; /* zb' */\n",
+        r"^lower/x86/act_matmul/"),
+    # its exact fp32 path (no VNNI) subtracts the right operand's zero point from the left
+    "x86_act_matmul_fp32_zero_point": (
+        "plugins/x86/act-matmul.c",
+        "      af[i] = (float)((int32_t)a[i] - k->za);\n",
+        "      af[i] = (float)((int32_t)a[i] - k->zb);\n",
+        r"^lower/x86/act_matmul/"),
+    # the x86 dynamic linear's zero-point correction uses x_zero_point + 1
+    "x86_dynamic_linear_zero_point": (
+        "plugins/x86/dynamic-linear.c",
+        "      k->zc[c] = (int32_t)(zx * (uint32_t)k->colsum[c]);\n",
+        "      k->zc[c] = (int32_t)((zx + 1) * (uint32_t)k->colsum[c]);\n",
+        r"^lower/x86/dynamic/"),
 }
 
 

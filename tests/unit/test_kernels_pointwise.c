@@ -627,6 +627,35 @@ static void test_reduce_mean(void) {
   qh_graph_free(g);
 }
 
+/* DynamicQuantizeLinear's SSE2 path gives its scalar twin's bytes, scale and zero point:
+ * random data (a tail past the vector width), exact half-step ties, NaN and a range
+ * without negative values. */
+static void test_dql_matches_twin(void) {
+  QhGraph *g = qh_graph_new();
+  GRand *r = g_rand_new_with_seed(13);
+  QhNode *node = make_node(g, "DynamicQuantizeLinear", 1, 3);
+  for (int form = 0; form < 3; form++) {
+    QhTensor *x = random_f32(S1(1003), r, form == 2 ? 0.5 : -3, 4);
+    float *v = x->data;
+    if (form == 1) { /* range [-2.55, 0]: scale 0.01, half steps are ties */
+      for (int64_t i = 0; i < 1003; i++)
+        v[i] = -(float)(i % 511) * 0.005f;
+      v[7] = NAN;
+    }
+    QhTensor *fast[3], *twin[3];
+    GError *error = NULL;
+    run_op(node, IN(x), 1, fast, 3, pool1, FALSE, &error);
+    g_assert_no_error(error);
+    run_op(node, IN(x), 1, twin, 3, pool1, TRUE, &error);
+    g_assert_no_error(error);
+    for (int o = 0; o < 3; o++)
+      g_assert_cmpmem(fast[o]->data, fast[o]->nbytes, twin[o]->data, twin[o]->nbytes);
+    free_all(x, fast[0], fast[1], fast[2], twin[0], twin[1], twin[2], NULL);
+  }
+  g_rand_free(r);
+  qh_graph_free(g);
+}
+
 /* ---- QuantizeLinear / DequantizeLinear --------------------------------------- */
 
 static void test_quantize_rounding(void) {
@@ -804,6 +833,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/kernels/activation/softmax", test_softmax);
   g_test_add_func("/kernels/norm/batchnorm", test_batchnorm);
   g_test_add_func("/kernels/reduce/mean", test_reduce_mean);
+  g_test_add_func("/kernels/dynamic_quantize_linear/matches_twin", test_dql_matches_twin);
   g_test_add_func("/kernels/qdq/rounding", test_quantize_rounding);
   g_test_add_func("/kernels/qdq/saturation", test_quantize_saturation);
   g_test_add_func("/kernels/qdq/per-axis", test_qdq_per_axis);

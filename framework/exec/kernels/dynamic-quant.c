@@ -9,9 +9,9 @@
  * empty), zero point = round-half-even(clamp(0 - min / scale, 0, 255)), and
  * y = clamp(round-half-even(x / scale) + zero point, 0, 255). MatMulInteger is
  * NumPy's matmul on (a - a_zero_point) and (b - b_zero_point) with batch broadcasting;
- * its sums wrap modulo 2^32 as int32 accumulators do. DynamicQuantizeLinear is a plain
- * loop. MatMulInteger's fast path runs each batch matrix as a double-precision GEMM
- * (OpenBLAS dgemm) on the zero-point-shifted operands: every product is at most 255^2
+ * its sums wrap modulo 2^32 as int32 accumulators do. DynamicQuantizeLinear runs four
+ * elements per SSE2 instruction, each the scalar twin's operation. MatMulInteger's fast
+ * path runs each batch matrix as a double-precision GEMM (OpenBLAS dgemm) on the zero-point-shifted operands: every product is at most 255^2
  * and every sum of fewer than 2^37 of them is an exact integer in double, so the result
  * is exact; its naive twin is the integer triple loop. The int8 kernels that run fast
  * live in the backends; these are the host's reference. */
@@ -35,30 +35,112 @@ static gboolean dql_infer(const QhNode *node, const QhTensor *const *inputs, int
   return TRUE;
 }
 
-static gboolean dql_run(QhExecContext *ctx, const QhNode *node, const QhTensor *const *inputs, int n_inputs,
-                        QhTensor *const *outputs, int n_outputs, GError **error) {
-  (void)ctx, (void)node, (void)n_inputs, (void)error;
+/* The tensor's range widened to hold 0: a NaN never wins a comparison, so it is skipped. */
+static void dql_range_naive(const float *x, int64_t n, float *lo, float *hi) {
+  for (int64_t i = 0; i < n; i++) {
+    *lo = x[i] < *lo ? x[i] : *lo;
+    *hi = x[i] > *hi ? x[i] : *hi;
+  }
+}
+
+/* nearbyintf in the default rounding mode without a libm call: adding and subtracting
+ * 1.5 * 2^23 rounds half to even for |r| < 2^22. Here |x / scale| <= 255 (x lies in
+ * [lo, hi], which holds 0); the bounds, far outside, keep the trick in its exact range
+ * and send NaN to the low one (code 0). Each step is written as the SSE2 path's
+ * instruction computes it (max/min return their second operand on NaN). */
+static inline uint8_t dql_one(float x, float scale, float zp) {
+  float r = x / scale;
+  r = r > -4096.0f ? r : -4096.0f;
+  r = r < 4096.0f ? r : 4096.0f;
+  float v = ((r + 12582912.0f) - 12582912.0f) + zp;
+  v = v > 0.0f ? v : 0.0f;
+  v = v < 255.0f ? v : 255.0f;
+  return (uint8_t)(int32_t)v;
+}
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+
+/* The same comparisons four lanes at a time; min and max are order-free, so the result
+ * is the scalar loop's. */
+static void dql_range(const float *x, int64_t n, float *lo, float *hi) {
+  __m128 l = _mm_setzero_ps(), h = _mm_setzero_ps();
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    __m128 v = _mm_loadu_ps(x + i);
+    l = _mm_min_ps(v, l); /* v < l ? v : l */
+    h = _mm_max_ps(v, h); /* v > h ? v : h */
+  }
+  float ls[4], hs[4];
+  _mm_storeu_ps(ls, l);
+  _mm_storeu_ps(hs, h);
+  for (int k = 0; k < 4; k++)
+    dql_range_naive(&ls[k], 1, lo, hi), dql_range_naive(&hs[k], 1, lo, hi);
+  dql_range_naive(x + i, n - i, lo, hi);
+}
+
+static void dql_quantize(const float *x, int64_t n, float scale, float zp, uint8_t *y) {
+  const __m128 s = _mm_set1_ps(scale), z = _mm_set1_ps(zp), magic = _mm_set1_ps(12582912.0f);
+  const __m128 lo = _mm_set1_ps(-4096.0f), hi = _mm_set1_ps(4096.0f), zero = _mm_setzero_ps();
+  const __m128 top = _mm_set1_ps(255.0f);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m128i q[4];
+    for (int k = 0; k < 4; k++) {
+      __m128 r = _mm_div_ps(_mm_loadu_ps(x + i + 4 * k), s);
+      r = _mm_min_ps(_mm_max_ps(r, lo), hi);
+      __m128 v = _mm_add_ps(_mm_sub_ps(_mm_add_ps(r, magic), magic), z);
+      v = _mm_min_ps(_mm_max_ps(v, zero), top);
+      q[k] = _mm_cvttps_epi32(v);
+    }
+    __m128i w = _mm_packus_epi16(_mm_packs_epi32(q[0], q[1]), _mm_packs_epi32(q[2], q[3]));
+    _mm_storeu_si128((__m128i *)(y + i), w);
+  }
+  for (; i < n; i++)
+    y[i] = dql_one(x[i], scale, zp);
+}
+#else
+#define dql_range dql_range_naive
+static void dql_quantize(const float *x, int64_t n, float scale, float zp, uint8_t *y) {
+  for (int64_t i = 0; i < n; i++)
+    y[i] = dql_one(x[i], scale, zp);
+}
+#endif
+
+static gboolean dql_common(const QhTensor *const *inputs, QhTensor *const *outputs, int n_outputs,
+                           gboolean naive) {
   const float *x = qh_f32(inputs[0]);
   int64_t n = qh_tensor_numel(inputs[0]);
   float lo = 0.0f, hi = 0.0f;
-  for (int64_t i = 0; i < n; i++) {
-    lo = x[i] < lo ? x[i] : lo;
-    hi = x[i] > hi ? x[i] : hi;
-  }
+  (naive ? dql_range_naive : dql_range)(x, n, &lo, &hi);
   float scale = hi == lo ? 1.0f : (hi - lo) / 255.0f;
   float zp_f = 0.0f - lo / scale;
   zp_f = zp_f < 0.0f ? 0.0f : zp_f > 255.0f ? 255.0f : zp_f;
   float zp = nearbyintf(zp_f);
   uint8_t *y = outputs[0]->data;
-  for (int64_t i = 0; i < n; i++) {
-    float v = nearbyintf(x[i] / scale) + zp;
-    y[i] = (uint8_t)(v < 0.0f ? 0.0f : v > 255.0f ? 255.0f : v);
-  }
+  if (naive)
+    for (int64_t i = 0; i < n; i++)
+      y[i] = dql_one(x[i], scale, zp);
+  else
+    dql_quantize(x, n, scale, zp, y);
   if (n_outputs > 1 && outputs[1] != NULL)
     *qh_f32(outputs[1]) = scale;
   if (n_outputs > 2 && outputs[2] != NULL)
     *(uint8_t *)outputs[2]->data = (uint8_t)zp;
   return TRUE;
+}
+
+static gboolean dql_run(QhExecContext *ctx, const QhNode *node, const QhTensor *const *inputs, int n_inputs,
+                        QhTensor *const *outputs, int n_outputs, GError **error) {
+  (void)ctx, (void)node, (void)n_inputs, (void)error;
+  return dql_common(inputs, outputs, n_outputs, FALSE);
+}
+
+/* The twin: the same formulas one element at a time. */
+static gboolean dql_run_naive(QhExecContext *ctx, const QhNode *node, const QhTensor *const *inputs,
+                              int n_inputs, QhTensor *const *outputs, int n_outputs, GError **error) {
+  (void)ctx, (void)node, (void)n_inputs, (void)error;
+  return dql_common(inputs, outputs, n_outputs, TRUE);
 }
 
 /* ---- MatMulInteger ---- */
@@ -259,7 +341,7 @@ static int64_t mmi_macs(const QhNode *node, const QhTensor *const *inputs, int n
 }
 
 const QhOpDef qh_ops_dynamic_quant[] = {
-    {"DynamicQuantizeLinear", 1, 1, 1, 3, dql_infer, dql_run, NULL, NULL},
+    {"DynamicQuantizeLinear", 1, 1, 1, 3, dql_infer, dql_run, dql_run_naive, NULL},
     {"MatMulInteger", 2, 4, 1, 1, mmi_infer, mmi_run, mmi_run_naive, mmi_macs},
     {NULL},
 };

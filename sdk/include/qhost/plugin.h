@@ -232,6 +232,13 @@ typedef struct QhKernelOps {
  * or after one rounding on the same grid gives the same integer); the kernel then
  * rounds once, at the end. A plugin built against ABI 1.0 may not set it. */
 #define QH_PATTERN_THROUGH_SHARED_QDQ 0x1u
+/* QH_PATTERN_FLOAT_EXTRA_INPUTS (ABI 1.2): the extra inputs of the pattern's later ops
+ * (extra_inputs_mask) may be computed float values that no DequantizeLinear produces;
+ * they enter the unit as they are, role QH_ROLE_NOT_OBSERVED, input_qparams NULL. Without
+ * the flag such an input makes the chain no QDQ unit. For units of ONNX Runtime's dynamic
+ * format (MatMulInteger -> Cast -> Mul by the scale DynamicQuantizeLinear computed), whose
+ * root inputs are declared QH_ROLE_NOT_OBSERVED in input_roles for the same reason. */
+#define QH_PATTERN_FLOAT_EXTRA_INPUTS 0x2u
 
 typedef struct QhLoweringPattern {
   uint32_t abi_version;
@@ -242,7 +249,7 @@ typedef struct QhLoweringPattern {
   uint32_t extra_inputs_mask; /* as QhBackendPatternConfig.extra_inputs_mask */
   const int32_t *input_roles; /* roles of the first op's input slots; NULL as in backend-config.h */
   size_t n_input_roles;
-  uint32_t flags;             /* QH_PATTERN_THROUGH_SHARED_QDQ (ABI 1.1) or 0 */
+  uint32_t flags;             /* QH_PATTERN_THROUGH_SHARED_QDQ (ABI 1.1), QH_PATTERN_FLOAT_EXTRA_INPUTS (1.2) or 0 */
   const QhKernelOps *kernel;  /* required */
   /* Optional (NULL: accept every match). Accept the unit (return NULL) or decline it
    * with QH_ERR_UNSUPPORTED and the reason (shown by inspect and bench); any other

@@ -1,0 +1,342 @@
+/* The x86 plugin's unit for ONNX Runtime's dynamic format (what `qhost quantize
+ * --dynamic` writes): MatMulInteger(x_q, W, x_zero_point, W_zero_point) -> Cast(float)
+ * -> Mul(scale), where x_q, x_zero_point and the scale x_scale * W_scale come from the
+ * host's DynamicQuantizeLinear and scale Mul (pattern flag QH_PATTERN_FLOAT_EXTRA_INPUTS).
+ * The weight is a constant int8 [K, N] with zero points 0 (symmetric, per tensor or per
+ * column), packed once by oneDNN.
+ *
+ * Exact, not just close: oneDNN's u8 x s8 -> s32 matmul of x_q and W (no zero point),
+ * then acc - x_zero_point * colsum(W)[n] in int32 is MatMulInteger's int32 result, and
+ * f32(that) * scale[n] is the host's Cast and Mul, bit for bit. Only with VNNI
+ * (vpdpbusd) is oneDNN's s32 accumulator exact: without it, vpmaddubsw's int16 pair sums
+ * saturate for full-range x_q (every DynamicQuantizeLinear output is [0, 255]) once two
+ * weights of a column exceed 128 in |w| together; such units are declined with that
+ * reason. The bias Add after the Mul stays a host node (patterns stop at three ops). */
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <emmintrin.h> /* SSE2: x86-64's baseline */
+
+#include "../common/unit-query.h"
+#include "onednn.h"
+
+typedef struct {
+  X86Instance *inst;
+  int64_t k, n;
+  int8_t *w;       /* [K, N] as stored in the graph */
+  int32_t *colsum; /* per column of W */
+  int32_t *zc;     /* x_zero_point * colsum, per run (run holds the instance lock) */
+  /* set by reshape */
+  int reshaped, in_rank;
+  int64_t m, in_dims[QH_MAX_RANK];
+  size_t scale_count;
+  dnnl_primitive_t prim;
+  dnnl_memory_t src, wei, dst;
+} DynLinear;
+
+enum { IN_X, IN_W, IN_XZP, IN_WZP, IN_SCALE, N_IN };
+
+/* Without VNNI: the vpmaddubsw pair sums x0 w0 + x1 w1 stay below 2^15 for x in [0, 255]
+ * when the two largest |w| of each column add up to at most 128 (255 * 128 = 32640). */
+static int pairs_may_saturate(const int8_t *w, int64_t k, int64_t n) {
+  for (int64_t c = 0; c < n; c++) {
+    int a = 0, b = 0;
+    for (int64_t j = 0; j < k; j++) {
+      int v = abs(w[j * n + c]);
+      if (v > a)
+        b = a, a = v;
+      else if (v > b)
+        b = v;
+    }
+    if (a + b > 128)
+      return 1;
+  }
+  return 0;
+}
+
+/* The checks accept and create share; *w gets the weight bytes (borrowed). */
+static const char *analyze(const X86Instance *inst, const QhHostApi *host, const QhGraphView *g,
+                           const QhNodeUnit *u, int64_t *k, int64_t *n, const int8_t **w) {
+  if (u->n_nodes != 3 || !uq_op_is(host, g, u->nodes[0], "MatMulInteger") ||
+      !uq_op_is(host, g, u->nodes[1], "Cast") || !uq_op_is(host, g, u->nodes[2], "Mul"))
+    return "dynamic linear pattern on ops other than MatMulInteger -> Cast -> Mul";
+  if (uq_attr_int(host, g, u->nodes[1], "to", 0) != QH_DTYPE_FLOAT)
+    return "Cast to other than float";
+  if (u->n_inputs != N_IN)
+    return "MatMulInteger without both zero points, or a Mul with more inputs";
+  for (size_t i = 0; i < N_IN; i++)
+    if (u->input_qparams[i])
+      return "an input comes through DequantizeLinear: not the dynamic format";
+  if (u->output_qparams[0])
+    return "the Mul's output is quantized: not the dynamic format";
+  uint32_t wv = u->inputs[IN_W], zv = u->inputs[IN_WZP];
+  if (!(host->value_flags(g, wv) & QH_VALUE_CONSTANT) || !(host->value_flags(g, zv) & QH_VALUE_CONSTANT))
+    return "MatMulInteger's B and its zero point must be constants";
+  int64_t d[QH_MAX_RANK];
+  if (uq_known_shape(host, g, wv, d) != 2 || d[0] < 1 || d[1] < 1)
+    return "MatMulInteger's B must be a 2-D constant";
+  if (host->value_dtype(g, wv) != QH_DTYPE_INT8 || host->value_dtype(g, zv) != QH_DTYPE_INT8)
+    return "MatMulInteger's B must be int8 with an int8 zero point";
+  *k = d[0], *n = d[1];
+  const void *wd = NULL, *zd = NULL;
+  size_t wn = 0, zn = 0;
+  QhStatus *st = host->value_data(g, wv, &wd, &wn);
+  if (!st)
+    st = host->value_data(g, zv, &zd, &zn);
+  if (st) {
+    host->status_free(st);
+    return "MatMulInteger's B cannot be read";
+  }
+  if (!wd || wn != (size_t)(*k * *n) || !zd || (zn != 1 && zn != (size_t)*n))
+    return "MatMulInteger's B or its zero point differs from its shape";
+  for (size_t i = 0; i < zn; i++)
+    if (((const int8_t *)zd)[i] != 0)
+      return "asymmetric weights (non-zero B zero point) are not supported";
+  *w = wd;
+  if (inst && !inst->vnni && pairs_may_saturate(wd, *k, *n))
+    return "without VNNI oneDNN's u8*s8 int16 pair sums may saturate for these weights "
+           "(DynamicQuantizeLinear's activations use all of [0, 255])";
+  return NULL;
+}
+
+QhStatus *x86_accept_dynamic_linear(void *instance, const QhHostApi *host, const QhGraphView *g,
+                                    const QhNodeUnit *u) {
+  int64_t k, n;
+  const int8_t *w;
+  const char *p = analyze(instance, host, g, u, &k, &n, &w);
+  return p ? host->status_new(QH_ERR_UNSUPPORTED, p) : NULL;
+}
+
+static void release(DynLinear *k) {
+  if (k->prim)
+    dnnl_primitive_destroy(k->prim);
+  dnnl_memory_t *m[] = {&k->src, &k->wei, &k->dst};
+  for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
+    if (*m[i])
+      dnnl_memory_destroy(*m[i]), *m[i] = NULL;
+  k->prim = NULL;
+  k->reshaped = 0;
+}
+
+static void destroy(void *kernel) {
+  DynLinear *k = kernel;
+  if (!k)
+    return;
+  release(k);
+  free(k->w);
+  free(k->colsum);
+  free(k->zc);
+  free(k);
+}
+
+static QhStatus *create(void *instance, const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u,
+                        void **out) {
+  if (!out || !u)
+    return host->status_new(QH_ERR_INVALID_ARGUMENT, "create: bad arguments");
+  int64_t kd = 0, nd = 0;
+  const int8_t *w = NULL;
+  const char *p = analyze(instance, host, g, u, &kd, &nd, &w);
+  if (p)
+    return host->status_new(QH_ERR_UNSUPPORTED, p);
+  DynLinear *k = calloc(1, sizeof *k);
+  if (!k)
+    return host->status_new(QH_ERR_OUT_OF_MEMORY, "out of memory");
+  k->inst = instance, k->k = kd, k->n = nd;
+  k->w = malloc((size_t)(kd * nd));
+  k->colsum = calloc((size_t)nd, sizeof *k->colsum);
+  k->zc = calloc((size_t)nd, sizeof *k->zc);
+  if (!k->w || !k->colsum || !k->zc) {
+    destroy(k);
+    return host->status_new(QH_ERR_OUT_OF_MEMORY, "out of memory packing weights");
+  }
+  memcpy(k->w, w, (size_t)(kd * nd));
+  for (int64_t j = 0; j < kd; j++)
+    for (int64_t c = 0; c < nd; c++)
+      k->colsum[c] += w[j * nd + c];
+  *out = k;
+  return NULL;
+}
+
+#define CK(call, what)                                   \
+  do {                                                   \
+    QhStatus *ck_ = x86_dnnl_status(host, (call), what); \
+    if (ck_)                                             \
+      return ck_;                                        \
+  } while (0)
+
+/* The primitive for [M, K] x [K, N] and the weights reordered once into its format. */
+static QhStatus *build(DynLinear *k, const QhHostApi *host) {
+  dnnl_engine_t eng = k->inst->engine;
+  dnnl_dims_t sd = {k->m, k->k}, wd = {k->k, k->n}, dd = {k->m, k->n};
+  dnnl_memory_desc_t src, wany, wuser, dst;
+  CK(dnnl_memory_desc_init_by_tag(&src, 2, sd, dnnl_u8, dnnl_ab), "memory_desc_init(src)");
+  CK(dnnl_memory_desc_init_by_tag(&wany, 2, wd, dnnl_s8, dnnl_format_tag_any), "memory_desc_init(weights)");
+  CK(dnnl_memory_desc_init_by_tag(&wuser, 2, wd, dnnl_s8, dnnl_ab), "memory_desc_init(weights)");
+  CK(dnnl_memory_desc_init_by_tag(&dst, 2, dd, dnnl_s32, dnnl_ab), "memory_desc_init(dst)");
+  dnnl_matmul_desc_t md;
+  CK(dnnl_matmul_desc_init(&md, &src, &wany, NULL, &dst), "matmul_desc_init");
+  dnnl_primitive_desc_t pd = NULL;
+  CK(dnnl_primitive_desc_create(&pd, &md, NULL, eng, NULL), "u8 x s8 matmul");
+  const dnnl_memory_desc_t *want = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+  dnnl_memory_t from = NULL;
+  dnnl_primitive_desc_t rpd = NULL;
+  dnnl_primitive_t r = NULL;
+  dnnl_status_t s = dnnl_primitive_create(&k->prim, pd);
+  if (s == dnnl_success)
+    s = dnnl_memory_create(&k->wei, want, eng, DNNL_MEMORY_ALLOCATE);
+  if (s == dnnl_success)
+    s = dnnl_memory_create(&from, &wuser, eng, k->w);
+  if (s == dnnl_success)
+    s = dnnl_reorder_primitive_desc_create(&rpd, &wuser, eng, want, eng, NULL);
+  if (s == dnnl_success)
+    s = dnnl_primitive_create(&r, rpd);
+  if (s == dnnl_success) {
+    dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, k->wei}};
+    s = dnnl_primitive_execute(r, k->inst->stream, 2, args);
+    if (s == dnnl_success)
+      s = dnnl_stream_wait(k->inst->stream);
+  }
+  if (r)
+    dnnl_primitive_destroy(r);
+  if (rpd)
+    dnnl_primitive_desc_destroy(rpd);
+  if (from)
+    dnnl_memory_destroy(from);
+  dnnl_primitive_desc_destroy(pd);
+  if (s == dnnl_success)
+    s = dnnl_memory_create(&k->src, &src, eng, DNNL_MEMORY_NONE);
+  if (s == dnnl_success)
+    s = dnnl_memory_create(&k->dst, &dst, eng, DNNL_MEMORY_NONE);
+  return x86_dnnl_status(host, s, "building the u8 x s8 matmul");
+}
+
+static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView *inputs, size_t n_inputs,
+                         QhTensorView *outputs, size_t n_outputs, size_t *out_workspace) {
+  DynLinear *k = kernel;
+  if (!host)
+    return NULL;
+  if (!k || !inputs || n_inputs != N_IN || !outputs || n_outputs != 1 || !out_workspace)
+    return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: bad arguments");
+  const QhTensorView *x = &inputs[IN_X], *xzp = &inputs[IN_XZP], *sc = &inputs[IN_SCALE];
+  QhTensorView *y = &outputs[0];
+  if (!uq_u8_view_ok(x) || x->rank < 1 || x->dims[x->rank - 1] != k->k || x->layout == QH_LAYOUT_NHWC)
+    return qh_status_newf(host, QH_ERR_INVALID_ARGUMENT, "reshape: A must be a uint8 tensor ending in K=%lld",
+                          (long long)k->k);
+  if (xzp->dtype != QH_DTYPE_UINT8 || uq_numel(xzp) != 1)
+    return host->status_new(QH_ERR_UNSUPPORTED, "reshape: A's zero point must be one uint8 (per tensor)");
+  size_t ns = uq_numel(sc);
+  if (sc->dtype != QH_DTYPE_FLOAT || (ns != 1 && (ns != (size_t)k->n || sc->dims[sc->rank - 1] != k->n)))
+    return host->status_new(QH_ERR_UNSUPPORTED, "reshape: the scale must be one float or one per column");
+  if (y->struct_size < sizeof(QhTensorView))
+    return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: output view too small");
+  release(k);
+  int64_t m = 1;
+  for (int32_t i = 0; i + 1 < x->rank; i++)
+    m *= x->dims[i];
+  y->dtype = QH_DTYPE_FLOAT;
+  y->rank = x->rank;
+  memcpy(y->dims, x->dims, sizeof y->dims);
+  y->dims[x->rank - 1] = k->n;
+  y->layout = x->layout;
+  k->m = m;
+  k->scale_count = ns;
+  k->in_rank = x->rank;
+  memcpy(k->in_dims, x->dims, sizeof k->in_dims);
+  *out_workspace = (size_t)(m * k->n) * sizeof(int32_t);
+  if (m > 0) {
+    QhStatus *st = build(k, host);
+    if (st) {
+      release(k);
+      return st;
+    }
+  }
+  k->reshaped = 1;
+  return NULL;
+}
+
+typedef struct {
+  const DynLinear *k;
+  const int32_t *acc, *zc; /* zc[c] = x_zero_point * colsum(W)[c] (wrapping) */
+  const float *scale;
+  float *y;
+  size_t rows_per_task;
+} Job;
+
+/* MatMulInteger's int32 result acc - zc (wrapping modulo 2^32 as its accumulators do),
+ * then the host's Cast (cvtdq2ps rounds to nearest even, as the C conversion does) and
+ * Mul, four columns per SSE2 instruction. */
+static void finish_task(void *user, size_t t, uint32_t worker) {
+  (void)worker;
+  const Job *j = user;
+  const DynLinear *k = j->k;
+  size_t n = (size_t)k->n, r0 = t * j->rows_per_task, r1 = r0 + j->rows_per_task;
+  int per_column = k->scale_count != 1;
+  const __m128 s1 = _mm_set1_ps(j->scale[0]);
+  if (r1 > (size_t)k->m)
+    r1 = (size_t)k->m;
+  for (size_t r = r0; r < r1; r++) {
+    const int32_t *acc = j->acc + r * n;
+    float *y = j->y + r * n;
+    size_t c = 0;
+    for (; c + 4 <= n; c += 4) {
+      __m128i v = _mm_sub_epi32(_mm_loadu_si128((const __m128i *)(acc + c)),
+                                _mm_loadu_si128((const __m128i *)(j->zc + c)));
+      __m128 s = per_column ? _mm_loadu_ps(j->scale + c) : s1;
+      _mm_storeu_ps(y + c, _mm_mul_ps(_mm_cvtepi32_ps(v), s));
+    }
+    for (; c < n; c++)
+      y[c] = (float)(int32_t)((uint32_t)acc[c] - (uint32_t)j->zc[c]) * j->scale[per_column ? c : 0];
+  }
+}
+
+static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ctx, const QhTensorView *inputs,
+                     size_t n_inputs, QhTensorView *outputs, size_t n_outputs, void *workspace,
+                     size_t workspace_bytes) {
+  (void)ctx;
+  DynLinear *k = kernel;
+  if (!host)
+    return NULL;
+  if (!k || !inputs || n_inputs != N_IN || !outputs || n_outputs != 1)
+    return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: bad arguments");
+  if (!k->reshaped)
+    return host->status_new(QH_ERR_INVALID_STATE, "run before reshape");
+  const QhTensorView *x = &inputs[IN_X], *xzp = &inputs[IN_XZP], *sc = &inputs[IN_SCALE];
+  QhTensorView *y = &outputs[0];
+  size_t mn = (size_t)(k->m * k->n);
+  if (!uq_u8_view_ok(x) || x->rank != k->in_rank || memcmp(x->dims, k->in_dims, (size_t)x->rank * sizeof *x->dims) ||
+      x->nbytes != (size_t)(k->m * k->k) || (x->nbytes && !x->data))
+    return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: A differs from reshape's");
+  if (!xzp->data || xzp->nbytes < 1 || !sc->data || sc->nbytes != k->scale_count * sizeof(float))
+    return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: zero point or scale missing");
+  if (y->dtype != QH_DTYPE_FLOAT || y->nbytes != mn * sizeof(float) || (mn && !y->data) ||
+      workspace_bytes < mn * sizeof(int32_t) || (mn && !workspace))
+    return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: output or workspace differs from reshape's");
+  if (mn == 0)
+    return NULL;
+  X86Instance *inst = k->inst;
+  pthread_mutex_lock(&inst->lock);
+  omp_set_num_threads(inst->n_threads);
+  dnnl_status_t s = dnnl_memory_set_data_handle(k->src, (void *)x->data);
+  if (s == dnnl_success)
+    s = dnnl_memory_set_data_handle(k->dst, workspace);
+  dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, k->src}, {DNNL_ARG_WEIGHTS, k->wei}, {DNNL_ARG_DST, k->dst}};
+  if (s == dnnl_success)
+    s = dnnl_primitive_execute(k->prim, inst->stream, 3, args);
+  if (s == dnnl_success)
+    s = dnnl_stream_wait(inst->stream);
+  if (s == dnnl_success) {
+    uint32_t zx = *(const uint8_t *)xzp->data;
+    for (int64_t c = 0; c < k->n; c++)
+      k->zc[c] = (int32_t)(zx * (uint32_t)k->colsum[c]);
+    Job j = {k, workspace, k->zc, sc->data, y->data, 16};
+    x86_parallel_for(inst, ((size_t)k->m + j.rows_per_task - 1) / j.rows_per_task, finish_task, &j);
+  }
+  pthread_mutex_unlock(&inst->lock);
+  return x86_dnnl_status(host, s, "execute");
+}
+
+const QhKernelOps x86_dynamic_linear_kernel = {
+    QH_STRUCT_HEADER(QhKernelOps), .id = "onednn_dynamic_linear_qu8_qs8w", .input_layout = QH_LAYOUT_ANY,
+    .output_layout = QH_LAYOUT_ANY, .create = create, .reshape = reshape, .run = run, .destroy = destroy};
