@@ -174,10 +174,12 @@ static const QhPluginDesc desc = {
     (const QhLoweringOps *)(uintptr_t)0x10,
     (const QhDeployOps *)(uintptr_t)0x18,
     (const QhPassOps *)(uintptr_t)0x20,
+    (const QhPartitionOps *)(uintptr_t)0x28,
 #else
     NULL, /* lowering */
     NULL, /* deploy */
     PASSES,
+    NULL, /* partitions */
 #endif
 };
 #define THE_DESC (&desc)
