@@ -5,6 +5,8 @@
  * instead, so experiments (and the host's refusal tests) can claim anything. The
  * storage lives in the instance until the next claim: the host copies the claims
  * before it calls the plugin again. */
+#define _POSIX_C_SOURCE 200809L /* strtok_r */
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

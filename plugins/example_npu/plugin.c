@@ -3,6 +3,8 @@
  * (claim.c) and compiles each into one program the host runs as a single kernel
  * (engine.c). Quantization itself is the host's default (PyTorch's x86 semantics);
  * the plugin only lowers. */
+#define _POSIX_C_SOURCE 200809L /* strdup */
+
 #include <stdlib.h>
 #include <string.h>
 
