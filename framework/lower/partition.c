@@ -40,6 +40,7 @@ struct QhPartitionSet {
   int *owner;            /* per node id: index into parts, or -1 */
   GPtrArray *parts;      /* QhClaimedPartition* */
   int32_t io_layout;
+  int n_nodes, n_values; /* the graph's when offered: the lowering adds nodes and values later */
 };
 
 static gboolean is_op(const QhNode *n, const char *op) {
@@ -204,8 +205,7 @@ void qh_partitions_free(QhPartitionSet *s) {
   }
   if (s->units)
     g_ptr_array_unref(s->units);
-  int nv = qh_graph_n_values(s->graph);
-  for (int v = 0; s->readers && v < nv; v++)
+  for (int v = 0; s->readers && v < s->n_values; v++)
     if (s->readers[v])
       g_array_unref(s->readers[v]);
   g_free(s->readers);
@@ -218,7 +218,7 @@ guint qh_partitions_count(const QhPartitionSet *s) { return s->parts->len; }
 QhClaimedPartition *qh_partitions_get(const QhPartitionSet *s, guint i) { return g_ptr_array_index(s->parts, i); }
 
 const QhClaimedPartition *qh_partitions_of_node(const QhPartitionSet *s, int node_id) {
-  if (node_id < 0 || node_id >= qh_graph_n_nodes(s->graph) || s->owner[node_id] < 0)
+  if (node_id < 0 || node_id >= s->n_nodes || s->owner[node_id] < 0)
     return NULL;
   const QhClaimedPartition *c = g_ptr_array_index(s->parts, s->owner[node_id]);
   return c->compiled ? c : NULL;
@@ -558,6 +558,8 @@ QhPartitionSet *qh_partitions_new(QhGraph *graph, QhBackend *backend, const QhPl
   s->parts = g_ptr_array_new_with_free_func(part_free);
   s->units = g_ptr_array_new_with_free_func((GDestroyNotify)offered_free);
   int nn = qh_graph_n_nodes(graph), nv = qh_graph_n_values(graph);
+  s->n_nodes = nn;
+  s->n_values = nv;
   s->owner = g_new(int, MAX(nn, 1));
   for (int i = 0; i < nn; i++)
     s->owner[i] = -1;

@@ -5,7 +5,9 @@
  * between two claimed ops the engine rounds it onto the same grid (round half to
  * even, clamp), so the result follows the host's reference within one step of the
  * output grid. The layout inside is the engine's business (here NCHW floats); the host
- * only sees the integer tensors at the boundary, in the declared io_layout (NCHW). */
+ * only sees the integer tensors at the boundary, in the declared io_layout (example_npu
+ * declares NCHW; the engine also reads and writes NHWC boundaries, for a plugin that
+ * declares QH_LAYOUT_NHWC). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +41,7 @@ typedef struct {
   size_t n_steps;
   size_t n_inputs, n_outputs;
   int *input_buf, *output_buf;
+  int io_nhwc;     /* the host hands 4-D boundary tensors channels-last */
 } Program;
 
 static void program_free(Program *p) {
@@ -71,6 +74,11 @@ static int add_buffer(Program *p, uint32_t value, const QhTensorView *t, const Q
   for (int d = 0; d < t->rank; d++) {
     b->dims[d] = t->dims[d];
     b->numel *= (size_t)t->dims[d];
+  }
+  if (t->layout == QH_LAYOUT_NHWC) { /* inside, every tensor is NCHW */
+    b->dims[1] = t->dims[3];
+    b->dims[2] = t->dims[1];
+    b->dims[3] = t->dims[2];
   }
   b->data = calloc(b->numel ? b->numel : 1, sizeof(float));
   if (b->data == NULL)
@@ -210,6 +218,10 @@ QhStatus *npu_compile(void *instance, const QhHostApi *host, const QhGraphView *
     return host->status_new(QH_ERR_OUT_OF_MEMORY, "no memory for the program");
   }
   p->n_inputs = part->n_inputs;
+  for (size_t i = 0; i < part->n_inputs; i++)
+    p->io_nhwc |= part->input_tensors[i].layout == QH_LAYOUT_NHWC;
+  for (size_t i = 0; i < part->n_outputs; i++)
+    p->io_nhwc |= part->output_tensors[i].layout == QH_LAYOUT_NHWC;
   p->n_outputs = part->n_outputs;
   QhStatus *st = NULL;
   for (size_t i = 0; i < part->n_inputs && !st; i++) {
@@ -235,6 +247,25 @@ QhStatus *npu_compile(void *instance, const QhHostApi *host, const QhGraphView *
   return NULL;
 }
 
+/* A buffer's dimensions in the boundary layout. */
+static void io_dims(const Program *p, const Buffer *b, int64_t *dims) {
+  memcpy(dims, b->dims, sizeof(int64_t) * (size_t)b->rank);
+  if (p->io_nhwc && b->rank == 4) {
+    dims[1] = b->dims[2];
+    dims[2] = b->dims[3];
+    dims[3] = b->dims[1];
+  }
+}
+
+/* Element e of an NCHW buffer: its index in the boundary layout. */
+static size_t io_index(const Program *p, const Buffer *b, size_t e) {
+  if (!p->io_nhwc || b->rank != 4)
+    return e;
+  size_t c = (size_t)b->dims[1], hw = (size_t)(b->dims[2] * b->dims[3]);
+  size_t n = e / (c * hw), ch = e / hw % c, pix = e % hw;
+  return (n * hw + pix) * c + ch;
+}
+
 QhStatus *npu_reshape(void *compiled, const QhHostApi *host, const QhTensorView *inputs, size_t n_inputs,
                       QhTensorView *outputs, size_t n_outputs, size_t *out_workspace_bytes) {
   Program *p = compiled;
@@ -242,18 +273,20 @@ QhStatus *npu_reshape(void *compiled, const QhHostApi *host, const QhTensorView 
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "input or output count differs from the compiled partition");
   for (size_t i = 0; i < n_inputs; i++) {
     const Buffer *b = &p->bufs[p->input_buf[i]];
+    int64_t want[QH_MAX_RANK];
+    io_dims(p, b, want);
     int same = inputs[i].rank == b->rank;
     for (int d = 0; same && d < b->rank; d++)
-      same = inputs[i].dims[d] == b->dims[d];
+      same = inputs[i].dims[d] == want[d];
     if (!same)
       return qh_status_newf(host, QH_ERR_UNSUPPORTED, "input %zu: the program was compiled for other shapes", i);
   }
   for (size_t i = 0; i < n_outputs; i++) {
     const Buffer *b = &p->bufs[p->output_buf[i]];
     outputs[i].dtype = b->dtype;
-    outputs[i].layout = b->rank == 4 ? QH_LAYOUT_NCHW : QH_LAYOUT_ANY;
+    outputs[i].layout = b->rank == 4 ? (p->io_nhwc ? QH_LAYOUT_NHWC : QH_LAYOUT_NCHW) : QH_LAYOUT_ANY;
     outputs[i].rank = b->rank;
-    memcpy(outputs[i].dims, b->dims, sizeof(int64_t) * (size_t)b->rank);
+    io_dims(p, b, outputs[i].dims);
   }
   *out_workspace_bytes = 0;
   return NULL;
@@ -307,7 +340,8 @@ QhStatus *npu_run(void *compiled, const QhHostApi *host, const QhRunContext *ctx
     Buffer *b = &p->bufs[p->input_buf[i]];
     const QhQParams *q = inputs[i].qparams;
     for (size_t e = 0; e < b->numel; e++)
-      b->data[e] = (float)((element(inputs[i].dtype, inputs[i].data, e) - q->zero_point[0]) * q->scale[0]);
+      b->data[e] =
+          (float)((element(inputs[i].dtype, inputs[i].data, io_index(p, b, e)) - q->zero_point[0]) * q->scale[0]);
   }
   for (size_t k = 0; k < p->n_steps; k++) {
     const Step *s = &p->steps[k];
@@ -329,10 +363,11 @@ QhStatus *npu_run(void *compiled, const QhHostApi *host, const QhRunContext *ctx
     const Buffer *b = &p->bufs[p->output_buf[i]];
     for (size_t e = 0; e < b->numel; e++) {
       float q = round_to_grid(b, b->data[e]);
+      size_t at = io_index(p, b, e);
       if (outputs[i].dtype == QH_DTYPE_UINT8)
-        ((uint8_t *)outputs[i].data)[e] = (uint8_t)q;
+        ((uint8_t *)outputs[i].data)[at] = (uint8_t)q;
       else
-        ((int8_t *)outputs[i].data)[e] = (int8_t)q;
+        ((int8_t *)outputs[i].data)[at] = (int8_t)q;
     }
   }
   return NULL;

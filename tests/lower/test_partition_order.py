@@ -8,6 +8,8 @@ pattern. On the residual-block model (partition_models.py):
     conv1 (float output into Relu) to the host with the kernel's reason;
   - compile_declined: a compile declining with QH_ERR_UNSUPPORTED gives the nodes
     back: the pattern takes them, the host rows say why the partition declined.
+  - nhwc_boundary: a plugin declaring io_layout NHWC gets channels-last buffers
+    through one Transpose each way.
 Each lowered run agrees with the host's QDQ reference within one output step.
 """
 import json
@@ -35,7 +37,7 @@ def ok(r, *args):
     return out
 
 
-def lowered(r, tmp, *opts):
+def lowered(r, tmp, *opts, backend=BACKEND):
     """Rows of bench's coverage and the run's largest distance to the reference, in steps."""
     model_proto, step = partition_models.residual_block()
     model = os.path.join(tmp, "residual.qdq.onnx")
@@ -44,11 +46,13 @@ def lowered(r, tmp, *opts):
     np.save(x, np.random.default_rng(2).normal(0, 1, (1, 4, 8, 8)).astype(np.float32))
     ok(r, "run", model, "--input", x, "-o", os.path.join(tmp, "ref.npy"))
     opt = [a for o in opts for a in ("--backend-opt", o)]
-    ok(r, "run", model, "--input", x, "-o", os.path.join(tmp, "y.npy"), *BACKEND, *opt)
+    ok(r, "run", model, "--input", x, "-o", os.path.join(tmp, "y.npy"), *backend, *opt)
     dist = np.abs(np.load(os.path.join(tmp, "y.npy")) - np.load(os.path.join(tmp, "ref.npy"))).max() / step
     assert dist <= 1.0 + 1e-6, f"{dist:.2f} steps from the host's reference"
-    report = json.loads(ok(r, "bench", model, *BACKEND, *opt, "--runs", "2", "--json"))
-    return {u["name"]: u for u in report["coverage"]["units"]}
+    report = json.loads(ok(r, "bench", model, *backend, *opt, "--runs", "2", "--json"))
+    rows = {u["name"]: u for u in report["coverage"]["units"]}
+    rows["_text"] = ok(r, "bench", model, *backend, *opt, "--runs", "2")
+    return rows
 
 
 def case_partition_first(r, tmp):
@@ -70,13 +74,23 @@ def case_patterns_elsewhere(r, tmp):
 
 def case_compile_declined(r, tmp):
     rows = lowered(r, tmp, "claims=block:conv1,relu1,conv2,add,relu2", "decline_compile=true")
-    assert not any(u.get("partition") for u in rows.values()), rows
+    assert not any(u.get("partition") for k, u in rows.items() if k != "_text"), rows
     assert rows["conv2"]["kernel"] == "npu_conv_unit", rows
     assert rows["add"]["kernel"] == "host:reference", rows
     assert "partition: compile declined on request" in rows["add"]["reason"], rows
 
 
+def case_nhwc_boundary(r, tmp):
+    """A partition declaring QH_LAYOUT_NHWC gets channels-last host buffers: one
+    Transpose in, one out, and the same numbers."""
+    rows = lowered(r, tmp, "claims=block:conv1,relu1,conv2,add,relu2",
+                   backend=["--backend", "npu_nhwc", "--plugin-dir", PLUGIN_DIR])
+    assert rows["conv1"].get("partition") == "block", rows
+    assert "layout transposes: 2 nodes" in rows["_text"], rows["_text"]
+
+
 CASES = {
+    "nhwc_boundary": case_nhwc_boundary,
     "partition_first": case_partition_first,
     "patterns_elsewhere": case_patterns_elsewhere,
     "compile_declined": case_compile_declined,

@@ -105,14 +105,24 @@ static void instance_destroy(void *instance) {
   free(inst);
 }
 
+/* Built twice: npu_patterns (NCHW boundary) and, with NPU_NHWC, npu_nhwc, whose
+ * partitions take channels-last host buffers (the host transposes at the boundary). */
+#ifdef NPU_NHWC
+#define PLUGIN_NAME "npu_nhwc"
+#define IO_LAYOUT QH_LAYOUT_NHWC
+#else
+#define PLUGIN_NAME "npu_patterns"
+#define IO_LAYOUT QH_LAYOUT_NCHW
+#endif
+
 static const QhPartitionOps partitions = {
-    QH_STRUCT_HEADER(QhPartitionOps), .id = "npu_subgraph", .io_layout = QH_LAYOUT_NCHW,
+    QH_STRUCT_HEADER(QhPartitionOps), .id = "npu_subgraph", .io_layout = IO_LAYOUT,
     .claim = npu_claim, .compile = compile_or_decline, .reshape = npu_reshape, .run = npu_run,
     .destroy = npu_destroy};
 
 static const QhPluginDesc desc = {
     QH_STRUCT_HEADER(QhPluginDesc),
-    .name = "npu_patterns",
+    .name = PLUGIN_NAME,
     .version = "1.0.0",
     .description = "test: example_npu's partitions plus a one-op Conv pattern",
     .options = options,
