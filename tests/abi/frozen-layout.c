@@ -84,6 +84,7 @@ AT(QhPartition, output_tensors, 80);
 AT(QhPartition, n_outputs, 88);
 AT(QhPartitionOps, id, 8);
 AT(QhPartitionOps, io_layout, 16);
+AT(QhPartitionOps, flags, 20);
 AT(QhPartitionOps, claim, 24);
 AT(QhPartitionOps, compile, 32);
 AT(QhPartitionOps, reshape, 40);
