@@ -330,6 +330,11 @@ CASES = {
         "bias_derivation", "descriptor: backend_config.patterns[0].dtype_configs[0]: unknown bias_derivation 7"),
     "empty_passes": descriptor_case(
         "empty_passes", "descriptor: passes: neither post_calibration nor post_convert is set"),
+    "opaque_partitions": descriptor_case(
+        "opaque_partitions", "descriptor: partitions: io_layout must be QH_LAYOUT_ANY, NCHW or NHWC "
+        "(opaque layouts belong inside the partition)"),
+    "partitions_no_claim": descriptor_case(
+        "partitions_no_claim", "descriptor: partitions: required callback 'claim' is NULL"),
     "bad_name": descriptor_case(
         "bad_name", "descriptor: invalid name 'Bad-Name' (want [a-z][a-z0-9_], at most 32 characters)"),
     "bad_utf8": descriptor_case("bad_utf8", "descriptor: description is not valid UTF-8"),
