@@ -8,7 +8,9 @@ against that prefix (warnings as errors), then with the installed runner:
   - the residual block (conv1 -> relu1 -> conv2 -> add with the skip edge from relu0
     -> relu2) claimed as one partition runs as one kernel (inspect and bench show the
     partition, 1 node on the plugin for 5 ops) and agrees with the host's QDQ reference
-    within one output step; so does the automatic claim (the whole graph);
+    within one output step; so does the automatic claim (the whole graph), and on the
+    digits example quantized by qhost (x86) the automatic claim is one 7-op partition
+    (stem and residual block) within one step of the host's logits;
   - each refused claim (overlapping, non-convex, disconnected, reading a float value,
     writing a float value, a Q node) fails the run with one line naming plugin,
     partition and node, exit 1, no output file, no crash.
@@ -33,6 +35,7 @@ import qhtest  # noqa: E402
 import partition_models  # noqa: E402
 
 import onnx  # noqa: E402
+import onnx.numpy_helper  # noqa: E402
 
 BLOCK = "block:conv1,relu1,conv2,add,relu2"
 REFUSED = {
@@ -55,6 +58,15 @@ REFUSED = {
                  "plugin 'example_npu': partition 0 ('p'): node 'relu0_q_q': this QuantizeLinear node was "
                  "not offered"),
 }
+
+
+def qdq_output_scales(path):
+    """The scale of the DequantizeLinear writing each graph output."""
+    m = onnx.load(path)
+    inits = {i.name: onnx.numpy_helper.to_array(i) for i in m.graph.initializer}
+    outs = {o.name for o in m.graph.output}
+    return {n.output[0]: float(inits[n.input[1]]) for n in m.graph.node
+            if n.op_type == "DequantizeLinear" and n.output[0] in outs}
 
 
 def find_plugin(build):
@@ -132,6 +144,24 @@ def main():
                 if name == "block" and (parts[0]["partition"] != "block" or
                                         parts[0]["ops"] != "Conv+Relu+Conv+Add+Relu"):
                     raise Failure(f"block: coverage row {parts[0]}")
+            # the digits example quantized by the installed qhost (x86's BackendConfig): its
+            # residual block and stem are one automatic partition
+            digits = os.path.join(scratch, "digits.qdq.onnx")
+            ok(r, "quantize", os.path.join(ROOT, "examples", "digits_cnn.onnx"), "--backend", "x86",
+               "--calib", os.path.join(ROOT, "examples", "digits_calib.npy"), "-o", digits, "--quiet")
+            dx = os.path.join(scratch, "digits_x.npy")
+            np.save(dx, np.load(os.path.join(ROOT, "examples", "digits_test.npy"))[:64])
+            ok(r, "run", digits, "--input", dx, "-o", os.path.join(scratch, "digits_ref.npy"))
+            ok(r, "run", digits, "--input", dx, "-o", os.path.join(scratch, "digits_npu.npy"), *backend)
+            text = ok(r, "inspect", digits, *backend)
+            if "(partition 'npu0', 7 ops)" not in text:
+                raise Failure(f"digits: the automatic claim is not one 7-op partition:\n{text}")
+            step = min(v for k, v in qdq_output_scales(digits).items())
+            got, want = np.load(os.path.join(scratch, "digits_npu.npy")), np.load(os.path.join(scratch, "digits_ref.npy"))
+            far = np.abs(got - want) / step
+            if far.max() > 1.0 + 1e-6:
+                raise Failure(f"digits: {int((far > 1 + 1e-6).sum())} logits more than one step from the host's")
+            print(f"digits: max difference {far.max():.2f} steps, {int((got != want).sum())} of {got.size} differ")
             text = ok(r, "inspect", model, *backend, "--backend-opt", f"claims={BLOCK}")
             if "(partition 'block', 5 ops)" not in text:
                 raise Failure(f"inspect does not show the partition:\n{text}")
