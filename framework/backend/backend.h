@@ -189,6 +189,30 @@ gboolean qh_backend_kernel_run(QhBackend *backend, const QhKernelOps *ops, const
                                size_t n_inputs, QhTensorView *outputs, size_t n_outputs,
                                void *workspace, size_t workspace_bytes, GError **error);
 
+/* ---- ABI 1.2 partitions (backend-partition.c) ---- */
+/* The partitions group, NULL when absent or beyond the descriptor's size. */
+const QhPartitionOps *qh_backend_partitions(const QhBackend *backend);
+/* claim: *out_claims borrowed from the plugin until its next callback (copy first).
+ * Errors read "plugin 'NAME': partitions 'ID': claim: ...". */
+gboolean qh_backend_partition_claim(QhBackend *backend, const QhGraphView *view,
+                                    const QhNodeUnit *const *units, size_t n_units,
+                                    const QhPartitionClaim **out_claims, size_t *out_n_claims,
+                                    GError **error);
+/* compile: 1 compiled, 0 declined (QH_ERR_UNSUPPORTED; *out_reason set, the caller's),
+ * -1 any other failure ("plugin 'NAME': partition 'P': compile: ..."). */
+int qh_backend_partition_compile(QhBackend *backend, const QhGraphView *view,
+                                 const QhPartition *partition, void **out_compiled,
+                                 char **out_reason, GError **error);
+gboolean qh_backend_partition_reshape(QhBackend *backend, const char *partition_name, void *compiled,
+                                      const QhTensorView *inputs, size_t n_inputs,
+                                      QhTensorView *outputs, size_t n_outputs,
+                                      size_t *out_workspace_bytes, GError **error);
+gboolean qh_backend_partition_run(QhBackend *backend, const char *partition_name, void *compiled,
+                                  const QhRunContext *ctx, const QhTensorView *inputs, size_t n_inputs,
+                                  QhTensorView *outputs, size_t n_outputs, void *workspace,
+                                  size_t workspace_bytes, GError **error);
+void qh_backend_partition_destroy(QhBackend *backend, void *compiled);
+
 G_END_DECLS
 
 #endif

@@ -116,6 +116,8 @@ void qh_coverage_print(FILE *out, const QhLowering *l, const QhPlan *plan, const
     }
     if (r->reason)
       fprintf(out, "  (%s)", r->reason);
+    if (r->partition)
+      fprintf(out, "  (partition '%s', %u ops)", r->partition, r->nodes->len);
     fprintf(out, "\n");
   }
   if (with_time) {
@@ -149,6 +151,10 @@ void qh_coverage_json(const QhLowering *l, const QhPlan *plan, const QhCoverage 
     if (r->pattern) {
       json_builder_set_member_name(b, "pattern");
       json_builder_add_string_value(b, r->pattern);
+    }
+    if (r->partition) {
+      json_builder_set_member_name(b, "partition");
+      json_builder_add_string_value(b, r->partition);
     }
     if (r->reason) {
       json_builder_set_member_name(b, "reason");

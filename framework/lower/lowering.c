@@ -14,6 +14,8 @@
 #include "lower/qdq-units.h"
 #include "lower/kernel-node.h"
 #include "lower/prepare.h"
+#include "lower/partition.h"
+#include "lower/partition-node.h"
 #include "hostapi/graph-view.h"
 
 struct QhLowering {
@@ -31,6 +33,9 @@ struct QhLowering {
   QhPlan *plan;
   gboolean build_tried;
   gboolean strict;        /* QH_LOWERING_STRICT: no trial at accept */
+  QhPartitionSet *partitions; /* ABI 1.2: claimed and compiled before the patterns */
+  GPtrArray *partition_nodes; /* QhPartitionNode*, one per compiled partition once built */
+  GHashTable *node_partition; /* lowered node id -> QhPartitionNode* */
 };
 
 static void row_free(gpointer p) {
@@ -41,6 +46,7 @@ static void row_free(gpointer p) {
   g_free(r->pattern);
   g_free(r->kernel);
   g_free(r->reason);
+  g_free(r->partition);
   g_free(r);
 }
 
@@ -50,6 +56,11 @@ void qh_lowering_free(QhLowering *l) {
   if (l == NULL)
     return;
   qh_plan_free(l->plan);
+  if (l->partition_nodes)
+    g_ptr_array_unref(l->partition_nodes);
+  if (l->node_partition)
+    g_hash_table_destroy(l->node_partition);
+  qh_partitions_free(l->partitions); /* after the plan: its kernels borrow the partitions */
   if (l->units)
     g_ptr_array_unref(l->units);
   if (l->kernels)
@@ -189,6 +200,9 @@ static int accept_unit(gpointer user, const QhQdqUnit *u, GError **error) {
   const QhNode *first = qh_graph_node(l->graph, u->nodes[0]);
   const QhKernelOps *ops = pat->kernel;
   char *reason = NULL;
+  for (int i = 0; i < u->n_nodes; i++)
+    if (qh_partitions_of_node(l->partitions, u->nodes[i]))
+      return 0; /* a compiled partition holds the node: partitions come first */
   describe_unit(l, u);
   if (ops->input_layout == QH_LAYOUT_OPAQUE || ops->output_layout == QH_LAYOUT_OPAQUE) {
     reason = g_strdup_printf("kernel '%s' uses an opaque layout, which this host cannot run yet", ops->id);
@@ -230,6 +244,33 @@ static QhLoweringRow *row_new(const char *name) {
   return r;
 }
 
+/* The row of a compiled partition: one claimed unit made of all its ops. */
+static QhLoweringRow *partition_row(const QhLowering *l, const QhClaimedPartition *p) {
+  QhLoweringRow *r = row_new(qh_graph_node(l->graph, g_array_index(p->nodes, int, 0))->name);
+  GString *ops = g_string_new(NULL);
+  for (guint k = 0; k < p->nodes->len; k++) {
+    int id = g_array_index(p->nodes, int, k);
+    g_string_append_printf(ops, "%s%s", k ? "+" : "", qh_graph_node(l->graph, id)->op_type);
+    g_array_append_val(r->nodes, id);
+  }
+  r->ops = g_string_free(ops, FALSE);
+  r->macs = p->macs;
+  r->kernel = g_strdup(qh_backend_partitions(l->backend)->id);
+  r->partition = g_strdup(p->name);
+  return r;
+}
+
+/* A host row's reason when a partition holding it declined at compile. */
+static const char *partition_decline(const QhLowering *l, int node_id) {
+  for (guint i = 0; l->partitions && i < qh_partitions_count(l->partitions); i++) {
+    const QhClaimedPartition *p = qh_partitions_get(l->partitions, i);
+    for (guint k = 0; p->decline && k < p->nodes->len; k++)
+      if (g_array_index(p->nodes, int, k) == node_id)
+        return p->decline;
+  }
+  return NULL;
+}
+
 static void make_rows(QhLowering *l) {
   int n_nodes = qh_graph_n_nodes(l->graph);
   const QhQdqUnit **unit_of = g_new0(const QhQdqUnit *, n_nodes + 1);
@@ -248,6 +289,12 @@ static void make_rows(QhLowering *l) {
     int id = g_array_index(order, int, i);
     const QhNode *n = qh_graph_node(l->graph, id);
     const QhQdqUnit *u = unit_of[id];
+    const QhClaimedPartition *part = qh_partitions_of_node(l->partitions, id);
+    if (part) {
+      if (g_array_index(part->nodes, int, 0) == id)
+        g_ptr_array_add(l->rows, partition_row(l, part));
+      continue;
+    }
     if (is_qdq(n) || qh_plan_node_is_folded(l->shape_plan, id) || (u && u->nodes[0] != id))
       continue;
     QhLoweringRow *r = row_new(n->name);
@@ -266,7 +313,13 @@ static void make_rows(QhLowering *l) {
       g_array_append_val(r->nodes, id);
       r->macs = qh_plan_node_macs(l->shape_plan, id);
       GString *why = g_hash_table_lookup(l->declines, GINT_TO_POINTER(id));
-      r->reason = g_strdup(why ? why->str : "no lowering pattern matches");
+      const char *declined = partition_decline(l, id);
+      if (declined && why)
+        r->reason = g_strdup_printf("partition: %s; %s", declined, why->str);
+      else if (declined)
+        r->reason = g_strdup_printf("partition: %s", declined);
+      else
+        r->reason = g_strdup(why ? why->str : "no lowering pattern matches");
     }
     r->ops = g_string_free(ops, FALSE);
     g_ptr_array_add(l->rows, r);
@@ -279,7 +332,7 @@ QhLowering *qh_lowering_new(QhGraph *graph, QhBackend *backend, const QhShape *i
                             QhLoweringFlags flags, GError **error) {
   const char *name = qh_backend_name(backend);
   const QhLoweringOps *lo = qh_backend_lowering(backend);
-  if (lo == NULL || lo->n_patterns == 0) {
+  if ((lo == NULL || lo->n_patterns == 0) && qh_backend_partitions(backend) == NULL) {
     g_set_error(error, QH_ERROR, QH_ERROR_UNSUPPORTED,
                 "plugin '%s' supplies no lowering patterns: it has no int8 kernels to run", name);
     return NULL;
@@ -294,9 +347,15 @@ QhLowering *qh_lowering_new(QhGraph *graph, QhBackend *backend, const QhShape *i
   l->node_kernel = g_hash_table_new(g_direct_hash, g_direct_equal);
   l->node_row = g_hash_table_new(g_direct_hash, g_direct_equal);
   l->view = qh_graph_view_new(graph, QH_VIEW_READ);
+  l->node_partition = g_hash_table_new(g_direct_hash, g_direct_equal);
+  l->partition_nodes = g_ptr_array_new_with_free_func((GDestroyNotify)qh_partition_node_free);
   if ((l->shape_plan = qh_lower_prepare(graph, input_shapes, error)) == NULL)
     goto fail;
-  l->units = qh_qdq_match_units_with(graph, lo->patterns, lo->n_patterns, accept_unit, l, error);
+  /* Partitions are claimed, checked and compiled before any pattern is tried. */
+  if ((l->partitions = qh_partitions_new(graph, backend, l->shape_plan, l->view, error)) == NULL)
+    goto fail;
+  l->units = qh_qdq_match_units_with(graph, lo ? lo->patterns : NULL, lo ? lo->n_patterns : 0, accept_unit, l,
+                                     error);
   if (l->units == NULL)
     goto fail;
   make_rows(l);
@@ -310,6 +369,8 @@ const GPtrArray *qh_lowering_rows(const QhLowering *l) { return l->rows; }
 QhPlan *qh_lowering_plan(const QhLowering *l) { return l->plan; }
 
 const char *qh_lowering_node_kernel(const QhLowering *l, int node_id) {
+  if (g_hash_table_contains(l->node_partition, GINT_TO_POINTER(node_id)))
+    return qh_backend_partitions(l->backend)->id;
   const QhKernelNode *k = g_hash_table_lookup(l->node_kernel, GINT_TO_POINTER(node_id));
   return k ? k->ops->id : NULL;
 }
@@ -414,6 +475,60 @@ static gboolean rewrite_unit(QhLowering *l, const QhQdqUnit *u, QhKernelNode *k,
   return ok;
 }
 
+/* Replace a compiled partition by one node reading its integer inputs and writing
+ * its integer outputs, in the layout the plugin declared (Transposes at the boundary
+ * for NHWC, as for a channels-last kernel). */
+static gboolean rewrite_partition(QhLowering *l, const QhClaimedPartition *p, GHashTable *nhwc_of,
+                                  GHashTable *kernel_outputs, GError **error) {
+  QhGraph *g = l->graph;
+  QhPartitionNode *pn = qh_partition_node_new(l->backend, p);
+  g_ptr_array_add(l->partition_nodes, pn);
+  gboolean nhwc = pn->io_layout == QH_LAYOUT_NHWC, ok = TRUE;
+  int n_in = (int)p->inputs->len, n_out = (int)p->outputs->len;
+  int *ins = g_new0(int, n_in + 1), *outs = g_new0(int, n_out + 1);
+  for (int i = 0; i < n_in && ok; i++) {
+    ins[i] = g_array_index(p->inputs, int, i);
+    if (nhwc && rank_of(l, ins[i]) == 4)
+      ok = (ins[i] = nhwc_twin(l, nhwc_of, ins[i], error)) >= 0;
+  }
+  for (int i = 0; i < n_out && ok; i++) {
+    outs[i] = g_array_index(p->outputs, int, i);
+    if (nhwc && rank_of(l, outs[i]) == 4) {
+      QhValue *t = new_value(g, qh_graph_value(g, outs[i])->name, "/nhwc", error);
+      if ((ok = t != NULL)) {
+        g_hash_table_insert(nhwc_of, GINT_TO_POINTER(outs[i]), GINT_TO_POINTER(t->id));
+        outs[i] = t->id;
+      }
+    }
+  }
+  char *name = g_strdup(qh_graph_node(g, g_array_index(p->nodes, int, 0))->name);
+  if (ok) {
+    for (guint k = 0; k < p->nodes->len; k++)
+      qh_graph_remove_node(g, g_array_index(p->nodes, int, k));
+    for (guint k = 0; k < p->q_nodes->len; k++)
+      qh_graph_remove_node(g, g_array_index(p->q_nodes, int, k));
+    QhNode *kn = qh_graph_add_node(g, name, qh_backend_partitions(l->backend)->id, QH_LOWERED_DOMAIN, n_in, ins,
+                                   n_out, outs, error);
+    ok = kn != NULL;
+    if (ok) {
+      g_hash_table_insert(l->node_partition, GINT_TO_POINTER(kn->id), pn);
+      for (int i = 0; i < n_out; i++)
+        g_hash_table_insert(kernel_outputs, GINT_TO_POINTER(outs[i]), pn);
+      for (guint r = 0; r < l->rows->len; r++) {
+        QhLoweringRow *row = g_ptr_array_index(l->rows, r);
+        if (row->partition && strcmp(row->partition, p->name) == 0) {
+          row->lowered_node = kn->id;
+          g_hash_table_insert(l->node_row, GINT_TO_POINTER(kn->id), row);
+        }
+      }
+    }
+  }
+  g_free(name);
+  g_free(ins);
+  g_free(outs);
+  return ok;
+}
+
 /* Readers of v among live nodes, plus whether v is a graph output. */
 static int count_readers(const QhGraph *g, int v) {
   int n = qh_graph_value(g, v)->is_output ? 1 : 0;
@@ -460,6 +575,11 @@ static gboolean finish_graph(QhLowering *l, GHashTable *nhwc_of, GHashTable *ker
 
 static gboolean resolve_kernel(gpointer user, const QhNode *node, QhPlanKernel *out) {
   QhLowering *l = user;
+  QhPartitionNode *pn = g_hash_table_lookup(l->node_partition, GINT_TO_POINTER(node->id));
+  if (pn) {
+    *out = (QhPlanKernel){qh_partition_node_infer, qh_partition_node_run, pn->part->macs, pn};
+    return TRUE;
+  }
   QhKernelNode *k = g_hash_table_lookup(l->node_kernel, GINT_TO_POINTER(node->id));
   if (k == NULL)
     return FALSE;
@@ -503,6 +623,9 @@ gboolean qh_lowering_build(QhLowering *l, GError **error) {
   GHashTable *nhwc_of = g_hash_table_new(g_direct_hash, g_direct_equal);
   GHashTable *kernel_outputs = g_hash_table_new(g_direct_hash, g_direct_equal);
   gboolean ok = TRUE;
+  for (guint i = 0; i < qh_partitions_count(l->partitions) && ok; i++)
+    if (qh_partitions_get(l->partitions, i)->compiled)
+      ok = rewrite_partition(l, qh_partitions_get(l->partitions, i), nhwc_of, kernel_outputs, error);
   for (guint i = 0; i < l->units->len && ok; i++)
     ok = rewrite_unit(l, g_ptr_array_index(l->units, i), g_ptr_array_index(l->kernels, i), nhwc_of,
                       kernel_outputs, error);

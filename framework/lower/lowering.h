@@ -44,6 +44,8 @@ typedef struct {
                        * or "no lowering pattern matches"); NULL for claimed units */
   int lowered_node;   /* after qh_lowering_build: the node running it, or -1 */
   int64_t macs;       /* multiply-accumulates of one run (original graph's ops) */
+  char *partition;    /* ABI 1.2: the partition's name when the row is a compiled
+                       * partition (kernel is the partitions group's id, pattern NULL) */
 } QhLoweringRow;
 
 typedef enum {

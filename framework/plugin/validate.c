@@ -634,12 +634,28 @@ static gboolean check_groups(Ctx *c, const QhPluginDesc *d, QhPluginInfo *info) 
     if (ps->post_convert)
       g_ptr_array_add(info->supplies, g_strdup("post_convert"));
   }
+  const QhPartitionOps *pt = GROUP(d, partitions);
+  if (pt) {
+    if (!CHECK_HEADER(c, "partitions", pt, QhPartitionOps) ||
+        !check_text(c, "partitions.id", pt->id, 1, 64))
+      return FALSE;
+    if (pt->io_layout != QH_LAYOUT_ANY && pt->io_layout != QH_LAYOUT_NCHW && pt->io_layout != QH_LAYOUT_NHWC)
+      return fail(c, "descriptor: partitions: io_layout must be QH_LAYOUT_ANY, NCHW or NHWC "
+                     "(opaque layouts belong inside the partition)");
+    if (pt->flags != 0)
+      return fail(c, "descriptor: partitions: unknown flags 0x%x", pt->flags);
+    if (!NEED(c, "partitions", pt, claim) || !NEED(c, "partitions", pt, compile) ||
+        !NEED(c, "partitions", pt, reshape) || !NEED(c, "partitions", pt, run) ||
+        !NEED(c, "partitions", pt, destroy))
+      return FALSE;
+    g_ptr_array_add(info->supplies, g_strdup("partitions"));
+  }
   return TRUE;
 }
 
 /* The largest struct_size a plugin of each 1.x minor may declare. */
 static size_t desc_size_for_minor(uint32_t minor) {
-  /* 1.1 grew only the host table; 1.2 appended `passes`. A plugin of the host's own
+  /* 1.1 grew only the host table; 1.2 appended `passes` and `partitions`. A plugin of the host's own
    * minor may have every member. */
   if (minor >= 2 || minor == QH_ABI_MINOR)
     return sizeof(QhPluginDesc);

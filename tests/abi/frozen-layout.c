@@ -66,6 +66,30 @@ AT(QhPassOps, post_calibration, 8);
 AT(QhPassOps, post_convert, 16);
 AT(QhDTypeConfig, bias_derivation, 56);
 AT(QhBackendPatternConfig, shared_inputs_mask, 104);
+/* partitions: appended after passes */
+AT(QhPluginDesc, partitions, 152);
+AT(QhPartitionClaim, name, 8);
+AT(QhPartitionClaim, nodes, 16);
+AT(QhPartitionClaim, n_nodes, 24);
+AT(QhPartition, name, 8);
+AT(QhPartition, index, 16);
+AT(QhPartition, nodes, 24);
+AT(QhPartition, units, 32);
+AT(QhPartition, n_nodes, 40);
+AT(QhPartition, inputs, 48);
+AT(QhPartition, input_tensors, 56);
+AT(QhPartition, n_inputs, 64);
+AT(QhPartition, outputs, 72);
+AT(QhPartition, output_tensors, 80);
+AT(QhPartition, n_outputs, 88);
+AT(QhPartitionOps, id, 8);
+AT(QhPartitionOps, io_layout, 16);
+AT(QhPartitionOps, flags, 20);
+AT(QhPartitionOps, claim, 24);
+AT(QhPartitionOps, compile, 32);
+AT(QhPartitionOps, reshape, 40);
+AT(QhPartitionOps, run, 48);
+AT(QhPartitionOps, destroy, 56);
 #endif
 
 /* The descriptor: every member, since the host reads each one only when struct_size

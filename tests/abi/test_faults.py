@@ -63,7 +63,7 @@ def check_faulty(env, fault=None, expect_rc=1):
 def case_conforming(env):
     rc, lines, out, _ = check_faulty(env, expect_rc=0)
     passed = dict(check_lines(lines, "PASS"))
-    assert passed.get("descriptor") == f"faulty 1.0.0, ABI 1.2, struct_size 152; supplies {SUPPLIES}", out
+    assert passed.get("descriptor") == f"faulty 1.0.0, ABI 1.2, struct_size 160; supplies {SUPPLIES}", out
     assert passed.get("backend_config") == \
         "faulty: 1 patterns, 1 default qconfig entries; tables validated at load", out
     assert passed.get(OBS, "").startswith("uint8 affine spec: 3 tensors observed, scale "), out

@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from abitest import check_lines, listed, main  # noqa: E402
 
 DESC_MIN_SIZE = 36  # QH_PLUGIN_DESC_MIN_SIZE: up to and including flags
-DESC_SIZE = 152     # sizeof(QhPluginDesc) of sdk/include: 144 in ABI 1.0 and 1.1, + passes in 1.2
+DESC_SIZE = 160     # sizeof(QhPluginDesc) of sdk/include: 144 in ABI 1.0 and 1.1, + passes and partitions in 1.2
 DESC_SIZE_1_0 = 144  # sizeof(QhPluginDesc) in ABI 1.0 and 1.1
 HOST_ABI = "1.2"    # QH_ABI_MAJOR.QH_ABI_MINOR of this host and of sdk/include
 NEWER_ABI = "1.3"   # what the abi_minor plugin claims: one minor beyond the host
@@ -330,6 +330,11 @@ CASES = {
         "bias_derivation", "descriptor: backend_config.patterns[0].dtype_configs[0]: unknown bias_derivation 7"),
     "empty_passes": descriptor_case(
         "empty_passes", "descriptor: passes: neither post_calibration nor post_convert is set"),
+    "opaque_partitions": descriptor_case(
+        "opaque_partitions", "descriptor: partitions: io_layout must be QH_LAYOUT_ANY, NCHW or NHWC "
+        "(opaque layouts belong inside the partition)"),
+    "partitions_no_claim": descriptor_case(
+        "partitions_no_claim", "descriptor: partitions: required callback 'claim' is NULL"),
     "bad_name": descriptor_case(
         "bad_name", "descriptor: invalid name 'Bad-Name' (want [a-z][a-z0-9_], at most 32 characters)"),
     "bad_utf8": descriptor_case("bad_utf8", "descriptor: description is not valid UTF-8"),

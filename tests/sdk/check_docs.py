@@ -62,6 +62,7 @@ def installed_place(ref, args):
     for src, dst in (("sdk/docs/", doc + "/"), ("docs/", doc + "/"),
                      ("sdk/include/", "include/"), ("sdk/template/", share + "/template/"),
                      ("plugins/example_vitis/", share + "/examples/example_vitis/"),
+                     ("plugins/example_npu/", share + "/examples/example_npu/"),
                      ("examples/", share + "/examples/")):
         if ref.startswith(src):
             return dst + ref[len(src):]

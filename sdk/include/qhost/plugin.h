@@ -307,6 +307,105 @@ typedef struct QhPassOps {
   QhStatus *(*post_convert)(void *instance, const QhHostApi *host, QhGraphView *graph);
 } QhPassOps;
 
+/* ---- Partitions: whole-subgraph offload (Added in ABI 1.2) ----
+ *
+ * ONNX Runtime's GetCapability/Compile and TFLite's delegate partitions for qhost.
+ * The host offers the plugin the quantized graph as units of one op each (QhNodeUnit:
+ * nodes[0] the op, its inputs before their DequantizeLinears, its outputs after their
+ * QuantizeLinears, tensors with planned shapes and qparams; pattern_id NULL). The
+ * plugin claims partitions: sets of op nodes that are connected (through their own
+ * edges, a Q -> DQ pair between two of them included), convex (no path leaves the set
+ * and re-enters it) and quantized at the boundary (every computed value entering comes
+ * through a DequantizeLinear, every value leaving goes through a QuantizeLinear). The
+ * host checks every claim and refuses the whole lowering on the first bad one with one
+ * error naming plugin, partition and node. Each accepted partition is compiled once
+ * and run as one kernel on its integer inputs and outputs; the Q/DQ pairs inside are
+ * the plugin's business (it may keep opaque layouts and any precision inside). Claimed
+ * nodes are taken before the per-unit lowering patterns are tried; the patterns see
+ * the rest of the graph. */
+
+/* One claim, written by QhPartitionOps.claim. */
+typedef struct QhPartitionClaim {
+  uint32_t abi_version;
+  uint32_t struct_size;
+  /* 1..64 printable ASCII characters, unique among the claims; shown in inspect,
+   * bench coverage and every error about the partition. Copied by the host. */
+  const char *name;
+  /* The op nodes (ids of the graph claim received; any order, no Q/DQ nodes: the host
+   * takes the Q/DQ nodes between claimed ops with them). Copied by the host. */
+  const uint32_t *nodes;
+  size_t n_nodes;
+} QhPartitionClaim;
+
+/* An accepted partition as compile sees it. Everything is borrowed for the call. */
+typedef struct QhPartition {
+  uint32_t abi_version;
+  uint32_t struct_size;
+  const char *name;  /* the claim's name */
+  uint32_t index;    /* its position among the accepted claims */
+  uint32_t flags;    /* 0 */
+  /* The claimed op nodes in topological order, and the unit offered for each. */
+  const uint32_t *nodes;
+  const QhNodeUnit *const *units;
+  size_t n_nodes;
+  /* The integer values entering the partition (each before its DequantizeLinear; a
+   * value read by several claimed nodes appears once), in the order run receives them,
+   * and their tensors: dtype, layout (QhPartitionOps.io_layout for 4-D tensors,
+   * QH_LAYOUT_ANY otherwise), rank, dims in that layout's order, qparams; data NULL.
+   * Weights and biases are not inputs: read them with host->value_data. */
+  const uint32_t *inputs;
+  const QhTensorView *input_tensors;
+  size_t n_inputs;
+  /* The integer values leaving it (each written by a QuantizeLinear of a claimed node's
+   * output and read outside the partition or a graph output), in the order run writes
+   * them, with their tensors as above. */
+  const uint32_t *outputs;
+  const QhTensorView *output_tensors;
+  size_t n_outputs;
+} QhPartition;
+
+typedef struct QhPartitionOps {
+  uint32_t abi_version;
+  uint32_t struct_size;
+  /* The engine's id ("npu_subgraph"); shown in bench coverage as the kernel. */
+  const char *id;
+  /* The layout of the 4-D host buffers at the partition's boundary: QH_LAYOUT_NCHW
+   * (or QH_LAYOUT_ANY, the same) or QH_LAYOUT_NHWC (the host transposes at the
+   * boundary). QH_LAYOUT_OPAQUE is refused here: opaque layouts live inside. */
+  int32_t io_layout;
+  uint32_t flags; /* 0 */
+  /* Required. Offer: units (one per op node of the QDQ graph the host may hand over,
+   * topological order; borrowed for the call). Write the claims to *out_claims and
+   * their count to *out_n_claims (0: claim nothing). The claims array and what it
+   * points to belong to the plugin and must stay valid until the plugin's next
+   * callback; the host copies them before making one. Errors: any status stops the
+   * lowering with the plugin's message. */
+  QhStatus *(*claim)(void *instance, const QhHostApi *host, const QhGraphView *graph,
+                     const QhNodeUnit *const *units, size_t n_units,
+                     const QhPartitionClaim **out_claims, size_t *out_n_claims);
+  /* Required. Compile one accepted partition, once (graph borrowed for the call: read
+   * weights, qparams and attributes now). *out_compiled owned by the plugin until
+   * destroy. Errors: QH_ERR_UNSUPPORTED leaves the partition's nodes to the per-unit
+   * patterns and the host (inspect shows the reason); any other status stops the
+   * lowering. */
+  QhStatus *(*compile)(void *instance, const QhHostApi *host, const QhGraphView *graph,
+                       const QhPartition *partition, void **out_compiled);
+  /* Required. As QhKernelOps.reshape for the partition's inputs and outputs: fill
+   * every output's dtype, layout, rank and dims and the workspace size. The host checks
+   * them against the graph's. Called at plan time and when shapes change. */
+  QhStatus *(*reshape)(void *compiled, const QhHostApi *host, const QhTensorView *inputs,
+                       size_t n_inputs, QhTensorView *outputs, size_t n_outputs,
+                       size_t *out_workspace_bytes);
+  /* Required. Run the partition: inputs and outputs are host buffers (64-byte aligned,
+   * 64 bytes of slack, checked) in io_layout, with qparams; workspace as reshape asked.
+   * May run concurrently with other kernels and partitions, never with itself. */
+  QhStatus *(*run)(void *compiled, const QhHostApi *host, const QhRunContext *ctx,
+                   const QhTensorView *inputs, size_t n_inputs, QhTensorView *outputs,
+                   size_t n_outputs, void *workspace, size_t workspace_bytes);
+  /* Required. Free a compiled partition; NULL is a no-op. */
+  void (*destroy)(void *compiled);
+} QhPartitionOps;
+
 /* ---- The descriptor ---- */
 typedef struct QhPluginDesc {
   /* Frozen: the first two members are the same in every ABI major. */
@@ -343,6 +442,7 @@ typedef struct QhPluginDesc {
   const QhDeployOps *deploy;
   /* Added in ABI 1.2 */
   const QhPassOps *passes; /* post_calibration and post_convert */
+  const QhPartitionOps *partitions; /* whole-subgraph offload */
 } QhPluginDesc;
 
 /* The smallest struct_size the host accepts: everything up to and including flags. */

@@ -8,7 +8,8 @@
  * Switches: BROKEN_INIT_FAILS, BROKEN_ABI_MAJOR2, BROKEN_ABI_MINOR_NEWER, BROKEN_SHRUNK,
  * BROKEN_MINIMAL, BROKEN_SIZE_SMALL, BROKEN_SIZE_LARGE, BROKEN_NULL_CALLBACK,
  * BROKEN_BAD_NAME, BROKEN_BAD_UTF8, BROKEN_SEGV, BROKEN_HANG, BROKEN_NEEDS_DEP (links a
- * library that is not on the loader's path), BROKEN_BIAS_DERIVATION, BROKEN_EMPTY_PASSES
+ * library that is not on the loader's path), BROKEN_BIAS_DERIVATION, BROKEN_EMPTY_PASSES,
+ * BROKEN_OPAQUE_PARTITIONS, BROKEN_PARTITIONS_NO_CLAIM
  * (ABI 1.2). */
 #include <qhost/qhost-plugin.h>
 #include <stdlib.h>
@@ -109,6 +110,46 @@ static const QhPassOps empty_passes = {QH_STRUCT_HEADER(QhPassOps)};
 #else
 #define PASSES NULL
 #endif
+#if defined(BROKEN_OPAQUE_PARTITIONS) || defined(BROKEN_PARTITIONS_NO_CLAIM)
+static QhStatus *pt_compile(void *instance, const QhHostApi *host, const QhGraphView *graph,
+                            const QhPartition *partition, void **out_compiled) {
+  (void)instance, (void)graph, (void)partition, (void)out_compiled;
+  return host->status_new(QH_ERR_UNSUPPORTED, "never");
+}
+static QhStatus *pt_reshape(void *compiled, const QhHostApi *host, const QhTensorView *inputs, size_t n_inputs,
+                            QhTensorView *outputs, size_t n_outputs, size_t *out_workspace_bytes) {
+  (void)compiled, (void)inputs, (void)n_inputs, (void)outputs, (void)n_outputs, (void)out_workspace_bytes;
+  return host->status_new(QH_ERR_INTERNAL, "never");
+}
+static QhStatus *pt_run(void *compiled, const QhHostApi *host, const QhRunContext *ctx, const QhTensorView *inputs,
+                        size_t n_inputs, QhTensorView *outputs, size_t n_outputs, void *workspace,
+                        size_t workspace_bytes) {
+  (void)compiled, (void)ctx, (void)inputs, (void)n_inputs, (void)outputs, (void)n_outputs, (void)workspace,
+      (void)workspace_bytes;
+  return host->status_new(QH_ERR_INTERNAL, "never");
+}
+static void pt_destroy(void *compiled) { (void)compiled; }
+#if defined(BROKEN_OPAQUE_PARTITIONS)
+static QhStatus *pt_claim(void *instance, const QhHostApi *host, const QhGraphView *graph,
+                          const QhNodeUnit *const *units, size_t n_units, const QhPartitionClaim **out_claims,
+                          size_t *out_n_claims) {
+  (void)instance, (void)host, (void)graph, (void)units, (void)n_units, (void)out_claims;
+  *out_n_claims = 0;
+  return NULL;
+}
+#endif
+static const QhPartitionOps bad_partitions = {
+    QH_STRUCT_HEADER(QhPartitionOps), .id = "bad_partitions",
+#if defined(BROKEN_OPAQUE_PARTITIONS)
+    .io_layout = QH_LAYOUT_OPAQUE, .claim = pt_claim,
+#else
+    .io_layout = QH_LAYOUT_NCHW, .claim = NULL,
+#endif
+    .compile = pt_compile, .reshape = pt_reshape, .run = pt_run, .destroy = pt_destroy};
+#define PARTITIONS (&bad_partitions)
+#else
+#define PARTITIONS NULL
+#endif
 
 #if defined(BROKEN_NULL_CALLBACK)
 static QhStatus *obs_create(void *instance, const QhHostApi *host, const QhQuantSpec *spec,
@@ -174,10 +215,12 @@ static const QhPluginDesc desc = {
     (const QhLoweringOps *)(uintptr_t)0x10,
     (const QhDeployOps *)(uintptr_t)0x18,
     (const QhPassOps *)(uintptr_t)0x20,
+    (const QhPartitionOps *)(uintptr_t)0x28,
 #else
     NULL, /* lowering */
     NULL, /* deploy */
     PASSES,
+    PARTITIONS,
 #endif
 };
 #define THE_DESC (&desc)

@@ -1,0 +1,142 @@
+/* A test plugin with both ABI 1.2 partitions and a per-unit lowering pattern, to
+ * check the order the host lowers them in: example_npu's claim and partition engine
+ * (compiled from plugins/example_npu) plus a one-op "Conv" pattern whose kernel is
+ * the same engine run on a one-op partition. Options: claims (as example_npu's) and
+ * decline_compile (compile answers QH_ERR_UNSUPPORTED, so the claimed nodes go back
+ * to the pattern). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "npu.h"
+
+typedef struct {
+  NpuInstance npu; /* first: claim.c and engine.c see an NpuInstance */
+  int decline_compile;
+} Instance;
+
+static QhStatus *compile_or_decline(void *instance, const QhHostApi *host, const QhGraphView *graph,
+                                    const QhPartition *partition, void **out_compiled) {
+  if (((Instance *)instance)->decline_compile)
+    return host->status_new(QH_ERR_UNSUPPORTED, "compile declined on request (decline_compile)");
+  return npu_compile(instance, host, graph, partition, out_compiled);
+}
+
+/* The pattern's kernel: the unit as a one-op partition of the engine. */
+static QhStatus *conv_create(void *instance, const QhHostApi *host, const QhGraphView *graph,
+                             const QhNodeUnit *unit, void **out_kernel) {
+  if (unit->n_nodes != 1 || unit->n_outputs != 1 || unit->input_qparams[0] == NULL)
+    return host->status_new(QH_ERR_UNSUPPORTED, "one quantized Conv expected");
+  QhPartition p = {QH_STRUCT_HEADER(QhPartition)};
+  p.name = "conv_unit";
+  p.nodes = unit->nodes;
+  p.units = &unit;
+  p.n_nodes = 1;
+  p.inputs = unit->inputs;
+  p.input_tensors = unit->input_tensors;
+  p.n_inputs = 1;
+  p.outputs = unit->outputs;
+  p.output_tensors = unit->output_tensors;
+  p.n_outputs = 1;
+  return npu_compile(instance, host, graph, &p, out_kernel);
+}
+
+static QhStatus *conv_reshape(void *kernel, const QhHostApi *host, const QhTensorView *inputs, size_t n_inputs,
+                              QhTensorView *outputs, size_t n_outputs, size_t *out_workspace_bytes) {
+  (void)n_inputs; /* weights and bias are in the program */
+  return npu_reshape(kernel, host, inputs, 1, outputs, n_outputs, out_workspace_bytes);
+}
+
+static QhStatus *conv_run(void *kernel, const QhHostApi *host, const QhRunContext *ctx, const QhTensorView *inputs,
+                          size_t n_inputs, QhTensorView *outputs, size_t n_outputs, void *workspace,
+                          size_t workspace_bytes) {
+  (void)n_inputs; /* weights and bias are in the program */
+  return npu_run(kernel, host, ctx, inputs, 1, outputs, n_outputs, workspace, workspace_bytes);
+}
+
+static const QhKernelOps conv_kernel = {
+    QH_STRUCT_HEADER(QhKernelOps),
+    .id = "npu_conv_unit",
+    .input_layout = QH_LAYOUT_NCHW,
+    .output_layout = QH_LAYOUT_NCHW,
+    .create = conv_create,
+    .reshape = conv_reshape,
+    .run = conv_run,
+    .destroy = npu_destroy,
+};
+static const char *const conv_ops[] = {"Conv"};
+static const QhLoweringPattern conv_pattern = {
+    QH_STRUCT_HEADER(QhLoweringPattern),
+    .id = "conv",
+    .ops = conv_ops,
+    .n_ops = 1,
+    .kernel = &conv_kernel,
+};
+static const QhLoweringPattern *const patterns[] = {&conv_pattern};
+static const QhLoweringOps lowering = {QH_STRUCT_HEADER(QhLoweringOps), .patterns = patterns, .n_patterns = 1};
+
+static const QhOptionDecl claims_option = {
+    QH_STRUCT_HEADER(QhOptionDecl), .name = "claims", .type = QH_OPTION_STRING, .default_value = "",
+    .help = "as example_npu's"};
+static const QhOptionDecl decline_option = {
+    QH_STRUCT_HEADER(QhOptionDecl), .name = "decline_compile", .type = QH_OPTION_BOOL, .default_value = "false",
+    .help = "partition compile answers QH_ERR_UNSUPPORTED"};
+static const QhOptionDecl *const options[] = {&claims_option, &decline_option};
+
+static QhStatus *instance_create(const QhHostApi *host, const QhInstanceInfo *info, const QhOption *opts,
+                                 size_t n_opts, void **out_instance) {
+  (void)info;
+  Instance *inst = calloc(1, sizeof *inst);
+  const char *spec = n_opts > 0 ? opts[0].value : "";
+  if (inst == NULL || (inst->npu.claims_spec = malloc(strlen(spec) + 1)) == NULL) {
+    free(inst);
+    return host->status_new(QH_ERR_OUT_OF_MEMORY, "no memory");
+  }
+  strcpy(inst->npu.claims_spec, spec);
+  inst->decline_compile = n_opts > 1 && (strcmp(opts[1].value, "true") == 0 || strcmp(opts[1].value, "1") == 0 ||
+                                         strcmp(opts[1].value, "yes") == 0);
+  *out_instance = inst;
+  return NULL;
+}
+
+static void instance_destroy(void *instance) {
+  Instance *inst = instance;
+  npu_claims_clear(&inst->npu);
+  free(inst->npu.claims_spec);
+  free(inst);
+}
+
+/* Built twice: npu_patterns (NCHW boundary) and, with NPU_NHWC, npu_nhwc, whose
+ * partitions take channels-last host buffers (the host transposes at the boundary). */
+#ifdef NPU_NHWC
+#define PLUGIN_NAME "npu_nhwc"
+#define IO_LAYOUT QH_LAYOUT_NHWC
+#else
+#define PLUGIN_NAME "npu_patterns"
+#define IO_LAYOUT QH_LAYOUT_NCHW
+#endif
+
+static const QhPartitionOps partitions = {
+    QH_STRUCT_HEADER(QhPartitionOps), .id = "npu_subgraph", .io_layout = IO_LAYOUT,
+    .claim = npu_claim, .compile = compile_or_decline, .reshape = npu_reshape, .run = npu_run,
+    .destroy = npu_destroy};
+
+static const QhPluginDesc desc = {
+    QH_STRUCT_HEADER(QhPluginDesc),
+    .name = PLUGIN_NAME,
+    .version = "1.0.0",
+    .description = "test: example_npu's partitions plus a one-op Conv pattern",
+    .options = options,
+    .n_options = 2,
+    .instance_create = instance_create,
+    .instance_destroy = instance_destroy,
+    .lowering = &lowering,
+    .partitions = &partitions,
+};
+
+QH_PLUGIN_EXPORT QhStatus *qhost_plugin_init(const QhHostApi *host, const QhPluginDesc **out_desc) {
+  QhStatus *st = qh_plugin_check_host(host);
+  if (st)
+    return st;
+  *out_desc = &desc;
+  return NULL;
+}
