@@ -27,8 +27,14 @@ void fb_pack_free(FbPacked *p) {
 }
 
 int fb_pack(FbPacked *p, const int8_t *w, int64_t n, int64_t k, const FbRequant *rq) {
+  return fb_pack_for(FB_ISA_PACKED_C, p, w, n, k, rq);
+}
+
+int fb_pack_for(FbIsa isa, FbPacked *p, const int8_t *w, int64_t n, int64_t k, const FbRequant *rq) {
   memset(p, 0, sizeof *p);
-  p->n = n, p->k = k, p->kp = (k + 3) / 4 * 4, p->npanel = (n + FB_NR - 1) / FB_NR;
+  int64_t kalign = isa == FB_ISA_AMX ? 64 : 4;
+  p->n = n, p->k = k, p->kp = (k + kalign - 1) / kalign * kalign, p->npanel = (n + FB_NR - 1) / FB_NR;
+  p->mq = isa == FB_ISA_AMX ? 32 : 12;
   size_t cols = (size_t)(p->npanel * FB_NR);
   p->b = alloc64((size_t)p->npanel * (size_t)p->kp * FB_NR);
   p->zcol = alloc64(cols * sizeof *p->zcol);
@@ -85,27 +91,32 @@ void fb_block_c(const uint8_t *a, size_t lda, int64_t m, const FbPacked *pk, int
   }
 }
 
-/* Rows per block: a multiple of every micro-kernel's row count (6 and 4), with at most
- * ~256 KiB of im2col rows (well inside L2, next to the weight panels the block streams),
- * and the rows spread evenly over the blocks so that a small image (resnet18's 7x7 layer4,
- * M = 49) is one or two blocks rather than many thin ones that each re-read all weights. */
+/* Rows per block: a multiple of the micro-kernels' row tiles (pk->mq: 12 for the 6- and
+ * 4-row vector kernels, 32 for AMX's two 16-row tiles), with at most ~256 KiB of im2col
+ * rows (well inside L2, next to the weight panels the block streams), and the rows spread
+ * evenly over the blocks so that a small image (resnet18's 7x7 layer4, M = 49) is one or
+ * two blocks rather than many thin ones that each re-read all weights. */
 static int64_t block_rows(const FbPacked *pk, int64_t m) {
-  int64_t cap = (256 * 1024) / pk->kp / 12 * 12;
-  cap = cap < 12 ? 12 : cap > 480 ? 480 : cap;
+  int64_t q = pk->mq > 0 ? pk->mq : 12;
+  int64_t cap = (256 * 1024) / pk->kp / q * q;
+  cap = cap < q ? q : cap > 480 ? 480 / q * q : cap;
   int64_t blocks = (m + cap - 1) / cap;
   if (blocks < 1)
     blocks = 1;
-  int64_t mb = ((m + blocks - 1) / blocks + 11) / 12 * 12;
-  return mb < 12 ? 12 : mb;
+  int64_t mb = ((m + blocks - 1) / blocks + q - 1) / q * q;
+  return mb < q ? q : mb;
 }
 
-static int direct(const FbConv *c) {
+/* The input can be the GEMM's A as it is: a 1x1 stride-1 unpadded convolution whose rows
+ * are no more than 3 bytes shorter than the packed reduction (the kernels' reads past a
+ * row meet zero weights; the AMX layout's K padded to 64 needs im2col's zeroed rows). */
+static int direct(const FbConv *c, const FbPacked *pk) {
   return c->kh == 1 && c->kw == 1 && c->sh == 1 && c->sw == 1 && c->pt == 0 && c->pl == 0 &&
-         c->oh == c->ih && c->ow == c->iw;
+         c->oh == c->ih && c->ow == c->iw && pk->kp - pk->k <= 3;
 }
 
 size_t fb_conv_workspace(const FbConv *c, const FbPacked *pk, uint32_t n_workers) {
-  if (direct(c))
+  if (direct(c, pk))
     return 0;
   return (size_t)(n_workers ? n_workers : 1) * (size_t)(block_rows(pk, c->n * c->oh * c->ow) * pk->kp);
 }
@@ -237,6 +248,10 @@ static void task(void *user, size_t i, uint32_t worker) {
   /* vpmaddubsw's pair sums are exact only for bytes <= 127, whatever the file promises */
   if (fn == fb_block_avx2 && fb_rows_above_127(a, lda, mr, j->pk->k))
     fn = fb_block_avx2_exact;
+  /* a 16-row tile would be mostly empty (M = 1 linear layers); the VNNI kernel reads the
+   * same panels, and rows of kp bytes are there either way */
+  if (fn == fb_block_amx && mr < 16)
+    fn = fb_block_avx512vnni;
   fn(a, lda, mr, j->pk, p0, p1, j->y + m0 * j->pk->n, (size_t)j->pk->n);
 }
 
@@ -244,14 +259,15 @@ void fb_conv_packed(FbIsa isa, const FbConv *c, const FbPacked *pk, const uint8_
                     void *ws, const FbPool *pool) {
   Job j = {.c = c, .pk = pk, .x = x, .y = y, .m = c->n * c->oh * c->ow};
   j.mb = block_rows(pk, j.m);
-  j.block = isa == FB_ISA_AVX512VNNI ? fb_block_avx512vnni
+  j.block = isa == FB_ISA_AMX          ? fb_block_amx
+            : isa == FB_ISA_AVX512VNNI ? fb_block_avx512vnni
             : isa == FB_ISA_AVXVNNI  ? fb_block_avxvnni
             : isa == FB_ISA_AVX2     ? fb_block_avx2
                                      : fb_block_c;
   if (j.m == 0 || pk->n == 0)
     return;
   uint32_t workers = pool && pool->run && pool->n_workers > 1 ? pool->n_workers : 1;
-  if (!direct(c))
+  if (!direct(c, pk))
     j.ws = ws, j.slot = (size_t)(j.mb * pk->kp);
   int64_t mblocks = (j.m + j.mb - 1) / j.mb;
   /* Few row blocks (M = 1, small images): split the output channels too, so every
