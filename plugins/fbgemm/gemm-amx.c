@@ -138,21 +138,27 @@ static void step(const uint8_t *a, size_t lda, int mr, const FbPacked *pk, int64
 void fb_block_amx(const uint8_t *a, size_t lda, int64_t m, const FbPacked *pk, int64_t p0, int64_t p1,
                   uint8_t *y, size_t ldy) {
   int64_t full = m / 32 * 32;
-  if (full > 0) {
+  int tail = (int)(m - full), rows0 = tail > 16 ? 16 : tail, rows1 = tail > 16 ? tail - 16 : 0;
+  /* The row tail (only in the last block: blocks are multiples of 32 rows) has its own
+   * configuration, so that no tile reads a row past m (the input itself, for 1x1
+   * convolutions). It runs right after the full rows of each panel pair, while that
+   * pair's weights are still in cache: a separate pass would stream every weight twice,
+   * which costs more on layer4's 2.4 MiB (M = 49) than two ldtilecfg per pair. */
+  if (full > 0)
     load_config(16, 16);
-    /* Panels outer: a pair's weights serve every row step of the block from L1/L2. */
-    for (int64_t pan = p0; pan < p1; pan += 2) {
-      int nv = p1 - pan < 2 ? 1 : 2;
-      for (int64_t r0 = 0; r0 < full; r0 += 32)
-        step(a + (size_t)r0 * lda, lda, 32, pk, pan, nv, y + (size_t)r0 * ldy, ldy);
-    }
-  }
-  if (m > full) { /* the row tail, under its own configuration */
-    int mr = (int)(m - full);
-    load_config(mr > 16 ? 16 : mr, mr > 16 ? mr - 16 : 0);
-    for (int64_t pan = p0; pan < p1; pan += 2) {
-      int nv = p1 - pan < 2 ? 1 : 2;
-      step(a + (size_t)full * lda, lda, mr, pk, pan, nv, y + (size_t)full * ldy, ldy);
+  else
+    load_config(rows0, rows1);
+  for (int64_t pan = p0; pan < p1; pan += 2) {
+    int nv = p1 - pan < 2 ? 1 : 2;
+    for (int64_t r0 = 0; r0 < full; r0 += 32)
+      step(a + (size_t)r0 * lda, lda, 32, pk, pan, nv, y + (size_t)r0 * ldy, ldy);
+    if (tail && full > 0) {
+      load_config(rows0, rows1);
+      step(a + (size_t)full * lda, lda, tail, pk, pan, nv, y + (size_t)full * ldy, ldy);
+      if (pan + 2 < p1)
+        load_config(16, 16);
+    } else if (tail) {
+      step(a, lda, tail, pk, pan, nv, y, ldy);
     }
   }
   _tile_release();

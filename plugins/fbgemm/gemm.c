@@ -98,7 +98,9 @@ void fb_block_c(const uint8_t *a, size_t lda, int64_t m, const FbPacked *pk, int
  * two blocks rather than many thin ones that each re-read all weights. */
 static int64_t block_rows(const FbPacked *pk, int64_t m) {
   int64_t q = pk->mq > 0 ? pk->mq : 12;
-  int64_t cap = (256 * 1024) / pk->kp / q * q;
+  /* AMX: up to 512 KiB, so that layer4's 49 rows of K = 4608 are one block and its
+   * 2.4 MiB of weights stream once, not once per 32 rows */
+  int64_t cap = (q == 32 ? 512 * 1024 : 256 * 1024) / pk->kp / q * q;
   cap = cap < q ? q : cap > 480 ? 480 / q * q : cap;
   int64_t blocks = (m + cap - 1) / cap;
   if (blocks < 1)

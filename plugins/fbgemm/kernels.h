@@ -110,6 +110,10 @@ void fb_block_avx512vnni(const uint8_t *a, size_t lda, int64_t m, const FbPacked
  * which the host requests; fb_amx_request_permission for host-free callers). */
 void fb_block_amx(const uint8_t *a, size_t lda, int64_t m, const FbPacked *pk, int64_t p0, int64_t p1,
                   uint8_t *y, size_t ldy);
+/* Reductions shorter than this stay on AVX-512 VNNI on an AMX CPU: padded to a 64-byte
+ * tile they waste most of each tdpbusd (qhost-fbgemm-shapes, bench/README.md: K = 24
+ * and 32 ran slower on tiles, K = 64 faster). */
+#define FB_AMX_MIN_K 64
 /* Linux: asks for the AMX tile data permission (arch_prctl ARCH_REQ_XCOMP_PERM); 0 when
  * granted (or already held), -1 otherwise. For host-free callers (tests, benches). */
 int fb_amx_request_permission(void);
