@@ -56,11 +56,34 @@ static void load_config(int rows0, int rows1) {
   __asm__ volatile("ldtilecfg %0" : : "m"(cfg));
 }
 
+/* Where the output rows of a step go: y + r * ldy, or with a map (the gathered path) the
+ * output pixel of padded row row0 + r, NULL for a padding row. Divides once per step,
+ * then steps through the pixels: a 64-bit division per row and panel cost more than the
+ * step's tdpbusd. */
+static void out_rows(uint8_t *y, size_t ldy, const FbRowMap *map, int64_t row0, int mr, uint8_t **rows) {
+  if (!map) {
+    for (int r = 0; r < mr; r++)
+      rows[r] = y + (size_t)r * ldy;
+    return;
+  }
+  int64_t b = row0 / map->plane, rem = row0 % map->plane, oy = rem / map->pw, ox = rem % map->pw;
+  for (int r = 0; r < mr; r++) {
+    rows[r] = oy < map->oh && ox < map->ow ? y + (size_t)((b * map->oh + oy) * map->ow + ox) * ldy : NULL;
+    if (++ox == map->pw) {
+      ox = 0;
+      if (++oy * map->pw == map->plane)
+        oy = 0, b++;
+    }
+  }
+}
+
 /* Requantizes rows [0, mr) of the 32 x 32 int32 buffer's columns of nv panels into y. */
 static void store_rows(const int32_t *cbuf, int mr, int nv, const FbPacked *pk, int64_t pan, uint8_t *y,
-                       size_t ldy) {
+                       size_t ldy, const FbRowMap *map, int64_t row0) {
   const __m512 lo = _mm512_set1_ps(pk->lo), hi = _mm512_set1_ps(pk->hi);
   const __m512i zo = _mm512_set1_epi32(pk->zo);
+  uint8_t *rows[32];
+  out_rows(y, ldy, map, row0, mr, rows);
   for (int v = 0; v < nv; v++) {
     int64_t c0 = (pan + v) * FB_NR;
     int64_t valid = pk->n - c0 < FB_NR ? pk->n - c0 : FB_NR;
@@ -68,20 +91,24 @@ static void store_rows(const int32_t *cbuf, int mr, int nv, const FbPacked *pk, 
     __m512i zc = _mm512_load_si512((const void *)(pk->zcol + c0));
     __m512 bias = _mm512_load_ps(pk->bias + c0), mult = _mm512_load_ps(pk->mult + c0);
     for (int r = 0; r < mr; r++) {
+      uint8_t *yr = rows[r];
+      if (!yr)
+        continue;
       __m512i acc = _mm512_loadu_si512((const void *)(cbuf + r * 32 + v * 16));
       __m512 f = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc, zc));
       f = _mm512_mul_ps(_mm512_add_ps(f, bias), mult);
       f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
       __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(f), zo);
-      _mm_mask_storeu_epi8(y + (size_t)r * ldy + c0, mask, _mm512_cvtepi32_epi8(q));
+      _mm_mask_storeu_epi8(yr + c0, mask, _mm512_cvtepi32_epi8(q));
     }
   }
 }
 
 /* One step: mr (1..32) rows of A from a by nv (1 or 2) panels from pan, the whole
- * reduction, under a configuration whose row tiles hold min(mr, 16) and mr - 16 rows. */
-static void step(const uint8_t *a, size_t lda, int mr, const FbPacked *pk, int64_t pan, int nv, uint8_t *y,
-                 size_t ldy) {
+ * reduction, under a configuration whose row tiles hold min(mr, 16) and mr - 16 rows.
+ * Chunk q (64 reduction bytes) of row r is at a + r * lda + koff[q] (q * 64 without koff). */
+static void step(const uint8_t *a, size_t lda, const int64_t *koff, int mr, const FbPacked *pk, int64_t pan,
+                 int nv, uint8_t *y, size_t ldy, const FbRowMap *map, int64_t row0) {
   const int64_t kc = pk->kp / 64;     /* B tiles per panel */
   const size_t pstride = (size_t)pk->kp * FB_NR;
   const int8_t *b0 = pk->b + pan * (int64_t)pstride, *b1 = b0 + pstride;
@@ -93,9 +120,9 @@ static void step(const uint8_t *a, size_t lda, int mr, const FbPacked *pk, int64
   _tile_zero(3);
   if (mr > 16 && nv == 2) {
     for (int64_t q = 0; q < kc; q++) {
-      _tile_loadd(4, a + q * 64, lda);
+      _tile_loadd(4, a + (koff ? koff[q] : q * 64), lda);
       _tile_loadd(6, b0 + q * 1024, 64);
-      _tile_loadd(5, a1 + q * 64, lda);
+      _tile_loadd(5, a1 + (koff ? koff[q] : q * 64), lda);
       _tile_loadd(7, b1 + q * 1024, 64);
       _tile_dpbusd(0, 4, 6);
       _tile_dpbusd(1, 4, 7);
@@ -104,15 +131,15 @@ static void step(const uint8_t *a, size_t lda, int mr, const FbPacked *pk, int64
     }
   } else if (mr > 16) {
     for (int64_t q = 0; q < kc; q++) {
-      _tile_loadd(4, a + q * 64, lda);
+      _tile_loadd(4, a + (koff ? koff[q] : q * 64), lda);
       _tile_loadd(6, b0 + q * 1024, 64);
-      _tile_loadd(5, a1 + q * 64, lda);
+      _tile_loadd(5, a1 + (koff ? koff[q] : q * 64), lda);
       _tile_dpbusd(0, 4, 6);
       _tile_dpbusd(2, 5, 6);
     }
   } else if (nv == 2) {
     for (int64_t q = 0; q < kc; q++) {
-      _tile_loadd(4, a + q * 64, lda);
+      _tile_loadd(4, a + (koff ? koff[q] : q * 64), lda);
       _tile_loadd(6, b0 + q * 1024, 64);
       _tile_loadd(7, b1 + q * 1024, 64);
       _tile_dpbusd(0, 4, 6);
@@ -120,7 +147,7 @@ static void step(const uint8_t *a, size_t lda, int mr, const FbPacked *pk, int64
     }
   } else {
     for (int64_t q = 0; q < kc; q++) {
-      _tile_loadd(4, a + q * 64, lda);
+      _tile_loadd(4, a + (koff ? koff[q] : q * 64), lda);
       _tile_loadd(6, b0 + q * 1024, 64);
       _tile_dpbusd(0, 4, 6);
     }
@@ -132,11 +159,11 @@ static void step(const uint8_t *a, size_t lda, int mr, const FbPacked *pk, int64
     _tile_stored(2, cbuf + 16 * 32, 128);
     _tile_stored(3, cbuf + 16 * 32 + 16, 128);
   }
-  store_rows(cbuf, mr, nv, pk, pan, y, ldy);
+  store_rows(cbuf, mr, nv, pk, pan, y, ldy, map, row0);
 }
 
-void fb_block_amx(const uint8_t *a, size_t lda, int64_t m, const FbPacked *pk, int64_t p0, int64_t p1,
-                  uint8_t *y, size_t ldy) {
+static void block(const uint8_t *a, size_t lda, const int64_t *koff, int64_t m, const FbPacked *pk, int64_t p0,
+                  int64_t p1, uint8_t *y, size_t ldy, const FbRowMap *map, int64_t row0) {
   int64_t full = m / 32 * 32;
   int tail = (int)(m - full), rows0 = tail > 16 ? 16 : tail, rows1 = tail > 16 ? tail - 16 : 0;
   /* The row tail (only in the last block: blocks are multiples of 32 rows) has its own
@@ -151,15 +178,26 @@ void fb_block_amx(const uint8_t *a, size_t lda, int64_t m, const FbPacked *pk, i
   for (int64_t pan = p0; pan < p1; pan += 2) {
     int nv = p1 - pan < 2 ? 1 : 2;
     for (int64_t r0 = 0; r0 < full; r0 += 32)
-      step(a + (size_t)r0 * lda, lda, 32, pk, pan, nv, y + (size_t)r0 * ldy, ldy);
+      step(a + (size_t)r0 * lda, lda, koff, 32, pk, pan, nv, map ? y : y + (size_t)r0 * ldy, ldy, map, row0 + r0);
     if (tail && full > 0) {
       load_config(rows0, rows1);
-      step(a + (size_t)full * lda, lda, tail, pk, pan, nv, y + (size_t)full * ldy, ldy);
+      step(a + (size_t)full * lda, lda, koff, tail, pk, pan, nv, map ? y : y + (size_t)full * ldy, ldy, map,
+           row0 + full);
       if (pan + 2 < p1)
         load_config(16, 16);
     } else if (tail) {
-      step(a, lda, tail, pk, pan, nv, y, ldy);
+      step(a, lda, koff, tail, pk, pan, nv, y, ldy, map, row0);
     }
   }
   _tile_release();
+}
+
+void fb_block_amx(const uint8_t *a, size_t lda, int64_t m, const FbPacked *pk, int64_t p0, int64_t p1,
+                  uint8_t *y, size_t ldy) {
+  block(a, lda, NULL, m, pk, p0, p1, y, ldy, NULL, 0);
+}
+
+void fb_block_amx_gather(const uint8_t *a, size_t lda, const int64_t *koff, int64_t m, const FbPacked *pk,
+                         int64_t p0, int64_t p1, uint8_t *y, size_t ldy, const FbRowMap *map, int64_t row0) {
+  block(a, lda, koff, m, pk, p0, p1, y, ldy, map, row0);
 }

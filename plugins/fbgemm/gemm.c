@@ -117,9 +117,28 @@ static int direct(const FbConv *c, const FbPacked *pk) {
          c->oh == c->ih && c->ow == c->iw && pk->kp - pk->k <= 3;
 }
 
+/* AMX's gathered path: a stride-1 undilated convolution whose channels are a multiple of
+ * 64, so each 64-byte chunk of the reduction lies within one tap. The tiles read the
+ * rows straight from a padded copy of the input (fb_block_amx_gather), which is written
+ * once (ph * pw pixels per image) instead of kh * kw times by im2col: at AMX's speed
+ * im2col took more than half of a 3x3 convolution's time (bench/README.md). */
+static int gathered(const FbConv *c, const FbPacked *pk) {
+  return pk->mq == 32 && c->sh == 1 && c->sw == 1 && c->dh == 1 && c->dw == 1 && c->ic % 64 == 0 &&
+         c->kh * c->kw > 1 && pk->kp == pk->k;
+}
+
+/* The gathered path's workspace: the chunk offsets, then the padded images and kw pixels
+ * of slack (the last rows' taps reach past the last image). */
+static size_t koff_bytes(const FbPacked *pk) { return ((size_t)(pk->kp / 64) * sizeof(int64_t) + 63) / 64 * 64; }
+static size_t padded_bytes(const FbConv *c) {
+  return (size_t)((c->n * (c->oh + c->kh - 1) * (c->ow + c->kw - 1) + c->kw) * c->ic);
+}
+
 size_t fb_conv_workspace(const FbConv *c, const FbPacked *pk, uint32_t n_workers) {
   if (direct(c, pk))
     return 0;
+  if (gathered(c, pk))
+    return koff_bytes(pk) + padded_bytes(c);
   return (size_t)(n_workers ? n_workers : 1) * (size_t)(block_rows(pk, c->n * c->oh * c->ow) * pk->kp);
 }
 
@@ -132,6 +151,10 @@ typedef struct {
   FbBlockFn block;
   int64_t m, mb, nsplit;
   size_t slot;
+  /* the gathered path (AMX): the padded input, the chunk offsets and the output map */
+  const uint8_t *padded;
+  const int64_t *koff;
+  FbRowMap map;
 } Job;
 
 /* memset and memcpy for the few bytes of a kernel row of a thin input (the first layer's
@@ -230,6 +253,26 @@ static void im2col(const Job *j, int64_t m0, int64_t mr, uint8_t *dst) {
   }
 }
 
+/* The gathered path's copy of the input: n images of ph x pw pixels, the padding zx, then
+ * kw pixels of zx slack. */
+static void pad_input(const FbConv *c, const uint8_t *x, uint8_t zx, uint8_t *pad) {
+  int64_t ph = c->oh + c->kh - 1, pw = c->ow + c->kw - 1, ic = c->ic;
+  int64_t cols = c->iw < pw - c->pl ? c->iw : pw - c->pl; /* input columns inside */
+  for (int64_t b = 0; b < c->n; b++)
+    for (int64_t py = 0; py < ph; py++) {
+      uint8_t *d = pad + (b * ph + py) * pw * ic;
+      int64_t iy = py - c->pt;
+      if (iy < 0 || iy >= c->ih || cols <= 0) {
+        memset(d, zx, (size_t)(pw * ic));
+        continue;
+      }
+      memset(d, zx, (size_t)(c->pl * ic));
+      memcpy(d + c->pl * ic, x + (b * c->ih + iy) * c->iw * ic, (size_t)(cols * ic));
+      memset(d + (c->pl + cols) * ic, zx, (size_t)((pw - c->pl - cols) * ic));
+    }
+  memset(pad + c->n * ph * pw * ic, zx, (size_t)(c->kw * ic));
+}
+
 static void task(void *user, size_t i, uint32_t worker) {
   const Job *j = user;
   int64_t mbi = (int64_t)i / j->nsplit, ns = (int64_t)i % j->nsplit;
@@ -237,6 +280,12 @@ static void task(void *user, size_t i, uint32_t worker) {
   int64_t np = j->pk->npanel, p0 = ns * np / j->nsplit, p1 = (ns + 1) * np / j->nsplit;
   if (p0 == p1)
     return;
+  if (j->padded) {
+    size_t ic = (size_t)j->c->ic;
+    fb_block_amx_gather(j->padded + (size_t)m0 * ic, ic, j->koff, mr, j->pk, p0, p1, j->y, (size_t)j->pk->n,
+                        &j->map, m0);
+    return;
+  }
   const uint8_t *a;
   size_t lda;
   if (j->ws) {
@@ -269,8 +318,22 @@ void fb_conv_packed(FbIsa isa, const FbConv *c, const FbPacked *pk, const uint8_
   if (j.m == 0 || pk->n == 0)
     return;
   uint32_t workers = pool && pool->run && pool->n_workers > 1 ? pool->n_workers : 1;
-  if (!direct(c, pk))
+  if (isa == FB_ISA_AMX && gathered(c, pk)) {
+    pad_input(c, x, (uint8_t)pk->zx, (uint8_t *)ws + koff_bytes(pk));
+    int64_t *koff = ws, chunks = c->ic / 64, pw = c->ow + c->kw - 1, ph = c->oh + c->kh - 1;
+    for (int64_t q = 0; q < pk->kp / 64; q++) { /* reduction order (ky, kx, ci), as packed */
+      int64_t tap = q / chunks, ky = tap / c->kw, kx = tap % c->kw;
+      koff[q] = (ky * pw + kx) * c->ic + q % chunks * 64;
+    }
+    j.padded = (const uint8_t *)ws + koff_bytes(pk), j.koff = koff;
+    j.map = (FbRowMap){.plane = ph * pw, .pw = pw, .oh = c->oh, .ow = c->ow};
+    /* the rows up to the last image's last output row; the other images' last kh - 1
+     * rows and every row's last kw - 1 pixels are computed and dropped */
+    j.m = (c->n - 1) * ph * pw + c->oh * pw;
+    j.mb = block_rows(pk, j.m);
+  } else if (!direct(c, pk)) {
     j.ws = ws, j.slot = (size_t)(j.mb * pk->kp);
+  }
   int64_t mblocks = (j.m + j.mb - 1) / j.mb;
   /* Few row blocks (M = 1, small images): split the output channels too, so every
    * worker gets work; each such task builds its own copy of the block's rows. */

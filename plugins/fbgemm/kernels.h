@@ -110,6 +110,18 @@ void fb_block_avx512vnni(const uint8_t *a, size_t lda, int64_t m, const FbPacked
  * which the host requests; fb_amx_request_permission for host-free callers). */
 void fb_block_amx(const uint8_t *a, size_t lda, int64_t m, const FbPacked *pk, int64_t p0, int64_t p1,
                   uint8_t *y, size_t ldy);
+/* The AMX kernel reading A straight from a padded copy of the input (gemm.c's gathered
+ * path for stride-1 convolutions with channels a multiple of 64, no im2col): row g of
+ * the GEMM is padded pixel g (images of plane = ph * pw pixels, the padded width pw),
+ * chunk q of its reduction at a + g * lda + koff[q] (tap (ky, kx): (ky * pw + kx) * ic,
+ * plus the chunk's channel offset). Row g is output pixel (oy, ox) = (g % plane / pw,
+ * g % pw) of image g / plane when oy < oh and ox < ow; the other rows are computed and
+ * dropped. a and row0: the block's first row; y: the whole output. */
+typedef struct {
+  int64_t plane, pw, oh, ow;
+} FbRowMap;
+void fb_block_amx_gather(const uint8_t *a, size_t lda, const int64_t *koff, int64_t m, const FbPacked *pk,
+                         int64_t p0, int64_t p1, uint8_t *y, size_t ldy, const FbRowMap *map, int64_t row0);
 /* Reductions shorter than this stay on AVX-512 VNNI on an AMX CPU: padded to a 64-byte
  * tile they waste most of each tdpbusd (qhost-fbgemm-shapes, bench/README.md: K = 24
  * and 32 ran slower on tiles, K = 64 faster). */
