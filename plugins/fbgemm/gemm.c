@@ -137,9 +137,11 @@ static size_t padded_bytes(const FbConv *c) {
 size_t fb_conv_workspace(const FbConv *c, const FbPacked *pk, uint32_t n_workers) {
   if (direct(c, pk))
     return 0;
-  if (gathered(c, pk))
+  size_t rows = (size_t)(n_workers ? n_workers : 1) * (size_t)(block_rows(pk, c->n * c->oh * c->ow) * pk->kp);
+  /* an AMX pack may also run on a vector path (kernels.h), which takes the im2col rows */
+  if (gathered(c, pk) && koff_bytes(pk) + padded_bytes(c) > rows)
     return koff_bytes(pk) + padded_bytes(c);
-  return (size_t)(n_workers ? n_workers : 1) * (size_t)(block_rows(pk, c->n * c->oh * c->ow) * pk->kp);
+  return rows;
 }
 
 typedef struct {
