@@ -236,6 +236,8 @@ def best_peak(peaks):
         return None
     out = dict(max(got, key=lambda p: p.get("int8_gops", 0)))
     out["fp32_gflops"] = max(p.get("fp32_gflops", 0) for p in got)
+    amx = [p.get("amx_int8_gops") for p in got if p.get("amx_int8_gops")]
+    out["amx_int8_gops"] = max(amx) if amx else None
     if out.get("fp32_gflops"):
         out["int8_over_fp32"] = out["int8_gops"] / out["fp32_gflops"]
     return out
@@ -403,6 +405,9 @@ def print_x86(x86, peak, cpu, load_before, load_after):
         print(f"one-thread peaks (qhost-peak, higher of the runs before and after): int8 "
               f"{peak['int8_gops']:.1f} GOPS ({peak.get('int8_path')}), fp32 {peak['fp32_gflops']:.1f} "
               f"GFLOPS ({peak.get('fp32_path')}), int8/fp32 {peak['int8_over_fp32']:.2f}")
+        if peak.get("amx_int8_gops"):
+            print(f"one-thread AMX-INT8 tile peak (tdpbusd, same qhost-peak runs): {peak['amx_int8_gops']:.1f} GOPS "
+                  f"(shares below are of the int8 peak above)")
     else:
         print("one-thread peaks: n/a")
     for row in x86["rows"]:

@@ -115,6 +115,7 @@ static void dw_task(void *user, size_t i, uint32_t worker) {
 }
 
 size_t fb_dw_workspace(FbIsa isa, const FbConv *c, const FbDwPacked *p, uint32_t n_workers) {
+  isa = isa == FB_ISA_AMX ? FB_ISA_AVX512VNNI : isa; /* no tiles for depthwise */
   if (isa != FB_ISA_AVX512VNNI && isa != FB_ISA_AVXVNNI)
     return 0;
   size_t slice = fb_dw_row_bytes(c, p) + ((size_t)c->ic + 63) / 64 * 64;
@@ -123,6 +124,7 @@ size_t fb_dw_workspace(FbIsa isa, const FbConv *c, const FbDwPacked *p, uint32_t
 
 void fb_dw_run(FbIsa isa, const FbConv *c, const FbDwPacked *p, const uint8_t *x, uint8_t *y, void *ws,
                const FbPool *pool) {
+  isa = isa == FB_ISA_AMX ? FB_ISA_AVX512VNNI : isa;
   DwJob j = {.row = isa == FB_ISA_AVX512VNNI ? fb_dw_row_avx512vnni
                     : isa == FB_ISA_AVXVNNI  ? fb_dw_row_avxvnni
                     : isa == FB_ISA_AVX2     ? fb_dw_row_avx2

@@ -27,8 +27,14 @@ void fb_pack_free(FbPacked *p) {
 }
 
 int fb_pack(FbPacked *p, const int8_t *w, int64_t n, int64_t k, const FbRequant *rq) {
+  return fb_pack_for(FB_ISA_PACKED_C, p, w, n, k, rq);
+}
+
+int fb_pack_for(FbIsa isa, FbPacked *p, const int8_t *w, int64_t n, int64_t k, const FbRequant *rq) {
   memset(p, 0, sizeof *p);
-  p->n = n, p->k = k, p->kp = (k + 3) / 4 * 4, p->npanel = (n + FB_NR - 1) / FB_NR;
+  int64_t kalign = isa == FB_ISA_AMX ? 64 : 4;
+  p->n = n, p->k = k, p->kp = (k + kalign - 1) / kalign * kalign, p->npanel = (n + FB_NR - 1) / FB_NR;
+  p->mq = isa == FB_ISA_AMX ? 32 : 12;
   size_t cols = (size_t)(p->npanel * FB_NR);
   p->b = alloc64((size_t)p->npanel * (size_t)p->kp * FB_NR);
   p->zcol = alloc64(cols * sizeof *p->zcol);
@@ -85,29 +91,57 @@ void fb_block_c(const uint8_t *a, size_t lda, int64_t m, const FbPacked *pk, int
   }
 }
 
-/* Rows per block: a multiple of every micro-kernel's row count (6 and 4), with at most
- * ~256 KiB of im2col rows (well inside L2, next to the weight panels the block streams),
- * and the rows spread evenly over the blocks so that a small image (resnet18's 7x7 layer4,
- * M = 49) is one or two blocks rather than many thin ones that each re-read all weights. */
+/* Rows per block: a multiple of the micro-kernels' row tiles (pk->mq: 12 for the 6- and
+ * 4-row vector kernels, 32 for AMX's two 16-row tiles), with at most ~256 KiB of im2col
+ * rows (well inside L2, next to the weight panels the block streams), and the rows spread
+ * evenly over the blocks so that a small image (resnet18's 7x7 layer4, M = 49) is one or
+ * two blocks rather than many thin ones that each re-read all weights. */
 static int64_t block_rows(const FbPacked *pk, int64_t m) {
-  int64_t cap = (256 * 1024) / pk->kp / 12 * 12;
-  cap = cap < 12 ? 12 : cap > 480 ? 480 : cap;
+  int64_t q = pk->mq > 0 ? pk->mq : 12;
+  /* AMX: up to 512 KiB, so that layer4's 49 rows of K = 4608 are one block and its
+   * 2.4 MiB of weights stream once, not once per 32 rows */
+  int64_t cap = (q == 32 ? 512 * 1024 : 256 * 1024) / pk->kp / q * q;
+  cap = cap < q ? q : cap > 480 ? 480 / q * q : cap;
   int64_t blocks = (m + cap - 1) / cap;
   if (blocks < 1)
     blocks = 1;
-  int64_t mb = ((m + blocks - 1) / blocks + 11) / 12 * 12;
-  return mb < 12 ? 12 : mb;
+  int64_t mb = ((m + blocks - 1) / blocks + q - 1) / q * q;
+  return mb < q ? q : mb;
 }
 
-static int direct(const FbConv *c) {
+/* The input can be the GEMM's A as it is: a 1x1 stride-1 unpadded convolution whose rows
+ * are no more than 3 bytes shorter than the packed reduction (the kernels' reads past a
+ * row meet zero weights; the AMX layout's K padded to 64 needs im2col's zeroed rows). */
+static int direct(const FbConv *c, const FbPacked *pk) {
   return c->kh == 1 && c->kw == 1 && c->sh == 1 && c->sw == 1 && c->pt == 0 && c->pl == 0 &&
-         c->oh == c->ih && c->ow == c->iw;
+         c->oh == c->ih && c->ow == c->iw && pk->kp - pk->k <= 3;
+}
+
+/* AMX's gathered path: a stride-1 undilated convolution whose channels are a multiple of
+ * 64, so each 64-byte chunk of the reduction lies within one tap. The tiles read the
+ * rows straight from a padded copy of the input (fb_block_amx_gather), which is written
+ * once (ph * pw pixels per image) instead of kh * kw times by im2col: at AMX's speed
+ * im2col took more than half of a 3x3 convolution's time (bench/README.md). */
+static int gathered(const FbConv *c, const FbPacked *pk) {
+  return pk->mq == 32 && c->sh == 1 && c->sw == 1 && c->dh == 1 && c->dw == 1 && c->ic % 64 == 0 &&
+         c->kh * c->kw > 1 && pk->kp == pk->k;
+}
+
+/* The gathered path's workspace: the chunk offsets, then the padded images and kw pixels
+ * of slack (the last rows' taps reach past the last image). */
+static size_t koff_bytes(const FbPacked *pk) { return ((size_t)(pk->kp / 64) * sizeof(int64_t) + 63) / 64 * 64; }
+static size_t padded_bytes(const FbConv *c) {
+  return (size_t)((c->n * (c->oh + c->kh - 1) * (c->ow + c->kw - 1) + c->kw) * c->ic);
 }
 
 size_t fb_conv_workspace(const FbConv *c, const FbPacked *pk, uint32_t n_workers) {
-  if (direct(c))
+  if (direct(c, pk))
     return 0;
-  return (size_t)(n_workers ? n_workers : 1) * (size_t)(block_rows(pk, c->n * c->oh * c->ow) * pk->kp);
+  size_t rows = (size_t)(n_workers ? n_workers : 1) * (size_t)(block_rows(pk, c->n * c->oh * c->ow) * pk->kp);
+  /* an AMX pack may also run on a vector path (kernels.h), which takes the im2col rows */
+  if (gathered(c, pk) && koff_bytes(pk) + padded_bytes(c) > rows)
+    return koff_bytes(pk) + padded_bytes(c);
+  return rows;
 }
 
 typedef struct {
@@ -119,6 +153,10 @@ typedef struct {
   FbBlockFn block;
   int64_t m, mb, nsplit;
   size_t slot;
+  /* the gathered path (AMX): the padded input, the chunk offsets and the output map */
+  const uint8_t *padded;
+  const int64_t *koff;
+  FbRowMap map;
 } Job;
 
 /* memset and memcpy for the few bytes of a kernel row of a thin input (the first layer's
@@ -217,6 +255,26 @@ static void im2col(const Job *j, int64_t m0, int64_t mr, uint8_t *dst) {
   }
 }
 
+/* The gathered path's copy of the input: n images of ph x pw pixels, the padding zx, then
+ * kw pixels of zx slack. */
+static void pad_input(const FbConv *c, const uint8_t *x, uint8_t zx, uint8_t *pad) {
+  int64_t ph = c->oh + c->kh - 1, pw = c->ow + c->kw - 1, ic = c->ic;
+  int64_t cols = c->iw < pw - c->pl ? c->iw : pw - c->pl; /* input columns inside */
+  for (int64_t b = 0; b < c->n; b++)
+    for (int64_t py = 0; py < ph; py++) {
+      uint8_t *d = pad + (b * ph + py) * pw * ic;
+      int64_t iy = py - c->pt;
+      if (iy < 0 || iy >= c->ih || cols <= 0) {
+        memset(d, zx, (size_t)(pw * ic));
+        continue;
+      }
+      memset(d, zx, (size_t)(c->pl * ic));
+      memcpy(d + c->pl * ic, x + (b * c->ih + iy) * c->iw * ic, (size_t)(cols * ic));
+      memset(d + (c->pl + cols) * ic, zx, (size_t)((pw - c->pl - cols) * ic));
+    }
+  memset(pad + c->n * ph * pw * ic, zx, (size_t)(c->kw * ic));
+}
+
 static void task(void *user, size_t i, uint32_t worker) {
   const Job *j = user;
   int64_t mbi = (int64_t)i / j->nsplit, ns = (int64_t)i % j->nsplit;
@@ -224,6 +282,12 @@ static void task(void *user, size_t i, uint32_t worker) {
   int64_t np = j->pk->npanel, p0 = ns * np / j->nsplit, p1 = (ns + 1) * np / j->nsplit;
   if (p0 == p1)
     return;
+  if (j->padded) {
+    size_t ic = (size_t)j->c->ic;
+    fb_block_amx_gather(j->padded + (size_t)m0 * ic, ic, j->koff, mr, j->pk, p0, p1, j->y, (size_t)j->pk->n,
+                        &j->map, m0);
+    return;
+  }
   const uint8_t *a;
   size_t lda;
   if (j->ws) {
@@ -237,6 +301,10 @@ static void task(void *user, size_t i, uint32_t worker) {
   /* vpmaddubsw's pair sums are exact only for bytes <= 127, whatever the file promises */
   if (fn == fb_block_avx2 && fb_rows_above_127(a, lda, mr, j->pk->k))
     fn = fb_block_avx2_exact;
+  /* a 16-row tile would be mostly empty (M = 1 linear layers); the VNNI kernel reads the
+   * same panels, and rows of kp bytes are there either way */
+  if (fn == fb_block_amx && mr < 16)
+    fn = fb_block_avx512vnni;
   fn(a, lda, mr, j->pk, p0, p1, j->y + m0 * j->pk->n, (size_t)j->pk->n);
 }
 
@@ -244,15 +312,30 @@ void fb_conv_packed(FbIsa isa, const FbConv *c, const FbPacked *pk, const uint8_
                     void *ws, const FbPool *pool) {
   Job j = {.c = c, .pk = pk, .x = x, .y = y, .m = c->n * c->oh * c->ow};
   j.mb = block_rows(pk, j.m);
-  j.block = isa == FB_ISA_AVX512VNNI ? fb_block_avx512vnni
+  j.block = isa == FB_ISA_AMX          ? fb_block_amx
+            : isa == FB_ISA_AVX512VNNI ? fb_block_avx512vnni
             : isa == FB_ISA_AVXVNNI  ? fb_block_avxvnni
             : isa == FB_ISA_AVX2     ? fb_block_avx2
                                      : fb_block_c;
   if (j.m == 0 || pk->n == 0)
     return;
   uint32_t workers = pool && pool->run && pool->n_workers > 1 ? pool->n_workers : 1;
-  if (!direct(c))
+  if (isa == FB_ISA_AMX && gathered(c, pk)) {
+    pad_input(c, x, (uint8_t)pk->zx, (uint8_t *)ws + koff_bytes(pk));
+    int64_t *koff = ws, chunks = c->ic / 64, pw = c->ow + c->kw - 1, ph = c->oh + c->kh - 1;
+    for (int64_t q = 0; q < pk->kp / 64; q++) { /* reduction order (ky, kx, ci), as packed */
+      int64_t tap = q / chunks, ky = tap / c->kw, kx = tap % c->kw;
+      koff[q] = (ky * pw + kx) * c->ic + q % chunks * 64;
+    }
+    j.padded = (const uint8_t *)ws + koff_bytes(pk), j.koff = koff;
+    j.map = (FbRowMap){.plane = ph * pw, .pw = pw, .oh = c->oh, .ow = c->ow};
+    /* the rows up to the last image's last output row; the other images' last kh - 1
+     * rows and every row's last kw - 1 pixels are computed and dropped */
+    j.m = (c->n - 1) * ph * pw + c->oh * pw;
+    j.mb = block_rows(pk, j.m);
+  } else if (!direct(c, pk)) {
     j.ws = ws, j.slot = (size_t)(j.mb * pk->kp);
+  }
   int64_t mblocks = (j.m + j.mb - 1) / j.mb;
   /* Few row blocks (M = 1, small images): split the output channels too, so every
    * worker gets work; each such task builds its own copy of the block's rows. */

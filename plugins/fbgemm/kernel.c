@@ -124,7 +124,9 @@ static QhStatus *prepare(Kernel *k, const QhHostApi *host, const QhGraphView *g)
     rq.hi = qhi < rq.hi ? qhi : rq.hi;
     rq.hi = rq.hi < rq.lo ? rq.lo : rq.hi; /* Clip entirely below the range clamp: the host's Q(lo) */
   }
-  int bad = in->dw ? fb_dw_pack(&k->dw, wr, nc, in->kh, in->kw, &rq) : fb_pack(&k->pk, wr, nc, kk, &rq);
+  if (k->isa == FB_ISA_AMX && kk < FB_AMX_MIN_K)
+    k->isa = FB_ISA_AVX512VNNI;
+  int bad = in->dw ? fb_dw_pack(&k->dw, wr, nc, in->kh, in->kw, &rq) : fb_pack_for(k->isa, &k->pk, wr, nc, kk, &rq);
   free(wr), free(bias), free(mult);
   return bad ? host->status_new(QH_ERR_OUT_OF_MEMORY, "out of memory packing weights") : NULL;
 }

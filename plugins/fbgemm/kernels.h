@@ -26,7 +26,9 @@ typedef enum {
   FB_ISA_PACKED_C,  /* the packed-GEMM driver with a plain C micro-kernel (exact, any CPU) */
   FB_ISA_AVX2,      /* vpmaddubsw + vpmaddwd; blocks with bytes > 127 take an exact variant */
   FB_ISA_AVXVNNI,   /* vpdpbusd on ymm (AVX-VNNI without AVX-512): exact for any uint8 */
-  FB_ISA_AVX512VNNI /* vpdpbusd on zmm: exact for any uint8 */
+  FB_ISA_AVX512VNNI, /* vpdpbusd on zmm: exact for any uint8 */
+  FB_ISA_AMX         /* tdpbusd on AMX tiles (with AVX-512 for the requantization): exact;
+                      * depthwise and the rest run the AVX-512 VNNI paths */
 } FbIsa;
 
 const char *fb_isa_name(FbIsa isa);
@@ -62,11 +64,13 @@ void fb_conv_ref(const FbConv *c, const uint8_t *x, const int8_t *w, const FbReq
 /* Weights packed once for the micro-kernels: panels of FB_NR = 16 output channels, the
  * reduction in groups of 4 (vpdpbusd's dword): byte (p, k4, j, t) at
  * ((p * kp / 4 + k4) * 16 + j) * 4 + t is w[p*16 + j][k4*4 + t], zero beyond n or k.
- * One 64-byte row is one zmm, or two ymm of 8 channels for AVX2. The requantization
- * arrays are padded to the panels; zcol[c] = zx * sum_k w[c][k]. */
+ * One 64-byte row is one zmm, or two ymm of 8 channels for AVX2; 16 rows (64 reduction
+ * bytes) are one AMX B tile as tdpbusd reads it, so for AMX kp is padded to a multiple of
+ * 64. The requantization arrays are padded to the panels; zcol[c] = zx * sum_k w[c][k].
+ * mq: rows per GEMM block are a multiple of it (the micro-kernels' row tiles). */
 #define FB_NR 16
 typedef struct {
-  int64_t n, k, kp, npanel;
+  int64_t n, k, kp, npanel, mq;
   int8_t *b;
   int32_t *zcol;
   float *bias, *mult;
@@ -77,6 +81,9 @@ typedef struct {
 /* w: [n][k] row-major (k in the twin's (ky, kx, ci) order). 0 on success, -1 when out of
  * memory. fb_pack_free(NULL-initialised or packed) is always safe. */
 int fb_pack(FbPacked *p, const int8_t *w, int64_t n, int64_t k, const FbRequant *rq);
+/* The same for isa's micro-kernel: FB_ISA_AMX pads kp to 64 and blocks rows by 32; every
+ * other path gets fb_pack's layout. Every path but FB_ISA_REF runs on either layout. */
+int fb_pack_for(FbIsa isa, FbPacked *p, const int8_t *w, int64_t n, int64_t k, const FbRequant *rq);
 void fb_pack_free(FbPacked *p);
 
 /* A block of m rows of A (row r at a + r * lda, k bytes; reads may run up to 3 bytes past
@@ -96,6 +103,32 @@ void fb_block_avxvnni(const uint8_t *a, size_t lda, int64_t m, const FbPacked *p
                       uint8_t *y, size_t ldy);
 void fb_block_avx512vnni(const uint8_t *a, size_t lda, int64_t m, const FbPacked *pk, int64_t p0,
                          int64_t p1, uint8_t *y, size_t ldy);
+/* AMX: 32 rows by 2 panels per step (4 int32 accumulator tiles), tdpbusd per 64 reduction
+ * bytes; needs pk->kp % 64 == 0 (fb_pack_for(FB_ISA_AMX, ...)) and rows of kp readable
+ * bytes. Loads its own tile configuration on entry and releases the tiles on return, so it
+ * runs on any thread in any state (the process must hold the Linux XTILEDATA permission,
+ * which the host requests; fb_amx_request_permission for host-free callers). */
+void fb_block_amx(const uint8_t *a, size_t lda, int64_t m, const FbPacked *pk, int64_t p0, int64_t p1,
+                  uint8_t *y, size_t ldy);
+/* The AMX kernel reading A straight from a padded copy of the input (gemm.c's gathered
+ * path for stride-1 convolutions with channels a multiple of 64, no im2col): row g of
+ * the GEMM is padded pixel g (images of plane = ph * pw pixels, the padded width pw),
+ * chunk q of its reduction at a + g * lda + koff[q] (tap (ky, kx): (ky * pw + kx) * ic,
+ * plus the chunk's channel offset). Row g is output pixel (oy, ox) = (g % plane / pw,
+ * g % pw) of image g / plane when oy < oh and ox < ow; the other rows are computed and
+ * dropped. a and row0: the block's first row; y: the whole output. */
+typedef struct {
+  int64_t plane, pw, oh, ow;
+} FbRowMap;
+void fb_block_amx_gather(const uint8_t *a, size_t lda, const int64_t *koff, int64_t m, const FbPacked *pk,
+                         int64_t p0, int64_t p1, uint8_t *y, size_t ldy, const FbRowMap *map, int64_t row0);
+/* Reductions shorter than this stay on AVX-512 VNNI on an AMX CPU: padded to a 64-byte
+ * tile they waste most of each tdpbusd (qhost-fbgemm-shapes, bench/README.md: K = 24
+ * and 32 ran slower on tiles, K = 64 faster). */
+#define FB_AMX_MIN_K 64
+/* Linux: asks for the AMX tile data permission (arch_prctl ARCH_REQ_XCOMP_PERM); 0 when
+ * granted (or already held), -1 otherwise. For host-free callers (tests, benches). */
+int fb_amx_request_permission(void);
 
 /* The caller's thread pool: run(runner, n, task, user) calls task(user, i, worker) for
  * every i < n with worker < n_workers; run NULL runs the tasks in order on worker 0. */
@@ -110,7 +143,8 @@ typedef struct {
  * in place: 1x1 stride-1 unpadded convolutions and linear layers). */
 size_t fb_conv_workspace(const FbConv *c, const FbPacked *pk, uint32_t n_workers);
 /* The convolution on packed weights with isa's micro-kernel (not FB_ISA_REF): im2col of
- * one block of rows at a time into the worker's slice of ws, then the block's GEMM.
+ * one block of rows at a time into the worker's slice of ws, then the block's GEMM
+ * (FB_ISA_AMX: blocks of fewer than 16 rows, e.g. M = 1, take the AVX-512 VNNI kernel).
  * x must have 3 readable bytes after its end (the host's buffers have 64). */
 void fb_conv_packed(FbIsa isa, const FbConv *c, const FbPacked *pk, const uint8_t *x, uint8_t *y,
                     void *ws, const FbPool *pool);

@@ -17,7 +17,7 @@
 static FbIsa pick_isa(uint64_t cpu) {
   const uint64_t vnni = QH_CPU_AVX512F | QH_CPU_AVX512BW | QH_CPU_AVX512VL | QH_CPU_AVX512VNNI;
   if ((cpu & vnni) == vnni)
-    return FB_ISA_AVX512VNNI;
+    return cpu & QH_CPU_AMXINT8 ? FB_ISA_AMX : FB_ISA_AVX512VNNI;
   if ((cpu & (QH_CPU_AVX2 | QH_CPU_AVXVNNI)) == (QH_CPU_AVX2 | QH_CPU_AVXVNNI))
     return FB_ISA_AVXVNNI;
   if (cpu & QH_CPU_AVX2)
@@ -59,7 +59,7 @@ static const QhPluginDesc fbgemm_desc = {
     .name = "fbgemm",
     .version = QHOST_PLUGIN_VERSION,
     .description = "PyTorch fbgemm semantics (server x86); BackendConfig; own int8 conv and linear "
-                   "kernels (AVX-512 VNNI, AVX-VNNI, AVX2, portable C)",
+                   "kernels (AMX-INT8, AVX-512 VNNI, AVX-VNNI, AVX2, portable C)",
     .flags = 0,
     .options = options_decl,
     .n_options = sizeof options_decl / sizeof options_decl[0],

@@ -18,6 +18,8 @@ const char *fb_isa_name(FbIsa isa) {
     return "avxvnni";
   case FB_ISA_AVX512VNNI:
     return "avx512vnni";
+  case FB_ISA_AMX:
+    return "amx";
   }
   return "?";
 }

@@ -191,9 +191,9 @@ static QhStatus *create(void *instance, const QhHostApi *host, const QhGraphView
     return host->status_new(QH_ERR_OUT_OF_MEMORY, "out of memory");
   analyze(host, g, u, k);
   k->inst = instance;
-  /* FB_ISA_AVX512VNNI implies AVX-512 F/BW/VL (plugin.c's pick_isa) */
+  /* FB_ISA_AVX512VNNI and FB_ISA_AMX imply AVX-512 F/BW/VL (plugin.c's pick_isa) */
   k->plain = k->inst->isa <= FB_ISA_PACKED_C;
-  k->isa = k->inst->isa == FB_ISA_AVX512VNNI ? QH_U8_ISA_AVX512 : QH_U8_ISA_AVX2;
+  k->isa = k->inst->isa >= FB_ISA_AVX512VNNI ? QH_U8_ISA_AVX512 : QH_U8_ISA_AVX2;
   const uint64_t vbmi = QH_CPU_AVX512F | QH_CPU_AVX512BW | QH_CPU_AVX512VBMI;
   k->vbmi = !k->plain && (host->cpu_features() & vbmi) == vbmi;
   for (int q = 0; q < 256; q++)

@@ -110,6 +110,13 @@ QhStatus *x86_instance_create(const QhHostApi *host, const QhInstanceInfo *info,
                          : (cpu & QH_CPU_AVX2) ? dnnl_cpu_isa_avx2
                                                : dnnl_cpu_isa_sse41;
     (void)dnnl_set_max_cpu_isa(isa);
+  } else if ((cpu & (QH_CPU_AVX512F | QH_CPU_AVX512BW | QH_CPU_AVX512VL | QH_CPU_AVX512VNNI)) ==
+                 (QH_CPU_AVX512F | QH_CPU_AVX512BW | QH_CPU_AVX512VL | QH_CPU_AVX512VNNI) &&
+             !(cpu & QH_CPU_AMXINT8)) {
+    /* QHOST_CPU_DISABLE=amxint8 keeps oneDNN off the AMX tiles too, so both plugins can be
+     * compared at VNNI. (A 1.2 host from before the bit never reports it: oneDNN then
+     * stays off AMX with it, the price of pairing this plugin with an older host.) */
+    (void)dnnl_set_max_cpu_isa(dnnl_cpu_isa_avx512_core_vnni);
   }
   inst->n_threads = info && info->struct_size >= sizeof *info && info->n_threads > 0
                         ? (int)info->n_threads : 1;

@@ -148,6 +148,9 @@ static const struct {
     {QH_CPU_SSE41, "sse4_1"},     {QH_CPU_AVX2, "avx2"},         {QH_CPU_FMA, "fma"},
     {QH_CPU_AVX512F, "avx512f"},  {QH_CPU_AVX512BW, "avx512bw"}, {QH_CPU_AVX512VL, "avx512vl"},
     {QH_CPU_AVX512VNNI, "avx512_vnni"}, {QH_CPU_AVXVNNI, "avx_vnni"}, {QH_CPU_AVX512VBMI, "avx512vbmi"},
+    /* Linux lists amx_int8 only where it supports the tile state, and grants the
+     * permission the host asks for wherever it does */
+    {QH_CPU_AMXINT8, "amx_int8"},
 };
 
 /* The QH_CPU_* bits /proc/cpuinfo's first "flags" line lists; FALSE where it cannot be
@@ -211,8 +214,8 @@ static void test_cpu_mask(void) {
   gboolean have = cpuinfo_bits(&listed);
   if (g_test_subprocess()) {
     /* names are matched without case, around spaces */
-    g_setenv("QHOST_CPU_DISABLE", "avx2, avx512vnni,AVXVNNI,avx512vbmi", TRUE);
-    const uint64_t hidden = QH_CPU_AVX2 | QH_CPU_AVX512VNNI | QH_CPU_AVXVNNI | QH_CPU_AVX512VBMI;
+    g_setenv("QHOST_CPU_DISABLE", "avx2, avx512vnni,AVXVNNI,avx512vbmi,amxint8", TRUE);
+    const uint64_t hidden = QH_CPU_AVX2 | QH_CPU_AVX512VNNI | QH_CPU_AVXVNNI | QH_CPU_AVX512VBMI | QH_CPU_AMXINT8;
     uint64_t f = qh_host_api_get()->cpu_features();
     g_assert_cmpuint(f & hidden, ==, 0);
     if (have) /* and only those */

@@ -6,11 +6,13 @@
  * random depthwise convolutions (1 to 70 channels, so every vector tail, kernels 1x1 to
  * 5x5, strides, dilations, asymmetric padding, inputs past the image on every side)
  * against the depthwise twin, the input allocated to its last byte (nothing may be read
- * past it; the sanitizer build sees it). Each path runs in turn, on one worker and on a
- * 3-worker pool that runs its tasks in reverse. A path this CPU lacks is reported and
+ * past it; the sanitizer build sees it). Each path runs in turn, on one worker, on a
+ * 3-worker pool that runs its tasks in reverse, and on two real threads (AMX's tile
+ * configuration is per thread). A path this CPU lacks is reported and
  * skipped; with --isa naming such a path the test exits 77 (CTest's skip) with the
  * reason.
  * usage: test_kernels [--isa NAME] [--cases N] [--seed S] */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +34,34 @@ static void reverse_pool(void *runner, size_t n, FbTaskFn task, void *user) {
   (void)runner;
   for (size_t i = n; i-- > 0;)
     task(user, i, (uint32_t)(i % 3));
+}
+
+/* Two real threads: a second thread runs the odd tasks as worker 1 while the caller runs
+ * the even ones as worker 0. */
+typedef struct {
+  size_t n;
+  FbTaskFn task;
+  void *user;
+} OddTasks;
+
+static void *run_odd(void *arg) {
+  OddTasks *o = arg;
+  for (size_t i = 1; i < o->n; i += 2)
+    o->task(o->user, i, 1);
+  return NULL;
+}
+
+static void two_thread_pool(void *runner, size_t n, FbTaskFn task, void *user) {
+  (void)runner;
+  OddTasks o = {n, task, user};
+  pthread_t t;
+  int started = pthread_create(&t, NULL, run_odd, &o) == 0;
+  for (size_t i = 0; i < n; i += 2)
+    task(user, i, 0);
+  if (started)
+    pthread_join(t, NULL);
+  else
+    run_odd(&o);
 }
 
 /* name is in the comma-separated QHOST_CPU_DISABLE list (the host's test switch). */
@@ -60,10 +90,18 @@ static int isa_available(FbIsa isa) {
     return has("avx2") && has("avxvnni");
   case FB_ISA_AVX512VNNI:
     return has("avx512f") && has("avx512bw") && has("avx512vl") && has("avx512vnni");
+  case FB_ISA_AMX: /* the host's name for the feature; the OS must grant the tile state */
+    return has("avx512f") && has("avx512bw") && has("avx512vl") && has("avx512vnni") && !disabled("amxint8") &&
+           __builtin_cpu_supports("amx-tile") && __builtin_cpu_supports("amx-int8") &&
+           fb_amx_request_permission() == 0;
   default:
     return 1;
   }
 }
+
+/* Cases AMX runs on its gathered path (gemm.c: stride 1, no dilation, ic % 64 == 0, a
+ * kernel larger than 1x1), reported so that a change of the generator cannot drop them. */
+static int gathered_cases;
 
 /* One random case; returns 0 when every path agrees with the twin. */
 static int run_case(int idx, const FbIsa *isas, size_t n_isas) {
@@ -85,6 +123,11 @@ static int run_case(int idx, const FbIsa *isas, size_t n_isas) {
     c.ih = rnd_in(1, 13), c.iw = rnd_in(1, 13);
     c.ic = rnd() % 2 ? rnd_in(1, 9) : rnd_in(10, 140);
   }
+  if (rnd() % 5 == 0) { /* reductions at and just under AMX's 64-byte tiles: read in place */
+    c.ic = 64 * rnd_in(1, 3) - (rnd() % 2 ? 0 : rnd_in(1, 3));
+    if (!linear && rnd() % 2) /* and AMX's gathered stride-1 path where ic % 64 == 0 */
+      c.sh = c.sw = c.dh = c.dw = 1;
+  }
   c.oc = rnd() % 2 ? rnd_in(1, 20) : rnd_in(21, 150);
   int64_t pb = 0, pr = 0;
   if (!linear && rnd() % 3) {
@@ -95,6 +138,8 @@ static int run_case(int idx, const FbIsa *isas, size_t n_isas) {
     c.kh = c.kw = 1, eh = c.ih + c.pt + pb - 1, ew = c.iw + c.pl + pr - 1;
   }
   c.oh = eh / c.sh + 1, c.ow = ew / c.sw + 1;
+  if (c.sh == 1 && c.sw == 1 && c.dh == 1 && c.dw == 1 && c.ic % 64 == 0 && c.kh * c.kw > 1)
+    gathered_cases++;
   int64_t k = c.kh * c.kw * c.ic, xn = c.n * c.ih * c.iw * c.ic, yn = c.n * c.oh * c.ow * c.oc;
 
   uint8_t *x = malloc((size_t)xn + 64); /* the host's 64 bytes of slack */
@@ -129,14 +174,14 @@ static int run_case(int idx, const FbIsa *isas, size_t n_isas) {
 
   int bad = 0;
   FbPacked pk;
-  if (fb_pack(&pk, w, c.oc, k, &rq) != 0) {
-    fprintf(stderr, "out of memory\n");
-    exit(1);
-  }
   for (size_t t = 0; t < n_isas && !bad; t++) {
-    for (int threads = 0; threads < 2 && !bad; threads++) {
-      FbPool pool = {.run = reverse_pool, .n_workers = 3};
-      size_t wsn = fb_conv_workspace(&c, &pk, threads ? 3 : 1);
+    if (fb_pack_for(isas[t], &pk, w, c.oc, k, &rq) != 0) {
+      fprintf(stderr, "out of memory\n");
+      exit(1);
+    }
+    for (int threads = 0; threads < 3 && !bad; threads++) {
+      FbPool pool = {.run = threads == 1 ? reverse_pool : two_thread_pool, .n_workers = threads == 1 ? 3 : 2};
+      size_t wsn = fb_conv_workspace(&c, &pk, threads ? pool.n_workers : 1);
       uint8_t *ws = malloc(wsn + 64);
       memset(out, 0xA5, (size_t)yn + 1);
       fb_conv_packed(isas[t], &c, &pk, x, out, ws, threads ? &pool : NULL);
@@ -145,7 +190,8 @@ static int run_case(int idx, const FbIsa *isas, size_t n_isas) {
           fprintf(stderr,
                   "case %d %s%s: n=%lld ih=%lld iw=%lld ic=%lld oc=%lld k=%lldx%lld s=%lld,%lld "
                   "d=%lld,%lld p=%lld,%lld,%lld,%lld zx=%d zo=%d lo=%d hi=%d%s: y[%lld] = %d, twin %d\n",
-                  idx, fb_isa_name(isas[t]), threads ? " (3 workers)" : "", (long long)c.n, (long long)c.ih,
+                  idx, fb_isa_name(isas[t]), threads == 1 ? " (3 workers)" : threads ? " (2 threads)" : "",
+                  (long long)c.n, (long long)c.ih,
                   (long long)c.iw, (long long)c.ic, (long long)c.oc, (long long)c.kh, (long long)c.kw,
                   (long long)c.sh, (long long)c.sw, (long long)c.dh, (long long)c.dw, (long long)c.pt,
                   (long long)c.pl, (long long)pb, (long long)pr, rq.zx, rq.zo, rq.lo, rq.hi,
@@ -159,8 +205,8 @@ static int run_case(int idx, const FbIsa *isas, size_t n_isas) {
       }
       free(ws);
     }
+    fb_pack_free(&pk);
   }
-  fb_pack_free(&pk);
   free(x), free(w), free(bias), free(mult), free(ref), free(out);
   return bad;
 }
@@ -185,6 +231,8 @@ static int run_dw_case(int idx, const FbIsa *isas, size_t n_isas) {
     c.kh = c.kw = 1, eh = c.ih + c.pt + pb - 1, ew = c.iw + c.pl + pr - 1;
   }
   c.oh = eh / c.sh + 1, c.ow = ew / c.sw + 1;
+  if (c.sh == 1 && c.sw == 1 && c.dh == 1 && c.dw == 1 && c.ic % 64 == 0 && c.kh * c.kw > 1)
+    gathered_cases++;
   int64_t taps = c.kh * c.kw, xn = c.n * c.ih * c.iw * c.ic, yn = c.n * c.oh * c.ow * c.oc;
   uint8_t *x = malloc((size_t)xn); /* no slack: the depthwise paths read nothing past the input */
   int8_t *w = malloc((size_t)(c.oc * taps));
@@ -307,8 +355,8 @@ int main(int argc, char **argv) {
   }
   if (twin_sanity() || dw_twin_sanity())
     return 1;
-  const FbIsa all[] = {FB_ISA_PACKED_C, FB_ISA_AVX2, FB_ISA_AVXVNNI, FB_ISA_AVX512VNNI};
-  FbIsa isas[4];
+  const FbIsa all[] = {FB_ISA_PACKED_C, FB_ISA_AVX2, FB_ISA_AVXVNNI, FB_ISA_AVX512VNNI, FB_ISA_AMX};
+  FbIsa isas[5];
   size_t n = 0;
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
     if (only && strcmp(only, fb_isa_name(all[i])) != 0)
@@ -333,6 +381,11 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < n; i++)
     printf("%s: %d random cases %s, %d depthwise %s\n", fb_isa_name(isas[i]), cases,
            failed ? "checked" : "bit-exact with the twin", cases, dw_failed ? "checked" : "bit-exact with theirs");
+  printf("%d of the %d cases have the shape of AMX's gathered stride-1 path\n", gathered_cases, cases);
+  if (gathered_cases == 0 && cases >= 100) {
+    fprintf(stderr, "no case reached AMX's gathered path\n");
+    return 1;
+  }
   if (failed)
     fprintf(stderr, "%d of %d cases differ from the scalar twin\n", failed, cases);
   if (dw_failed)

@@ -81,6 +81,12 @@ typedef struct QhRunContext QhRunContext;
 #define QH_CPU_AVX512VNNI (1ull << 6)
 #define QH_CPU_AVXVNNI (1ull << 7)
 #define QH_CPU_AVX512VBMI (1ull << 8) /* vpermi2b: byte tables (Added in ABI 1.2) */
+/* AMX-TILE and AMX-INT8 (tdpbusd on tiles), set only where the OS also granted this process
+ * the tile data state (Linux: arch_prctl ARCH_REQ_XCOMP_PERM, which the host requests once
+ * at detection). The tile configuration (ldtilecfg) is per thread: a plugin loads its own
+ * on every worker thread that uses tiles, as other code in the process (oneDNN) may have
+ * loaded another. (Added in ABI 1.2) */
+#define QH_CPU_AMXINT8 (1ull << 9)
 
 /* artifact_write_model flags (Added in ABI 1.1) */
 #define QH_MODEL_STRIP_QDQ 0x1u /* the deploy model: Q/DQ removed, weights dequantized */
