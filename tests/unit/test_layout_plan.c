@@ -1,8 +1,11 @@
 /* The float layout plan (exec/layout.c): which values a plan keeps channels-last, and
  * that a run with them gives the numbers of the all-NCHW run (a value hook turns the
- * plan off) and of the naive kernels. The graph: Conv 3x3 -> Relu -> Conv 1x1 -> Add
+ * plan off) and of the naive kernels. The first graph: Conv 3x3 -> Relu -> Conv 1x1 -> Add
  * (residual) -> HardSwish -> depthwise Conv -> MaxPool -> output, plus a Conv whose
- * output is a graph output. Tolerance: max |a - b| <= 1e-5 max |b| (the engines sum in
+ * output is a graph output. The second has the ops with channels-last loops of their own
+ * (MaxPool with ceil_mode, channel Concat, AveragePool counting the padding, SiLU, the
+ * squeeze-excitation GlobalAveragePool and broadcast Mul, a per-channel constant Mul).
+ * Tolerance: max |a - b| <= 1e-5 max |b| (the engines sum in
  * their own orders; measured below 1e-6). Under QHOST_FP32_ENGINE=openblas no value may
  * be channels-last. */
 #include <math.h>
@@ -78,6 +81,54 @@ static QhGraph *make_graph(int *ids) {
   return g;
 }
 
+static QhNode *pool(QhGraph *g, const char *name, const char *op, int x, int y, int64_t k,
+                     int64_t stride, int64_t pad) {
+  QhNode *n = qh_graph_add_node(g, name, op, "", 1, &x, 1, &y, NULL);
+  qh_node_set_attr_ints(n, "kernel_shape", 2, (int64_t[]){k, k});
+  qh_node_set_attr_ints(n, "strides", 2, (int64_t[]){stride, stride});
+  qh_node_set_attr_ints(n, "pads", 4, (int64_t[]){pad, pad, pad, pad});
+  return n;
+}
+
+static QhGraph *make_pool_graph(int *ids) {
+  QhGraph *g = qh_graph_new();
+  QhValue *x = qh_graph_add_value(g, "x", NULL);
+  x->is_input = TRUE;
+  x->dtype = QH_DTYPE_F32;
+  x->shape = (QhShape){.rank = 4, .dims = {1, 8, 10, 12}};
+  g_array_append_val(g->inputs, x->id);
+  int w1 = constant(g, "w1", 4, (int64_t[]){16, 8, 3, 3}), b1 = constant(g, "b1", 1, (int64_t[]){16});
+  int wa = constant(g, "wa", 4, (int64_t[]){8, 16, 1, 1}), wb = constant(g, "wb", 4, (int64_t[]){12, 16, 3, 3});
+  int w2 = constant(g, "w2", 4, (int64_t[]){16, 20, 1, 1}), ws = constant(g, "ws", 4, (int64_t[]){16, 16, 1, 1});
+  int k = constant(g, "k", 3, (int64_t[]){16, 1, 1}), wh = constant(g, "wh", 4, (int64_t[]){5, 16, 1, 1});
+  int c1 = value(g, "c1"), r1 = value(g, "r1"), p1 = value(g, "p1"), ca = value(g, "ca");
+  int cb = value(g, "cb"), cc = value(g, "cc"), ap = value(g, "ap"), c2 = value(g, "c2");
+  int sg = value(g, "sg"), silu = value(g, "silu"), gp = value(g, "gp"), cs = value(g, "cs");
+  int hs = value(g, "hs"), m = value(g, "m"), m2 = value(g, "m2"), z = value(g, "z");
+  conv(g, "conv1", x->id, w1, b1, c1, 3, 1);
+  qh_graph_add_node(g, "relu", "Relu", "", 1, &c1, 1, &r1, NULL);
+  qh_node_set_attr_int(pool(g, "maxpool", "MaxPool", r1, p1, 3, 2, 0), "ceil_mode", 1);
+  conv(g, "conv_a", p1, wa, -1, ca, 1, 1);
+  conv(g, "conv_b", p1, wb, -1, cb, 3, 1);
+  qh_node_set_attr_int(qh_graph_add_node(g, "concat", "Concat", "", 2, (int[]){ca, cb}, 1, &cc, NULL),
+                       "axis", 1);
+  qh_node_set_attr_int(pool(g, "avgpool", "AveragePool", cc, ap, 3, 1, 1), "count_include_pad", 1);
+  conv(g, "conv2", ap, w2, -1, c2, 1, 1);
+  qh_graph_add_node(g, "sigmoid", "Sigmoid", "", 1, &c2, 1, &sg, NULL);
+  qh_graph_add_node(g, "silu", "Mul", "", 2, (int[]){c2, sg}, 1, &silu, NULL);
+  qh_graph_add_node(g, "gap", "GlobalAveragePool", "", 1, &silu, 1, &gp, NULL);
+  conv(g, "conv_se", gp, ws, -1, cs, 1, 1);
+  qh_graph_add_node(g, "hsig", "HardSigmoid", "", 1, &cs, 1, &hs, NULL);
+  qh_graph_add_node(g, "scale", "Mul", "", 2, (int[]){silu, hs}, 1, &m, NULL);
+  qh_graph_add_node(g, "scale_k", "Mul", "", 2, (int[]){k, m}, 1, &m2, NULL);
+  conv(g, "head", m2, wh, -1, z, 1, 1);
+  output(g, z);
+  output(g, hs);
+  int want[] = {r1, p1, ca, cb, cc, ap, c2, sg, silu, m, m2, gp, cs, hs, z};
+  memcpy(ids, want, sizeof want);
+  return g;
+}
+
 static gboolean watch(gpointer data, int value_id, const QhTensor *v, GError **error) {
   (void)value_id, (void)v, (void)error;
   (*(int *)data)++;
@@ -109,16 +160,14 @@ static void free_outs(QhTensor **outs) {
   g_free(outs);
 }
 
-static void test_layout_plan(void) {
-  int ids[8];
-  QhGraph *g = make_graph(ids);
+/* The plan's flags are want[i] for ids[i]; its runs agree with the NCHW and naive runs. */
+static void check_plan(QhGraph *g, const int *ids, const gboolean *want, int n_ids) {
   GError *error = NULL;
   QhPlan *plan = qh_plan_new(g, NULL, FALSE, &error);
   g_assert_no_error(error);
-  /* c1, r1, c2, s, h channels-last; c3 (read by MaxPool) and the outputs NCHW */
   const gboolean on = qh_onednn_enabled();
-  for (int i = 0; i < 8; i++)
-    g_assert_cmpint(qh_plan_value_is_nhwc(plan, ids[i]), ==, on && i < 5);
+  for (int i = 0; i < n_ids; i++)
+    g_assert_cmpint(qh_plan_value_is_nhwc(plan, ids[i]), ==, on && want[i]);
 
   const QhTensor *xi = qh_plan_value_info(plan, qh_graph_find_value(g, "x"));
   QhTensor *x = qh_tensor_new(QH_DTYPE_F32, &xi->shape, NULL);
@@ -151,11 +200,33 @@ static void test_layout_plan(void) {
     qh_thread_pool_free(pools[p]);
   qh_tensor_free(x);
   qh_plan_free(plan);
+}
+
+static void test_layout_plan(void) {
+  int ids[8];
+  QhGraph *g = make_graph(ids);
+  /* c1, r1, c2, s, h channels-last; c3 (read by MaxPool, whose output is the graph's)
+   * and the outputs NCHW */
+  const gboolean want[8] = {TRUE, TRUE, TRUE, TRUE, TRUE, FALSE, FALSE, FALSE};
+  check_plan(g, ids, want, 8);
+  qh_graph_free(g);
+}
+
+static void test_pool_concat_se(void) {
+  int ids[15];
+  QhGraph *g = make_pool_graph(ids);
+  /* everything up to the head channels-last but the values with one spatial position
+   * (the pooled squeeze-excitation branch) and the outputs */
+  gboolean want[15];
+  for (int i = 0; i < 15; i++)
+    want[i] = i < 11;
+  check_plan(g, ids, want, 15);
   qh_graph_free(g);
 }
 
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/layout_plan/nhwc_region", test_layout_plan);
+  g_test_add_func("/layout_plan/pool_concat_se", test_pool_concat_se);
   return g_test_run();
 }
