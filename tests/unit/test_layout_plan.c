@@ -3,8 +3,10 @@
  * plan off) and of the naive kernels. The first graph: Conv 3x3 -> Relu -> Conv 1x1 -> Add
  * (residual) -> HardSwish -> depthwise Conv -> MaxPool -> output, plus a Conv whose
  * output is a graph output. The second has the ops with channels-last loops of their own
- * (MaxPool with ceil_mode, channel Concat, AveragePool counting the padding, SiLU, the
- * squeeze-excitation GlobalAveragePool and broadcast Mul, a per-channel constant Mul).
+ * (MaxPool with ceil_mode, channel Concat, AveragePool counting the padding, Pad, SiLU, the
+ * squeeze-excitation GlobalAveragePool and broadcast Mul, a per-channel constant Mul)
+ * and a Conv fused with each activation exec/fusion.c takes: the all-NCHW run with the
+ * hook runs every node on its own, the slow twin of the fused convolutions.
  * Tolerance: max |a - b| <= 1e-5 max |b| (the engines sum in
  * their own orders; measured below 1e-6). Under QHOST_FP32_ENGINE=openblas no value may
  * be channels-last. */
@@ -105,15 +107,30 @@ static QhGraph *make_pool_graph(int *ids) {
   int cb = value(g, "cb"), cc = value(g, "cc"), ap = value(g, "ap"), c2 = value(g, "c2");
   int sg = value(g, "sg"), silu = value(g, "silu"), gp = value(g, "gp"), cs = value(g, "cs");
   int hs = value(g, "hs"), m = value(g, "m"), m2 = value(g, "m2"), z = value(g, "z");
+  int pd = value(g, "pd"), ca0 = value(g, "ca0"), cb0 = value(g, "cb0"), hb = value(g, "hb");
+  int c3 = value(g, "c3"), hsw = value(g, "hsw");
+  int w3 = constant(g, "w3", 4, (int64_t[]){16, 16, 1, 1});
+  int lo = constant(g, "lo", 0, NULL), hi = constant(g, "hi", 0, NULL);
+  *(float *)qh_graph_value(g, lo)->initializer->data = 0.0f;
+  *(float *)qh_graph_value(g, hi)->initializer->data = 0.25f;
+  QhTensor *pads = qh_tensor_new(QH_DTYPE_S64, &(QhShape){.rank = 1, .dims = {8}}, NULL);
+  memcpy(pads->data, (int64_t[]){0, 0, 1, 0, 0, 0, 0, 2}, 8 * sizeof(int64_t));
+  QhValue *pads_v = qh_graph_add_value(g, "pads", NULL);
+  qh_value_set_initializer(pads_v, pads);
   conv(g, "conv1", x->id, w1, b1, c1, 3, 1);
   qh_graph_add_node(g, "relu", "Relu", "", 1, &c1, 1, &r1, NULL);
   qh_node_set_attr_int(pool(g, "maxpool", "MaxPool", r1, p1, 3, 2, 0), "ceil_mode", 1);
-  conv(g, "conv_a", p1, wa, -1, ca, 1, 1);
-  conv(g, "conv_b", p1, wb, -1, cb, 3, 1);
+  conv(g, "conv_a", p1, wa, -1, ca0, 1, 1);
+  qh_graph_add_node(g, "clip", "Clip", "", 3, (int[]){ca0, lo, hi}, 1, &ca, NULL);
+  conv(g, "conv_b", p1, wb, -1, cb0, 3, 1);
+  QhNode *hsg = qh_graph_add_node(g, "hsig_b", "HardSigmoid", "", 1, &cb0, 1, &hb, NULL);
+  qh_node_set_attr_float(hsg, "alpha", 1.0f / 6.0f);
+  qh_graph_add_node(g, "hswish_b", "Mul", "", 2, (int[]){hb, cb0}, 1, &cb, NULL);
   qh_node_set_attr_int(qh_graph_add_node(g, "concat", "Concat", "", 2, (int[]){ca, cb}, 1, &cc, NULL),
                        "axis", 1);
   qh_node_set_attr_int(pool(g, "avgpool", "AveragePool", cc, ap, 3, 1, 1), "count_include_pad", 1);
-  conv(g, "conv2", ap, w2, -1, c2, 1, 1);
+  qh_graph_add_node(g, "pad", "Pad", "", 2, (int[]){ap, pads_v->id}, 1, &pd, NULL);
+  conv(g, "conv2", pd, w2, -1, c2, 1, 1);
   qh_graph_add_node(g, "sigmoid", "Sigmoid", "", 1, &c2, 1, &sg, NULL);
   qh_graph_add_node(g, "silu", "Mul", "", 2, (int[]){c2, sg}, 1, &silu, NULL);
   qh_graph_add_node(g, "gap", "GlobalAveragePool", "", 1, &silu, 1, &gp, NULL);
@@ -121,10 +138,12 @@ static QhGraph *make_pool_graph(int *ids) {
   qh_graph_add_node(g, "hsig", "HardSigmoid", "", 1, &cs, 1, &hs, NULL);
   qh_graph_add_node(g, "scale", "Mul", "", 2, (int[]){silu, hs}, 1, &m, NULL);
   qh_graph_add_node(g, "scale_k", "Mul", "", 2, (int[]){k, m}, 1, &m2, NULL);
-  conv(g, "head", m2, wh, -1, z, 1, 1);
+  conv(g, "conv3", m2, w3, -1, c3, 1, 1);
+  qh_graph_add_node(g, "hswish", "HardSwish", "", 1, &c3, 1, &hsw, NULL);
+  conv(g, "head", hsw, wh, -1, z, 1, 1);
   output(g, z);
   output(g, hs);
-  int want[] = {r1, p1, ca, cb, cc, ap, c2, sg, silu, m, m2, gp, cs, hs, z};
+  int want[] = {r1, p1, ca, cb, cc, ap, pd, c2, sg, silu, m, m2, gp, cs, hs, z};
   memcpy(ids, want, sizeof want);
   return g;
 }
@@ -161,13 +180,14 @@ static void free_outs(QhTensor **outs) {
 }
 
 /* The plan's flags are want[i] for ids[i]; its runs agree with the NCHW and naive runs. */
-static void check_plan(QhGraph *g, const int *ids, const gboolean *want, int n_ids) {
+static void check_plan(QhGraph *g, const int *ids, const gboolean *want, int n_ids, int fused) {
   GError *error = NULL;
   QhPlan *plan = qh_plan_new(g, NULL, FALSE, &error);
   g_assert_no_error(error);
   const gboolean on = qh_onednn_enabled();
   for (int i = 0; i < n_ids; i++)
     g_assert_cmpint(qh_plan_value_is_nhwc(plan, ids[i]), ==, on && want[i]);
+  g_assert_cmpint(qh_plan_fused_convs(plan), ==, on ? fused : 0);
 
   const QhTensor *xi = qh_plan_value_info(plan, qh_graph_find_value(g, "x"));
   QhTensor *x = qh_tensor_new(QH_DTYPE_F32, &xi->shape, NULL);
@@ -208,19 +228,20 @@ static void test_layout_plan(void) {
   /* c1, r1, c2, s, h channels-last; c3 (read by MaxPool, whose output is the graph's)
    * and the outputs NCHW */
   const gboolean want[8] = {TRUE, TRUE, TRUE, TRUE, TRUE, FALSE, FALSE, FALSE};
-  check_plan(g, ids, want, 8);
+  check_plan(g, ids, want, 8, 1); /* conv1 + Relu */
   qh_graph_free(g);
 }
 
 static void test_pool_concat_se(void) {
-  int ids[15];
+  int ids[16];
   QhGraph *g = make_pool_graph(ids);
   /* everything up to the head channels-last but the values with one spatial position
    * (the pooled squeeze-excitation branch) and the outputs */
-  gboolean want[15];
-  for (int i = 0; i < 15; i++)
-    want[i] = i < 11;
-  check_plan(g, ids, want, 15);
+  gboolean want[16];
+  for (int i = 0; i < 16; i++)
+    want[i] = i < 12;
+  /* conv1 + Relu, conv_a + Clip, conv_b + x * HardSigmoid(x), conv2 + SiLU, conv3 + HardSwish */
+  check_plan(g, ids, want, 16, 5);
   qh_graph_free(g);
 }
 
