@@ -3,8 +3,8 @@
  * NCHW pays two activation reorders per conv: together half of mobilenet_v3_large's and
  * a third of resnet50's conv time. So a value that flows only between Convs, element-wise
  * ops (Relu, Clip, HardSwish, residual Add, the squeeze-excitation Mul, ...) and the ops
- * with a channels-last loop (MaxPool, AveragePool, GlobalAveragePool, Pad, Concat on the
- * channel axis) stays NHWC; a value that any other op reads, or that the caller sees
+ * with a channels-last loop (MaxPool, AveragePool, GlobalAveragePool, Pad,
+ * BatchNormalization, Concat on the channel axis) stays NHWC; a value that any other op reads, or that the caller sees
  * (graph inputs and outputs, the plan's value hook), stays NCHW, and the Conv on the
  * boundary converts on its side. A 4-D value with one spatial position (a global pool's
  * output, a per-channel constant) has the same bytes in both layouts: it is never marked
@@ -93,12 +93,13 @@ static gboolean elementwise(const QhNode *node, const QhTensor *infos, const gbo
 }
 
 /* An op with a channels-last loop of its own: MaxPool (without Indices), AveragePool,
- * GlobalAveragePool and Pad on 4-D activations, Concat of 4-D activations along the
- * channels. */
+ * GlobalAveragePool, Pad and BatchNormalization on 4-D activations, Concat of 4-D
+ * activations along the channels. */
 static gboolean channels_last_op(const QhNode *node, const QhTensor *infos, const gboolean *is_known) {
   static const char *const pools[] = {"MaxPool", "AveragePool", "GlobalAveragePool", NULL};
   static const char *const concat[] = {"Concat", NULL};
   static const char *const pad[] = {"Pad", NULL};
+  static const char *const bn[] = {"BatchNormalization", NULL};
   if (node->n_outputs < 1 || node->outputs[0] < 0 ||
       !activation_4d(&infos[node->outputs[0]], is_known[node->outputs[0]]))
     return FALSE;
@@ -106,6 +107,9 @@ static gboolean channels_last_op(const QhNode *node, const QhTensor *infos, cons
     return node->n_inputs == 1 && node->inputs[0] >= 0 &&
            activation_4d(&infos[node->inputs[0]], is_known[node->inputs[0]]) &&
            (node->n_outputs == 1 || node->outputs[1] < 0);
+  if (op_is(node, bn)) /* the statistics outputs are refused by the kernel anyway */
+    return node->n_inputs == 5 && node->inputs[0] >= 0 &&
+           activation_4d(&infos[node->inputs[0]], is_known[node->inputs[0]]);
   if (op_is(node, pad)) /* pads, value and axes are constants the kernel reads */
     return node->inputs[0] >= 0 && activation_4d(&infos[node->inputs[0]], is_known[node->inputs[0]]);
   if (!op_is(node, concat) || node->n_inputs < 1)

@@ -14,10 +14,10 @@ G_BEGIN_DECLS
  * with more than one spatial position) made and used only by host Convs on the oneDNN
  * engine (input 0 or output), by element-wise ops whose activation operands all have its
  * shape and all get the flag too (operands with one spatial position broadcast), and by
- * MaxPool, AveragePool, GlobalAveragePool, Pad and channel Concat, whose 4-D operands then
- * all share it. infos/is_known: the plan's value descriptions; defs and is_external: per
- * node id, the host kernel (NULL when none) and whether a plugin runs it; run_order: node
- * ids. All FALSE when oneDNN is disabled (QHOST_FP32_ENGINE=openblas). */
+ * MaxPool, AveragePool, GlobalAveragePool, Pad, BatchNormalization and channel Concat,
+ * whose 4-D operands then all share it. infos/is_known: the plan's value descriptions;
+ * defs and is_external: per node id, the host kernel (NULL when none) and whether a
+ * plugin runs it; run_order: node ids. All FALSE when oneDNN is disabled (QHOST_FP32_ENGINE=openblas). */
 gboolean *qh_layout_plan_nhwc(const QhGraph *graph, const GArray *run_order, const QhTensor *infos,
                               const gboolean *is_known, const QhOpDef *const *defs,
                               const gboolean *is_external, int n_values);

@@ -3,7 +3,8 @@
  * plan off) and of the naive kernels. The first graph: Conv 3x3 -> Relu -> Conv 1x1 -> Add
  * (residual) -> HardSwish -> depthwise Conv -> MaxPool -> output, plus a Conv whose
  * output is a graph output. The second has the ops with channels-last loops of their own
- * (MaxPool with ceil_mode, channel Concat, AveragePool counting the padding, Pad, SiLU, the
+ * (MaxPool with ceil_mode, channel Concat, BatchNormalization, AveragePool counting the
+ * padding, Pad, SiLU, the
  * squeeze-excitation GlobalAveragePool and broadcast Mul, a per-channel constant Mul)
  * and a Conv fused with each activation exec/fusion.c takes: the all-NCHW run with the
  * hook runs every node on its own, the slow twin of the fused convolutions.
@@ -108,7 +109,14 @@ static QhGraph *make_pool_graph(int *ids) {
   int sg = value(g, "sg"), silu = value(g, "silu"), gp = value(g, "gp"), cs = value(g, "cs");
   int hs = value(g, "hs"), m = value(g, "m"), m2 = value(g, "m2"), z = value(g, "z");
   int pd = value(g, "pd"), ca0 = value(g, "ca0"), cb0 = value(g, "cb0"), hb = value(g, "hb");
-  int c3 = value(g, "c3"), hsw = value(g, "hsw");
+  int c3 = value(g, "c3"), hsw = value(g, "hsw"), cn = value(g, "cn");
+  int bn[5] = {-1};
+  for (int i = 1; i < 5; i++)
+    bn[i] = constant(g, (const char *[]){"", "bn_scale", "bn_b", "bn_mean", "bn_var"}[i], 1,
+                     (int64_t[]){20});
+  float *var = qh_graph_value(g, bn[4])->initializer->data;
+  for (int i = 0; i < 20; i++)
+    var[i] = fabsf(var[i]) + 0.5f;
   int w3 = constant(g, "w3", 4, (int64_t[]){16, 16, 1, 1});
   int lo = constant(g, "lo", 0, NULL), hi = constant(g, "hi", 0, NULL);
   *(float *)qh_graph_value(g, lo)->initializer->data = 0.0f;
@@ -128,7 +136,9 @@ static QhGraph *make_pool_graph(int *ids) {
   qh_graph_add_node(g, "hswish_b", "Mul", "", 2, (int[]){hb, cb0}, 1, &cb, NULL);
   qh_node_set_attr_int(qh_graph_add_node(g, "concat", "Concat", "", 2, (int[]){ca, cb}, 1, &cc, NULL),
                        "axis", 1);
-  qh_node_set_attr_int(pool(g, "avgpool", "AveragePool", cc, ap, 3, 1, 1), "count_include_pad", 1);
+  bn[0] = cc;
+  qh_graph_add_node(g, "bn", "BatchNormalization", "", 5, bn, 1, &cn, NULL);
+  qh_node_set_attr_int(pool(g, "avgpool", "AveragePool", cn, ap, 3, 1, 1), "count_include_pad", 1);
   qh_graph_add_node(g, "pad", "Pad", "", 2, (int[]){ap, pads_v->id}, 1, &pd, NULL);
   conv(g, "conv2", pd, w2, -1, c2, 1, 1);
   qh_graph_add_node(g, "sigmoid", "Sigmoid", "", 1, &c2, 1, &sg, NULL);
@@ -143,7 +153,7 @@ static QhGraph *make_pool_graph(int *ids) {
   conv(g, "head", hsw, wh, -1, z, 1, 1);
   output(g, z);
   output(g, hs);
-  int want[] = {r1, p1, ca, cb, cc, ap, pd, c2, sg, silu, m, m2, gp, cs, hs, z};
+  int want[] = {r1, p1, ca, cb, cc, cn, ap, pd, c2, sg, silu, m, m2, gp, cs, hs, z};
   memcpy(ids, want, sizeof want);
   return g;
 }
@@ -233,15 +243,15 @@ static void test_layout_plan(void) {
 }
 
 static void test_pool_concat_se(void) {
-  int ids[16];
+  int ids[17];
   QhGraph *g = make_pool_graph(ids);
   /* everything up to the head channels-last but the values with one spatial position
    * (the pooled squeeze-excitation branch) and the outputs */
-  gboolean want[16];
-  for (int i = 0; i < 16; i++)
-    want[i] = i < 12;
+  gboolean want[17];
+  for (int i = 0; i < 17; i++)
+    want[i] = i < 13;
   /* conv1 + Relu, conv_a + Clip, conv_b + x * HardSigmoid(x), conv2 + SiLU, conv3 + HardSwish */
-  check_plan(g, ids, want, 16, 5);
+  check_plan(g, ids, want, 17, 5);
   qh_graph_free(g);
 }
 
