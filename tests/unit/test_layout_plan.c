@@ -4,13 +4,12 @@
  * (residual) -> HardSwish -> depthwise Conv -> MaxPool -> output, plus a Conv whose
  * output is a graph output. The second has the ops with channels-last loops of their own
  * (MaxPool with ceil_mode, channel Concat, BatchNormalization, AveragePool counting the
- * padding, Pad, SiLU, the
- * squeeze-excitation GlobalAveragePool and broadcast Mul, a per-channel constant Mul)
- * and a Conv fused with each activation exec/fusion.c takes: the all-NCHW run with the
- * hook runs every node on its own, the slow twin of the fused convolutions.
- * Tolerance: max |a - b| <= 1e-5 max |b| (the engines sum in
- * their own orders; measured below 1e-6). Under QHOST_FP32_ENGINE=openblas no value may
- * be channels-last. */
+ * padding, Pad, the squeeze-excitation GlobalAveragePool and broadcast Mul, a per-channel
+ * constant Mul) and a Conv fused with each activation exec/fusion.c takes (Relu, Clip,
+ * x * HardSigmoid(x), SiLU, HardSwish): the all-NCHW run with the hook runs every node on
+ * its own, the slow twin of the fused convolutions. Tolerance: max |a - b| <= 1e-5 max |b|
+ * (the engines sum in their own orders; measured below 1e-6). Under
+ * QHOST_FP32_ENGINE=openblas no value may be channels-last. */
 #include <math.h>
 #include <string.h>
 
