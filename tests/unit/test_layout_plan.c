@@ -117,7 +117,7 @@ static QhGraph *make_pool_graph(int *ids) {
   for (int i = 0; i < 20; i++)
     var[i] = fabsf(var[i]) + 0.5f;
   int w3 = constant(g, "w3", 4, (int64_t[]){16, 16, 1, 1});
-  int lo = constant(g, "lo", 0, NULL), hi = constant(g, "hi", 0, NULL);
+  int lo = constant(g, "lo", 0, (int64_t[]){1}), hi = constant(g, "hi", 0, (int64_t[]){1});
   *(float *)qh_graph_value(g, lo)->initializer->data = 0.0f;
   *(float *)qh_graph_value(g, hi)->initializer->data = 0.25f;
   QhTensor *pads = qh_tensor_new(QH_DTYPE_S64, &(QhShape){.rank = 1, .dims = {8}}, NULL);
