@@ -29,6 +29,15 @@ G_BEGIN_DECLS
 
 typedef struct QhConvCache QhConvCache;
 
+/* An element-wise function a Conv applies to its result before writing it (exec/fusion.c). */
+typedef enum {
+  QH_POST_NONE,
+  QH_POST_RELU,
+  QH_POST_CLIP,      /* alpha, beta: the bounds, alpha <= beta */
+  QH_POST_SWISH,     /* x * sigmoid(x) */
+  QH_POST_HARDSWISH, /* x * clip(x / 6 + 1/2, 0, 1) */
+} QhPostOpKind;
+
 typedef struct {
   QhThreadPool *pool; /* never NULL; may have a single thread */
   void *scratch;      /* owned; see qh_exec_scratch */
@@ -44,6 +53,11 @@ typedef struct {
    * Only Conv on the oneDNN engine and element-wise ops (whose operands then all share
    * the layout) are ever given such values (plan.c's layout plan); zero everywhere else. */
   guint64 nhwc_inputs, nhwc_outputs;
+  /* Set by the plan before each run call: for a Conv whose channels-last result the
+   * plan's fusion (exec/fusion.c) passes through element-wise nodes, the function to
+   * apply (then its output tensor is the group's last value); QH_POST_NONE elsewhere. */
+  QhPostOpKind post_op;
+  float post_alpha, post_beta;
   QhConvCache *conv_cache; /* owned; oneDNN primitives and packed weights per Conv node */
 } QhExecContext;
 

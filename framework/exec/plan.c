@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "exec/fusion.h"
 #include "exec/layout.h"
 
 /* Largest constant the planner computes at load time (64 MiB). */
@@ -42,6 +43,7 @@ struct QhPlan {
   QhPlanValueFn value_hook;
   gpointer value_hook_data;
   gboolean *nhwc;           /* per value: kept channels-last (layout.c) unless a hook watches */
+  QhFusedStep *fused;       /* per step of run_order: Conv post-op groups (fusion.c), with nhwc */
 };
 
 static gboolean node_fail(GError **error, const QhNode *node, QhErrorCode code, const char *fmt,
@@ -79,6 +81,7 @@ void qh_plan_free(QhPlan *plan) {
   g_free(plan->last_use);
   g_free(plan->arena_offset);
   g_free(plan->nhwc);
+  g_free(plan->fused);
   qh_aligned_free(plan->arena);
   g_free(plan);
 }
@@ -342,6 +345,13 @@ static void plan_arena(QhPlan *plan) {
   plan->arena_offset = g_new(size_t, plan->n_values + 1);
   for (int v = 0; v < plan->n_values; v++)
     plan->arena_offset[v] = SIZE_MAX;
+  /* a fused group's result is written by its Conv, at the head's step */
+  int *born = g_new(int, plan->n_values + 1);
+  for (int v = 0; v < plan->n_values; v++)
+    born[v] = G_MAXINT;
+  for (guint step = 0; plan->fused && step < plan->run_order->len; step++)
+    if (plan->fused[step].kind != QH_POST_NONE)
+      born[plan->fused[step].out_value] = (int)step;
   GArray *slots = g_array_new(FALSE, FALSE, sizeof(Slot));
   for (guint step = 0; step < plan->run_order->len; step++) {
     const QhNode *node = qh_graph_node(g, g_array_index(plan->run_order, int, step));
@@ -352,7 +362,7 @@ static void plan_arena(QhPlan *plan) {
       /* Every slot has QH_TENSOR_ALIGN bytes of slack after its data, as plugin
        * kernels are promised (vector loads past the end; canaries live there). */
       size_t size = (plan->infos[vid].nbytes + 2 * QH_TENSOR_ALIGN - 1) / QH_TENSOR_ALIGN * QH_TENSOR_ALIGN;
-      Slot s = {vid, size, (int)step, MAX((int)step, plan->last_use[vid]), 0};
+      Slot s = {vid, size, MIN((int)step, born[vid]), MAX((int)step, plan->last_use[vid]), 0};
       g_array_append_val(slots, s);
     }
   }
@@ -382,6 +392,7 @@ static void plan_arena(QhPlan *plan) {
     g_ptr_array_add(placed, s);
   }
   plan->arena_size = end;
+  g_free(born);
   g_ptr_array_free(overlapping, TRUE);
   g_ptr_array_free(placed, TRUE);
   g_array_free(slots, TRUE);
@@ -438,15 +449,17 @@ static QhPlan *plan_new(const QhGraph *graph, const QhShape *input_shapes, gbool
       if (node->inputs[k] >= 0)
         plan->last_use[node->inputs[k]] = (int)i;
   }
-  plan_arena(plan);
   if (!shapes_only) {
     gboolean *external = g_new0(gboolean, n_nodes + 1);
     for (int id = 0; id < n_nodes; id++)
       external[id] = plan->ext[id].run != NULL;
     plan->nhwc = qh_layout_plan_nhwc(graph, plan->run_order, plan->infos, plan->is_known,
                                      (const QhOpDef *const *)plan->defs, external, plan->n_values);
+    plan->fused = qh_fusion_plan(graph, plan->run_order, plan->infos, (const QhOpDef *const *)plan->defs,
+                                 external, plan->nhwc, plan->n_values);
     g_free(external);
   }
+  plan_arena(plan);
   if (!shapes_only) {
     for (guint i = 0; i < graph->outputs->len; i++) {
       const QhValue *v = qh_graph_value(graph, g_array_index(graph->outputs, int, i));
@@ -479,6 +492,13 @@ void qh_plan_set_profiling(QhPlan *plan, gboolean on) {
 }
 
 int64_t qh_plan_node_time_ns(const QhPlan *plan, int node_id) { return plan->time_ns[node_id]; }
+
+int qh_plan_fused_convs(const QhPlan *plan) {
+  int n = 0;
+  for (guint i = 0; plan->fused && i < plan->run_order->len; i++)
+    n += plan->fused[i].kind != QH_POST_NONE;
+  return n;
+}
 
 gboolean qh_plan_node_is_external(const QhPlan *plan, int node_id) {
   return plan->ext[node_id].run != NULL;
@@ -567,11 +587,14 @@ gboolean qh_plan_run(QhPlan *plan, QhExecContext *ctx, const QhTensor *const *in
 
   /* the value hook and the naive kernels see every value in NCHW */
   const gboolean *nhwc = plan->value_hook == NULL && !plan->use_naive ? plan->nhwc : NULL;
+  const QhFusedStep *fused = nhwc ? plan->fused : NULL; /* with the region only */
   const QhTensor **ins = NULL;
   QhTensor **outs = NULL;
   for (guint step = 0; step < plan->run_order->len && ok; step++) {
     const QhNode *node = qh_graph_node(g, g_array_index(plan->run_order, int, step));
     const QhOpDef *def = plan->defs[node->id];
+    if (fused && fused[step].absorbed)
+      continue; /* an earlier Conv wrote its result */
     ins = g_renew(const QhTensor *, ins, (gsize)node->n_inputs + 1);
     outs = g_renew(QhTensor *, outs, (gsize)node->n_outputs + 1);
     for (int k = 0; k < node->n_inputs; k++)
@@ -611,7 +634,14 @@ gboolean qh_plan_run(QhPlan *plan, QhExecContext *ctx, const QhTensor *const *in
       for (int o = 0; o < node->n_outputs && o < 64 && nhwc; o++)
         if (node->outputs[o] >= 0 && nhwc[node->outputs[o]])
           ctx->nhwc_outputs |= G_GUINT64_CONSTANT(1) << o;
+      if (fused && fused[step].kind != QH_POST_NONE) {
+        ctx->post_op = fused[step].kind;
+        ctx->post_alpha = fused[step].alpha;
+        ctx->post_beta = fused[step].beta;
+        outs[0] = (QhTensor *)live[fused[step].out_value];
+      }
       ok = run(ctx, node, ins, node->n_inputs, outs, node->n_outputs, error);
+      ctx->post_op = QH_POST_NONE;
     }
     if (plan->profiling)
       plan->time_ns[node->id] += now_ns() - t0;

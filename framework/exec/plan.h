@@ -89,6 +89,10 @@ void qh_plan_set_profiling(QhPlan *plan, gboolean on);
 /* Nanoseconds node_id has taken over the profiled runs (0 if it never ran). */
 int64_t qh_plan_node_time_ns(const QhPlan *plan, int node_id);
 
+/* How many Convs run with the element-wise nodes after them fused (exec/fusion.c), in
+ * the runs without a value hook or the naive kernels; for tests and reports. */
+int qh_plan_fused_convs(const QhPlan *plan);
+
 /* Whether node_id runs on an external kernel (qh_plan_new_with_kernels). */
 gboolean qh_plan_node_is_external(const QhPlan *plan, int node_id);
 

@@ -32,6 +32,8 @@ typedef struct {
   const void *w_data;
   guint64 w_fingerprint;
   gboolean src_nhwc, dst_nhwc; /* the plan keeps that side channels-last (layout.c) */
+  QhPostOpKind post_op;        /* the plan's fused activation (fusion.c) */
+  float post_alpha, post_beta;
   /* the entry */
   gboolean declined; /* oneDNN has only its reference loop for this conv */
   dnnl_primitive_t conv;
@@ -100,7 +102,8 @@ static guint64 fingerprint(const QhTensor *w) {
 static gboolean key_matches(const ConvEntry *e, const QhConvGeometry *g, int threads, guint64 fp) {
   const QhTensor *x = g->x, *w = g->wt;
   const gboolean has_bias = g->b != NULL;
-  return e->src_nhwc == g->src_nhwc && e->dst_nhwc == g->dst_nhwc && e->rank == x->shape.rank &&
+  return e->src_nhwc == g->src_nhwc && e->dst_nhwc == g->dst_nhwc && e->post_op == g->post_op &&
+         e->post_alpha == g->post_alpha && e->post_beta == g->post_beta && e->rank == x->shape.rank &&
          memcmp(e->x_dims, x->shape.dims, sizeof(int64_t) * (size_t)x->shape.rank) == 0 &&
          e->threads == threads && e->has_bias == has_bias && e->w_data == w->data &&
          e->w_fingerprint == fp;
@@ -123,6 +126,27 @@ static gboolean make_reorder(const dnnl_memory_desc_t *from, const dnnl_memory_d
     return FALSE;
   gboolean ok = dnnl_primitive_create(out, pd) == dnnl_success;
   dnnl_primitive_desc_destroy(pd);
+  return ok;
+}
+
+/* The fused activation as an eltwise post-op (none for QH_POST_NONE). */
+static gboolean set_post_op(dnnl_primitive_attr_t attr, const ConvEntry *e) {
+  dnnl_alg_kind_t alg;
+  float alpha = 0.0f, beta = 0.0f;
+  switch (e->post_op) {
+  case QH_POST_NONE: return TRUE;
+  case QH_POST_RELU: alg = dnnl_eltwise_relu; break;
+  case QH_POST_CLIP: alg = dnnl_eltwise_clip, alpha = e->post_alpha, beta = e->post_beta; break;
+  case QH_POST_SWISH: alg = dnnl_eltwise_swish, alpha = 1.0f; break;
+  case QH_POST_HARDSWISH: alg = dnnl_eltwise_hardswish; break;
+  default: return FALSE;
+  }
+  dnnl_post_ops_t po;
+  if (dnnl_post_ops_create(&po) != dnnl_success)
+    return FALSE;
+  gboolean ok = dnnl_post_ops_append_eltwise(po, 1.0f, alg, alpha, beta) == dnnl_success &&
+                dnnl_primitive_attr_set_post_ops(attr, po) == dnnl_success;
+  dnnl_post_ops_destroy(po);
   return ok;
 }
 
@@ -188,6 +212,7 @@ static gboolean entry_build(ConvEntry *e, const QhConvGeometry *g, const QhTenso
     return FALSE;
   dnnl_primitive_desc_t pd = NULL;
   gboolean ok = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success &&
+                set_post_op(attr, e) &&
                 dnnl_primitive_desc_create(&pd, &cd, attr, engine, NULL) == dnnl_success;
   dnnl_primitive_attr_destroy(attr);
   if (!ok)
@@ -249,6 +274,9 @@ static void entry_set_key(ConvEntry *e, const QhConvGeometry *g, int threads, gu
   e->w_fingerprint = fp;
   e->src_nhwc = g->src_nhwc;
   e->dst_nhwc = g->dst_nhwc;
+  e->post_op = g->post_op;
+  e->post_alpha = g->post_alpha;
+  e->post_beta = g->post_beta;
 }
 
 static ConvEntry *entry_get(QhConvCache *cache, const QhConvGeometry *g, int threads) {

@@ -97,6 +97,8 @@ typedef struct {
   float *y;
   gboolean weights_constant; /* wt is a plan constant (QhExecContext.constant_inputs) */
   gboolean src_nhwc, dst_nhwc; /* x / y channels-last (QhExecContext.nhwc_inputs/outputs) */
+  QhPostOpKind post_op;        /* applied to y (QhExecContext.post_op; only with dst_nhwc) */
+  float post_alpha, post_beta;
 } QhConvGeometry;
 
 typedef enum {

@@ -97,11 +97,14 @@ static gboolean conv_run(QhExecContext *ctx, const QhNode *node, const QhTensor 
                          .x = inputs[0], .wt = inputs[1], .b = b, .y = y,
                          .weights_constant = (ctx->constant_inputs & 2) != 0,
                          .src_nhwc = (ctx->nhwc_inputs & 1) != 0,
-                         .dst_nhwc = (ctx->nhwc_outputs & 1) != 0};
+                         .dst_nhwc = (ctx->nhwc_outputs & 1) != 0, .post_op = ctx->post_op,
+                         .post_alpha = ctx->post_alpha, .post_beta = ctx->post_beta};
     QhConvEngineResult r = qh_conv_onednn(ctx, &eg, error);
     if (r != QH_CONV_ENGINE_DECLINED)
       return r == QH_CONV_ENGINE_RAN;
   }
+  if (ctx->post_op != QH_POST_NONE) /* the plan fuses only channels-last convs: never here */
+    return qh_kernel_fail(error, node, QH_ERROR_FAILED, "a fused post-op needs the oneDNN engine");
   if (g.group == g.c && g.m == g.c) {
     qh_conv_depthwise(ctx->pool, w, g.n * g.c, g.c, x, wt, b, y);
     return TRUE;

@@ -3,7 +3,10 @@
  * arithmetic exporters emit. Every path reduces to one strided inner loop per
  * (op, dtype) whose operand strides are 0 (broadcast) or 1; run picks the cheapest
  * way to cover the output (one contiguous run, per-row blocks for trailing-dimension
- * broadcasts, or rows of the general walk), run_naive walks every output index. */
+ * broadcasts, or rows of the general walk), run_naive walks every output index. Where the
+ * plan keeps the 4-D output channels-last (exec/layout.c: then every operand has the
+ * output's shape, in NHWC too, or one spatial position), run works on the physical
+ * [N, H, W, C] shapes, so a per-channel operand becomes a row along the last dim. */
 #include <string.h>
 
 #include "exec/kernels/common.h"
@@ -263,12 +266,34 @@ static void plan_layout(Job *j, const QhTensor *a, const QhTensor *b, const QhSh
   broadcast_strides(&b->shape, out, j->str_b);
 }
 
+/* t's dims right-aligned to rank 4 and permuted from NCHW to NHWC order (the same bytes
+ * for an operand that is channels-last or has one spatial position). */
+static QhTensor channels_last_view(const QhTensor *t) {
+  QhTensor v = *t;
+  int64_t d[4];
+  align_dims(&t->shape, 4, d);
+  v.shape.rank = 4;
+  v.shape.dims[0] = d[0];
+  v.shape.dims[1] = d[2];
+  v.shape.dims[2] = d[3];
+  v.shape.dims[3] = d[1];
+  return v;
+}
+
 static gboolean run(QhExecContext *ctx, const QhNode *node, const QhTensor *const *inputs,
                     int n_inputs, QhTensor *const *outputs, int n_outputs, GError **error) {
   (void)n_inputs;
   (void)n_outputs;
   const QhTensor *a = inputs[0], *b = inputs[1];
   QhTensor *c = outputs[0];
+  QhTensor views[3];
+  if ((ctx->nhwc_inputs | ctx->nhwc_outputs) != 0 && c->shape.rank == 4 && a->shape.rank <= 4 &&
+      b->shape.rank <= 4) {
+    views[0] = channels_last_view(a);
+    views[1] = channels_last_view(b);
+    views[2] = channels_last_view(c);
+    a = &views[0], b = &views[1], c = &views[2];
+  }
   BinOp op = node_op(node);
   if (!check_divisors(node, op, b, error))
     return FALSE;

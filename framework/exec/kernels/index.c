@@ -431,18 +431,34 @@ static gboolean pad_run_naive(QhExecContext *ctx, const QhNode *node,
   return TRUE;
 }
 
+/* NCHW dims (or pads) in NHWC order. */
+static void nchw_to_nhwc(int64_t *d) {
+  const int64_t c = d[1];
+  d[1] = d[2];
+  d[2] = d[3];
+  d[3] = c;
+}
+
 /* Row by row: each output row is a constant row or one input row with its ends
- * filled; the copied middle is one memcpy. */
+ * filled; the copied middle is one memcpy. A 4-D tensor the layout plan keeps
+ * channels-last (exec/layout.c) is padded as the [N, H, W, C] array it is. */
 static gboolean pad_run(QhExecContext *ctx, const QhNode *node, const QhTensor *const *inputs,
                         int n_inputs, QhTensor *const *outputs, int n_outputs, GError **error) {
-  (void)ctx, (void)n_outputs;
+  (void)n_outputs;
   PadParams p;
   guint8 value[8];
   const QhTensor *x = inputs[0];
-  QhTensor *y = outputs[0];
+  QhTensor *y = outputs[0], x_nhwc;
   if (!pad_params(node, inputs, n_inputs, &p, error) ||
       !pad_value(node, inputs, n_inputs, x->dtype, value, error))
     return FALSE;
+  if (((ctx->nhwc_inputs | ctx->nhwc_outputs) & 1) && x->shape.rank == 4) {
+    x_nhwc = *x;
+    nchw_to_nhwc(x_nhwc.shape.dims);
+    nchw_to_nhwc(p.before);
+    nchw_to_nhwc(p.out.dims);
+    x = &x_nhwc;
+  }
   if (y->nbytes == 0)
     return TRUE;
   if (x->shape.rank == 0) {

@@ -3,7 +3,9 @@
  * PyTorch's CPU kernel, the per-channel terms are folded first (a = scale /
  * sqrt(var + eps), b = B - mean * a) and each element costs one multiply-add, so
  * float results track PyTorch's rather than the formula's literal rounding.
- * Training mode and the optional statistics outputs are refused. */
+ * Training mode and the optional statistics outputs are refused. A 4-D tensor the layout
+ * plan keeps channels-last (exec/layout.c) is walked pixel by pixel with the same
+ * multiply-add per element, so its bits are the NCHW loop's. */
 #include <math.h>
 
 #include "exec/kernels/common.h"
@@ -87,6 +89,18 @@ static void bn_task(void *arg, int64_t begin, int64_t end) {
   }
 }
 
+/* Channels-last: each task item is one pixel of `channels` elements. */
+static void bn_task_nhwc(void *arg, int64_t begin, int64_t end) {
+  const Job *j = arg;
+  const int64_t c = j->channels;
+  for (int64_t p = begin; p < end; p++) {
+    const float *x = j->x + p * c;
+    float *y = j->y + p * c;
+    for (int64_t k = 0; k < c; k++)
+      y[k] = x[k] * j->a[k] + j->b[k];
+  }
+}
+
 static gboolean run(QhExecContext *ctx, const QhNode *node, const QhTensor *const *inputs,
                     int n_inputs, QhTensor *const *outputs, int n_outputs, GError **error) {
   (void)n_inputs;
@@ -115,7 +129,10 @@ static gboolean run(QhExecContext *ctx, const QhNode *node, const QhTensor *cons
   }
   Job j = {.x = qh_f32(inputs[0]), .a = ab, .b = ab + c, .y = qh_f32(outputs[0]),
            .channels = c, .inner = inner};
-  qh_thread_pool_parallel_for(ctx->pool, planes, MAX(1, 16384 / inner), bn_task, &j);
+  if (((ctx->nhwc_inputs | ctx->nhwc_outputs) & 1) && xs->rank == 4)
+    qh_thread_pool_parallel_for(ctx->pool, xs->dims[0] * inner, MAX(1, 16384 / c), bn_task_nhwc, &j);
+  else
+    qh_thread_pool_parallel_for(ctx->pool, planes, MAX(1, 16384 / inner), bn_task, &j);
   qh_aligned_free(ab);
   return TRUE;
 }

@@ -6,7 +6,10 @@
  * average apart, with the same comparisons and the same double sums in the same order,
  * so its bits are the reference's. AveragePool's count_include_pad counts
  * the taps inside the explicitly padded input, not those a ceil_mode window hangs
- * past it (PyTorch's rule). */
+ * past it (PyTorch's rule). Where the plan's layout plan (exec/layout.c) keeps the
+ * tensors channels-last, the loops run over pixels with the channels innermost, each
+ * channel seeing its taps in the reference's order with the same comparison or double
+ * sum, so the numbers are the reference's there too. */
 #include <float.h>
 #include <string.h>
 
@@ -152,6 +155,7 @@ typedef struct {
   const PoolArgs *p;
   int64_t *a[QH_WINDOW_DIMS], *b[QH_WINDOW_DIMS], *cnt[QH_WINDOW_DIMS];
   int64_t *kw_lo, *kw_hi;
+  int64_t channels; /* channels-last runs: C */
 } FastArgs;
 
 /* One output row, tap by tap across the row (the inner loop runs over outputs, so it
@@ -201,6 +205,47 @@ typedef struct {
 POOL_ROWS(base, )
 POOL_ROWS(avx512, __attribute__((target("avx512f"), optimize("tree-vectorize"))))
 
+/* Channels-last: one output pixel, tap by tap, the inner loop over the c channels. */
+#define POOL_PIXELS(sfx, attrs)                                                                   \
+  attrs static void pool_pixels_##sfx(const FastArgs *f, const float *x, float *y, double *acc, \
+                                      int64_t c, int64_t od, int64_t oh) {                       \
+    const PoolArgs *p = f->p;                                                                     \
+    const QhWindow *w = p->w;                                                                     \
+    const int64_t sd = od * w->s[0] - w->pb[0], sh = oh * w->s[1] - w->pb[1];                     \
+    for (int64_t ow = 0; ow < w->out[2]; ow++) {                                                  \
+      const int64_t sw = ow * w->s[2] - w->pb[2];                                                 \
+      float *yp = y + ((od * w->out[1] + oh) * w->out[2] + ow) * c;                               \
+      for (int64_t ch = 0; ch < c; ch++) {                                                        \
+        yp[ch] = -FLT_MAX;                                                                        \
+        acc[ch] = 0.0;                                                                            \
+      }                                                                                           \
+      for (int64_t kd = f->a[0][od]; kd < f->b[0][od]; kd++)                                      \
+        for (int64_t kh = f->a[1][oh]; kh < f->b[1][oh]; kh++)                                    \
+          for (int64_t kw = f->a[2][ow]; kw < f->b[2][ow]; kw++) {                                \
+            const float *xp =                                                                     \
+                x + (((sd + kd * w->d[0]) * w->in[1] + sh + kh * w->d[1]) * w->in[2] + sw +       \
+                     kw * w->d[2]) * c;                                                           \
+            if (p->is_max)                                                                        \
+              for (int64_t ch = 0; ch < c; ch++)                                                  \
+                yp[ch] = xp[ch] > yp[ch] ? xp[ch] : yp[ch];                                       \
+            else                                                                                  \
+              for (int64_t ch = 0; ch < c; ch++)                                                  \
+                acc[ch] += xp[ch];                                                                \
+          }                                                                                       \
+      if (!p->is_max) {                                                                           \
+        double count = p->include_pad ? (double)f->cnt[0][od] * (double)f->cnt[1][oh] *          \
+                                            (double)f->cnt[2][ow]                                 \
+                                      : (double)(f->b[0][od] - f->a[0][od]) *                     \
+                                            (double)(f->b[1][oh] - f->a[1][oh]) *                 \
+                                            (double)(f->b[2][ow] - f->a[2][ow]);                  \
+        for (int64_t ch = 0; ch < c; ch++)                                                        \
+          yp[ch] = count > 0 ? (float)(acc[ch] / count) : 0.0f;                                   \
+      }                                                                                           \
+    }                                                                                             \
+  }
+POOL_PIXELS(base, )
+POOL_PIXELS(avx512, __attribute__((target("avx512f"), optimize("tree-vectorize"))))
+
 static void pool_task_fast(void *arg, int64_t begin, int64_t end) {
   const FastArgs *f = arg;
   const QhWindow *w = f->p->w;
@@ -212,6 +257,24 @@ static void pool_task_fast(void *arg, int64_t begin, int64_t end) {
       pool_rows_avx512(f, f->p->x + plane * isz, f->p->y + plane * osz, acc);
     else
       pool_rows_base(f, f->p->x + plane * isz, f->p->y + plane * osz, acc);
+  }
+  g_free(acc);
+}
+
+/* Channels-last: one item per output row (image, depth, height). */
+static void pool_task_nhwc(void *arg, int64_t begin, int64_t end) {
+  const FastArgs *f = arg;
+  const QhWindow *w = f->p->w;
+  const int64_t c = f->channels, isz = qh_window_in_size(w) * c, osz = qh_window_out_size(w) * c;
+  const int64_t rows = w->out[0] * w->out[1];
+  double *acc = g_new(double, MAX(c, 1));
+  const gboolean wide = (qh_cpu_features() & QH_CPU_AVX512F) != 0;
+  for (int64_t r = begin; r < end; r++) {
+    const int64_t n = r / rows, od = (r % rows) / w->out[1], oh = r % w->out[1];
+    if (wide)
+      pool_pixels_avx512(f, f->p->x + n * isz, f->p->y + n * osz, acc, c, od, oh);
+    else
+      pool_pixels_base(f, f->p->x + n * isz, f->p->y + n * osz, acc, c, od, oh);
   }
   g_free(acc);
 }
@@ -276,7 +339,12 @@ static gboolean pool_run(QhExecContext *ctx, const QhNode *node, const QhTensor 
     f.kw_hi[kw] = hi;
   }
   const QhShape *xs = &inputs[0]->shape;
-  qh_thread_pool_parallel_for(ctx->pool, xs->dims[0] * xs->dims[1], 1, pool_task_fast, &f);
+  if ((ctx->nhwc_inputs | ctx->nhwc_outputs) & 1) {
+    f.channels = xs->dims[1];
+    qh_thread_pool_parallel_for(ctx->pool, xs->dims[0] * w.out[0] * w.out[1], 1, pool_task_nhwc, &f);
+  } else {
+    qh_thread_pool_parallel_for(ctx->pool, xs->dims[0] * xs->dims[1], 1, pool_task_fast, &f);
+  }
   g_free(buf);
   return TRUE;
 }
@@ -299,7 +367,11 @@ typedef struct {
   const float *x;
   float *y;
   int64_t size;
+  int64_t channels; /* channels-last runs: C */
 } GapArgs;
+
+/* Channels-last blocks of GAP_BLOCK channels of one image. */
+#define GAP_BLOCK 64
 
 static void gap_task(void *arg, int64_t begin, int64_t end) {
   const GapArgs *a = arg;
@@ -312,6 +384,25 @@ static void gap_task(void *arg, int64_t begin, int64_t end) {
   }
 }
 
+/* Channels-last: item = (image, block of channels); each channel sums its positions in
+ * the reference's order, in double. */
+static void gap_task_nhwc(void *arg, int64_t begin, int64_t end) {
+  const GapArgs *a = arg;
+  const int64_t c = a->channels, blocks = (c + GAP_BLOCK - 1) / GAP_BLOCK;
+  double acc[GAP_BLOCK];
+  for (int64_t item = begin; item < end; item++) {
+    const int64_t n = item / blocks, c0 = (item % blocks) * GAP_BLOCK, nc = MIN(GAP_BLOCK, c - c0);
+    const float *x = a->x + n * a->size * c + c0;
+    for (int64_t k = 0; k < nc; k++)
+      acc[k] = 0.0;
+    for (int64_t i = 0; i < a->size; i++)
+      for (int64_t k = 0; k < nc; k++)
+        acc[k] += x[i * c + k];
+    for (int64_t k = 0; k < nc; k++)
+      a->y[n * c + c0 + k] = a->size > 0 ? (float)(acc[k] / (double)a->size) : 0.0f;
+  }
+}
+
 static gboolean gap_run(QhExecContext *ctx, const QhNode *node, const QhTensor *const *inputs,
                         int n_inputs, QhTensor *const *outputs, int n_outputs, GError **error) {
   (void)n_outputs;
@@ -321,7 +412,14 @@ static gboolean gap_run(QhExecContext *ctx, const QhNode *node, const QhTensor *
   GapArgs a = {.x = qh_f32(inputs[0]), .y = qh_f32(outputs[0]), .size = 1};
   for (int i = 2; i < xs->rank; i++)
     a.size *= xs->dims[i];
-  qh_thread_pool_parallel_for(ctx->pool, xs->dims[0] * xs->dims[1], 4, gap_task, &a);
+  if ((ctx->nhwc_inputs & 1) && xs->rank == 4) {
+    /* the output has one position per channel: the same bytes in either layout */
+    a.channels = xs->dims[1];
+    qh_thread_pool_parallel_for(ctx->pool, xs->dims[0] * ((a.channels + GAP_BLOCK - 1) / GAP_BLOCK), 1,
+                                gap_task_nhwc, &a);
+  } else {
+    qh_thread_pool_parallel_for(ctx->pool, xs->dims[0] * xs->dims[1], 4, gap_task, &a);
+  }
   return TRUE;
 }
 

@@ -468,13 +468,44 @@ static gboolean concat_infer(const QhNode *node, const QhTensor *const *inputs, 
   return set_output(node, &outputs[0], inputs[0]->dtype, &out, error);
 }
 
+typedef struct {
+  const QhTensor *const *inputs;
+  int n_inputs;
+  guint8 *dst;
+  size_t esize, pixel_bytes; /* one output pixel: all its channels */
+} ConcatNhwc;
+
+/* Channels-last concatenation along the channels: each pixel's channels are the inputs'
+ * channels of that pixel, one after the other. */
+static void concat_nhwc_task(void *arg, int64_t begin, int64_t end) {
+  const ConcatNhwc *j = arg;
+  for (int64_t p = begin; p < end; p++) {
+    guint8 *dst = j->dst + (size_t)p * j->pixel_bytes;
+    for (int i = 0; i < j->n_inputs; i++) {
+      size_t chunk = (size_t)j->inputs[i]->shape.dims[1] * j->esize;
+      memcpy(dst, (const guint8 *)j->inputs[i]->data + (size_t)p * chunk, chunk);
+      dst += chunk;
+    }
+  }
+}
+
 static gboolean concat_run(QhExecContext *ctx, const QhNode *node, const QhTensor *const *inputs,
                            int n_inputs, QhTensor *const *outputs, int n_outputs,
                            GError **error) {
-  (void)ctx, (void)n_outputs;
+  (void)n_outputs;
   int axis;
   if (!concat_axis(node, inputs, n_inputs, &axis, error))
     return FALSE;
+  if ((ctx->nhwc_inputs | ctx->nhwc_outputs) != 0 && axis == 1 && outputs[0]->shape.rank == 4) {
+    /* the layout plan (exec/layout.c) keeps every operand channels-last */
+    const QhShape *os = &outputs[0]->shape;
+    ConcatNhwc j = {.inputs = inputs, .n_inputs = n_inputs, .dst = outputs[0]->data,
+                    .esize = qh_dtype_size(outputs[0]->dtype)};
+    j.pixel_bytes = (size_t)os->dims[1] * j.esize;
+    qh_thread_pool_parallel_for(ctx->pool, os->dims[0] * os->dims[2] * os->dims[3], 256,
+                                concat_nhwc_task, &j);
+    return TRUE;
+  }
   const QhShape *os = &outputs[0]->shape;
   int64_t outer = 1, inner = (int64_t)qh_dtype_size(outputs[0]->dtype);
   for (int d = 0; d < axis; d++)
