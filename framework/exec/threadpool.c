@@ -1,94 +1,27 @@
-/* The kernels' thread pool: persistent workers that sleep on a condition variable
- * between parallel loops, so they cost nothing while BLAS or a plugin's library
- * runs its own threads. One loop at a time; the caller works as thread 0. */
+/* The kernels' thread pool, on the OpenMP runtime that oneDNN uses. The host's fp32
+ * convolutions (oneDNN) and its own loops alternate unit by unit; with a pool of its own
+ * beside libgomp's team the two sets of idle workers competed for the same cores, and
+ * a worker that sleeps between loops is woken once per loop, which on a VM takes as long
+ * as a small unit (fbgemm's resnet18 ran slower on 2 threads than on 1). One team serves
+ * both, and waits between loops as the process's OpenMP settings say (the qhost runner
+ * chooses GOMP_SPINCOUNT from the machine's load: framework/cli/spin-policy.c). Chunks are
+ * handed out dynamically, as before; a loop inside an OpenMP region (a nested call, or a
+ * plugin's own parallel region calling the host) runs inline on the calling thread. */
 #include "exec/threadpool.h"
 
-#include <pthread.h>
+#include <omp.h>
 
 struct QhThreadPool {
   int n_threads;
-  GThread **workers;
-  pthread_mutex_t lock;
-  pthread_cond_t work_ready;
-  pthread_cond_t work_done;
-  guint64 generation;  /* bumped for each loop; workers wait for a new one */
-  gboolean shutting_down;
-  /* the current loop */
-  QhParallelFn fn;
-  void *arg;
-  int64_t n;
-  int64_t chunk;
-  int64_t next;        /* next unclaimed index, under lock */
-  int busy;            /* workers still inside the current loop */
-  gboolean in_loop;
 };
-
-/* Claim chunks until none are left; returns with the lock released. */
-static void work_loop(QhThreadPool *p) {
-  for (;;) {
-    pthread_mutex_lock(&p->lock);
-    int64_t begin = p->next;
-    if (begin >= p->n) {
-      pthread_mutex_unlock(&p->lock);
-      return;
-    }
-    int64_t end = MIN(begin + p->chunk, p->n);
-    p->next = end;
-    QhParallelFn fn = p->fn;
-    void *arg = p->arg;
-    pthread_mutex_unlock(&p->lock);
-    fn(arg, begin, end);
-  }
-}
-
-static gpointer worker_main(gpointer data) {
-  QhThreadPool *p = data;
-  guint64 seen = 0;
-  for (;;) {
-    pthread_mutex_lock(&p->lock);
-    while (!p->shutting_down && p->generation == seen)
-      pthread_cond_wait(&p->work_ready, &p->lock);
-    if (p->shutting_down) {
-      pthread_mutex_unlock(&p->lock);
-      return NULL;
-    }
-    seen = p->generation;
-    pthread_mutex_unlock(&p->lock);
-    work_loop(p);
-    pthread_mutex_lock(&p->lock);
-    if (--p->busy == 0)
-      pthread_cond_signal(&p->work_done);
-    pthread_mutex_unlock(&p->lock);
-  }
-}
 
 QhThreadPool *qh_thread_pool_new(int n_threads) {
   QhThreadPool *p = g_new0(QhThreadPool, 1);
   p->n_threads = n_threads < 1 ? 1 : n_threads;
-  pthread_mutex_init(&p->lock, NULL);
-  pthread_cond_init(&p->work_ready, NULL);
-  pthread_cond_init(&p->work_done, NULL);
-  p->workers = g_new0(GThread *, p->n_threads);
-  for (int i = 1; i < p->n_threads; i++)
-    p->workers[i] = g_thread_new("qh-worker", worker_main, p);
   return p;
 }
 
-void qh_thread_pool_free(QhThreadPool *p) {
-  if (p == NULL)
-    return;
-  pthread_mutex_lock(&p->lock);
-  p->shutting_down = TRUE;
-  pthread_cond_broadcast(&p->work_ready);
-  pthread_mutex_unlock(&p->lock);
-  for (int i = 1; i < p->n_threads; i++)
-    g_thread_join(p->workers[i]);
-  g_free(p->workers);
-  pthread_mutex_destroy(&p->lock);
-  pthread_cond_destroy(&p->work_ready);
-  pthread_cond_destroy(&p->work_done);
-  g_free(p);
-}
+void qh_thread_pool_free(QhThreadPool *p) { g_free(p); }
 
 int qh_thread_pool_size(const QhThreadPool *p) { return p->n_threads; }
 
@@ -98,31 +31,15 @@ void qh_thread_pool_parallel_for(QhThreadPool *p, int64_t n, int64_t min_chunk, 
     return;
   if (min_chunk < 1)
     min_chunk = 1;
-  /* A few chunks per thread balance uneven work without much locking. */
-  int64_t chunk = MAX(min_chunk, (n + (int64_t)p->n_threads * 4 - 1) / ((int64_t)p->n_threads * 4));
-  pthread_mutex_lock(&p->lock);
-  gboolean inline_only = p->n_threads == 1 || p->in_loop || n <= chunk;
-  if (inline_only) {
-    pthread_mutex_unlock(&p->lock);
+  /* A few chunks per thread balance uneven work without much claiming. */
+  const int64_t chunk = MAX(min_chunk, (n + (int64_t)p->n_threads * 4 - 1) / ((int64_t)p->n_threads * 4));
+  const int64_t n_chunks = (n + chunk - 1) / chunk;
+  if (p->n_threads == 1 || n_chunks == 1 || omp_in_parallel()) {
     fn(arg, 0, n);
     return;
   }
-  p->in_loop = TRUE;
-  p->fn = fn;
-  p->arg = arg;
-  p->n = n;
-  p->chunk = chunk;
-  p->next = 0;
-  p->busy = p->n_threads - 1;
-  p->generation++;
-  pthread_cond_broadcast(&p->work_ready);
-  pthread_mutex_unlock(&p->lock);
-
-  work_loop(p);
-
-  pthread_mutex_lock(&p->lock);
-  while (p->busy > 0)
-    pthread_cond_wait(&p->work_done, &p->lock);
-  p->in_loop = FALSE;
-  pthread_mutex_unlock(&p->lock);
+  const int team = (int)MIN((int64_t)p->n_threads, n_chunks);
+#pragma omp parallel for num_threads(team) schedule(dynamic, 1)
+  for (int64_t c = 0; c < n_chunks; c++)
+    fn(arg, c * chunk, MIN(n, (c + 1) * chunk));
 }

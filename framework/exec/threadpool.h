@@ -1,11 +1,12 @@
-/* A fixed-size pool of worker threads for data-parallel loops inside one kernel.
+/* A fixed number of threads for data-parallel loops inside one kernel.
  *
- * The pool runs one parallel loop at a time; the calling thread takes part as
- * worker 0, and idle workers block on a condition variable (they never spin, so a
- * BLAS or other library running its own threads is not starved).
+ * The pool is a size: its loops run on an OpenMP team of that many threads (the
+ * runtime oneDNN uses), the calling thread among them; idle workers wait as the
+ * process's OpenMP settings say (GOMP_SPINCOUNT, OMP_WAIT_POLICY).
  * Ownership: the caller owns the pool and frees it with qh_thread_pool_free.
- * Threading: qh_thread_pool_parallel_for must not be called concurrently on one
- * pool nor from inside one of its own tasks (nested calls run inline). */
+ * Threading: any thread may call qh_thread_pool_parallel_for, also concurrently; a call
+ * from inside an OpenMP region (one of its own tasks, or an application's region) runs
+ * the whole loop on the calling thread. */
 #ifndef QH_EXEC_THREADPOOL_H
 #define QH_EXEC_THREADPOOL_H
 

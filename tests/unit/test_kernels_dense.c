@@ -843,7 +843,7 @@ static void time_conv(const ConvSpec *p, const char *what) {
   const QhOpDef *def = def_of(c->node);
   double flops = 2.0 * (double)def->macs(c->node, (const QhTensor *const *)c->in, 3, y, 1);
   for (int threads = 1; threads <= 2; threads++) {
-    QhThreadPool *pool = qh_thread_pool_new(threads); /* also sets BLAS threads */
+    QhThreadPool *pool = qh_thread_pool_new(threads);
     /* one context, as in a plan's runs: the first run builds oneDNN's primitive */
     QhExecContext ctx = {.pool = pool, .constant_inputs = ~(guint64)1};
     QhTensor *outs[1] = {y};
