@@ -8,6 +8,8 @@ size_t qh_dtype_size(QhDType dtype) {
   case QH_DTYPE_F32: return 4;
   case QH_DTYPE_U8: return 1;
   case QH_DTYPE_S8: return 1;
+  case QH_DTYPE_U16: return 2;
+  case QH_DTYPE_S16: return 2;
   case QH_DTYPE_S32: return 4;
   case QH_DTYPE_S64: return 8;
   case QH_DTYPE_BOOL: return 1;
@@ -21,6 +23,8 @@ const char *qh_dtype_name(QhDType dtype) {
   case QH_DTYPE_F32: return "float32";
   case QH_DTYPE_U8: return "uint8";
   case QH_DTYPE_S8: return "int8";
+  case QH_DTYPE_U16: return "uint16";
+  case QH_DTYPE_S16: return "int16";
   case QH_DTYPE_S32: return "int32";
   case QH_DTYPE_S64: return "int64";
   case QH_DTYPE_BOOL: return "bool";

@@ -14,6 +14,8 @@ typedef enum {
   QH_DTYPE_F32 = 1,
   QH_DTYPE_U8 = 2,
   QH_DTYPE_S8 = 3,
+  QH_DTYPE_U16 = 4,
+  QH_DTYPE_S16 = 5,
   QH_DTYPE_S32 = 6,
   QH_DTYPE_S64 = 7,
   QH_DTYPE_BOOL = 9,
@@ -23,7 +25,8 @@ typedef enum {
 /* Size of one element in bytes; 0 for QH_DTYPE_UNDEFINED or an unknown code. */
 size_t qh_dtype_size(QhDType dtype);
 
-/* Lower-case name ("float32", "uint8", "int8", "int32", "int64", "bool", "float16");
+/* Lower-case name ("float32", "uint8", "int8", "uint16", "int16", "int32", "int64", "bool",
+ * "float16");
  * "undefined" for anything else. The returned string is static. */
 const char *qh_dtype_name(QhDType dtype);
 

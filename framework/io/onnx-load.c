@@ -277,6 +277,8 @@ static QhTensor *tensor_from_proto(const Onnx__TensorProto *tp, const char *base
     case QH_DTYPE_S32: ((int32_t *)t->data)[i] = tp->int32_data[i]; break;
     case QH_DTYPE_U8: ((guint8 *)t->data)[i] = (guint8)tp->int32_data[i]; break;
     case QH_DTYPE_S8: ((gint8 *)t->data)[i] = (gint8)tp->int32_data[i]; break;
+    case QH_DTYPE_U16: ((guint16 *)t->data)[i] = (guint16)tp->int32_data[i]; break;
+    case QH_DTYPE_S16: ((gint16 *)t->data)[i] = (gint16)tp->int32_data[i]; break;
     case QH_DTYPE_BOOL: ((guint8 *)t->data)[i] = tp->int32_data[i] != 0; break;
     case QH_DTYPE_F16: ((guint16 *)t->data)[i] = (guint16)tp->int32_data[i]; break;
     default: break;
