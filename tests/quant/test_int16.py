@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""16-bit activations end to end (issue 22): the "16x8" scheme, int16 activations with
-int8 weights, through `qhost quantize` with the act16 test backend (tests/quant/plugins/
+"""16-bit activations and 4-bit weights end to end (issue 22): the "16x8" scheme, int16
+activations with int8 weights, and int4/uint4 per-channel weights, through `qhost quantize` with the act16 test backend (tests/quant/plugins/
 act16.c), the host's reference path (`qhost run`) and ONNX Runtime.
 
 Cases: the digits example quantized 16x8 and 8x8 (quint8 activations) with the same
@@ -11,7 +11,11 @@ images is printed for both and the 16x8 one must be higher. A model with opset-1
 ReduceMean (axes attribute) and Split is written at opset 21 with the axes as an input
 and Split's num_outputs, and both runners agree on it. --opset 17 with int16 activations
 and --opset 12 each fail with one line naming the cause, and leave no file; --opset 21
-with 8-bit activations writes an opset-21 file ONNX Runtime runs.
+with 8-bit activations writes an opset-21 file ONNX Runtime runs. The digits example with
+int4 (and uint4) per-channel symmetric weights: INT4/UINT4 initializers packed two per
+byte, low nibble first, whose nibbles equal the weights quantized here with numpy from the
+float model and the file's scales; qhost and ONNX Runtime agree on the outputs; --opset 17
+fails naming the 4-bit DequantizeLinear.
 """
 import json
 import os
@@ -35,6 +39,10 @@ CONFIGS = {
     "16x8": {"global": {"activation": {"observer": "MinMaxObserver", "dtype": "qint16",
                                        "qscheme": "per_tensor_symmetric"}, "weight": WEIGHT}},
     "8x8": {"global": {"activation": {"observer": "MinMaxObserver", "dtype": "quint8"}, "weight": WEIGHT}},
+    "8x4": {"global": {"activation": {"observer": "MinMaxObserver", "dtype": "quint8"},
+                       "weight": dict(WEIGHT, dtype="qint4")}},
+    "8xu4": {"global": {"activation": {"observer": "MinMaxObserver", "dtype": "quint8"},
+                        "weight": dict(WEIGHT, dtype="quint4")}},
 }
 
 
@@ -148,11 +156,68 @@ def case_reduce_split_to_21(r, tmp):
     assert not fails, fails
 
 
-def refused_opset(opset, *parts):
+def unpack_4bit(raw, n, signed):
+    """ONNX's 4-bit layout: two per byte, low nibble first."""
+    b = np.frombuffer(raw, dtype=np.uint8)
+    v = np.empty(2 * b.size, dtype=np.int16)
+    v[0::2], v[1::2] = b & 0xF, b >> 4
+    v = v[:n]
+    return np.where(v >= 8, v - 16, v) if signed else v
+
+
+def check_4bit_weights(path, signed):
+    """Every 4-bit weight initializer decodes to the float weight quantized here (ATen's
+    rounding: rint(w * (1 / scale)) + zp in float32, clamped); returns how many."""
+    from onnx import numpy_helper
+    m, f = load(path), load(DIGITS)
+    floats = {t.name: numpy_helper.to_array(t) for t in f.graph.initializer}
+    inits = {t.name: t for t in m.graph.initializer}
+    want_type = 22 if signed else 21  # TensorProto INT4 / UINT4 (Debian's onnx 1.12 lacks the names)
+    lo, hi = (-8, 7) if signed else (0, 15)
+    checked = 0
+    for n in m.graph.node:
+        if n.op_type != "DequantizeLinear" or n.output[0] not in floats:
+            continue
+        q = inits[n.input[0]]
+        assert q.data_type == want_type, (n.name, q.data_type)
+        w = floats[n.output[0]].astype(np.float32)
+        assert len(q.raw_data) == (w.size + 1) // 2, (n.name, len(q.raw_data), w.size)
+        got = unpack_4bit(q.raw_data, w.size, signed).reshape(w.shape)
+        scale = numpy_helper.to_array(inits[n.input[1]]).astype(np.float32)
+        zp_t = inits[n.input[2]]
+        assert zp_t.data_type == want_type, (n.name, zp_t.data_type)
+        zp = unpack_4bit(zp_t.raw_data, scale.size, signed)
+        assert np.all(zp == (0 if signed else 8)), (n.name, zp)
+        bshape = [-1] + [1] * (w.ndim - 1)
+        inv = (np.float32(1) / scale).reshape(bshape)
+        want = np.clip(np.rint(w * inv) + zp.reshape(bshape).astype(np.float32), lo, hi)
+        assert np.array_equal(got, want), (n.name, np.argwhere(got != want)[:5])
+        checked += 1
+    return checked
+
+
+def weights_4bit(scheme, signed):
+    def case(r, tmp):
+        ort_compare.require_ort()
+        out = quantize(r, tmp, scheme)
+        assert opset_of(load(out)) == 21
+        n = check_4bit_weights(out, signed)
+        assert n == 4, f"{n} 4-bit weights (conv1-3, fc)"
+        float_out, y = os.path.join(tmp, "float.npy"), os.path.join(tmp, "y.npy")
+        ok(r, "run", DIGITS, "--input", TEST, "-o", float_out)
+        ok(r, "run", out, "--input", TEST, "-o", y)
+        print(f"{scheme}: {n} weights packed and exact; output SQNR against float "
+              f"{sqnr_db(np.load(float_out), np.load(y)):.1f} dB")
+        fails = ort_compare.check(r, out, TEST, tmp, scheme)
+        assert not fails, fails
+    return case
+
+
+def refused_opset(opset, *parts, scheme="16x8"):
     def case(r, tmp):
         cfg = os.path.join(tmp, "c.json")
         with open(cfg, "w") as f:
-            json.dump(CONFIGS["16x8"], f)
+            json.dump(CONFIGS[scheme], f)
         out = os.path.join(tmp, "d.qdq.onnx")
         rc, _, err = r.run("quantize", DIGITS, *BACKEND, "--calib", CALIB, "--config", cfg, "-o", out,
                            "--quiet", "--opset", str(opset), timeout=300)
@@ -182,6 +247,11 @@ CASES = {
                                       "int16", "16-bit QuantizeLinear and DequantizeLinear need opset 21"),
     "opset_12_refused": refused_opset(12, "opset 12", "qhost writes opsets 13 to 21"),
     "opset_21_for_8bit": case_opset_21_for_8bit,
+    "weights_int4": weights_4bit("8x4", True),
+    "weights_uint4": weights_4bit("8xu4", False),
+    "opset_17_too_old_for_int4": refused_opset(17, "opset 17 cannot hold DequantizeLinear", "on int4",
+                                               "4-bit QuantizeLinear and DequantizeLinear need opset 21",
+                                               scheme="8x4"),
 }
 
 if __name__ == "__main__":

@@ -227,6 +227,24 @@ static void test_int16(void) {
   g_assert_cmpint(q->zero_point[0], ==, -32768);
   qh_quant_params_free(q);
   qh_observer_config_free(c);
+  /* 4-bit weights (issue 22): per channel symmetric qint4 is max |w| / 7.5; quint4's zero
+   * point is 8 */
+  c = cfg("PerChannelMinMaxObserver", QH_DTYPE_INT4, QH_QSCHEME_PER_CHANNEL_SYMMETRIC);
+  q = run(c, 2, (int64_t[]){4, 3}, 1, bw);
+  expect(q, 0, 0.5f / 7.5f, 0);
+  expect(q, 1, 2.0f / 7.5f, 0);
+  expect(q, 3, 3.0f / 7.5f, 0);
+  qh_quant_params_free(q);
+  c->dtype = QH_DTYPE_UINT4;
+  q = run(c, 2, (int64_t[]){4, 3}, 1, bw);
+  expect(q, 1, 2.0f / 7.5f, 8);
+  qh_quant_params_free(q);
+  c->dtype = QH_DTYPE_INT4;
+  c->qscheme = QH_QSCHEME_PER_CHANNEL_AFFINE; /* row 0: [-0.25, 0.5] on [-8, 7] */
+  q = run(c, 2, (int64_t[]){4, 3}, 1, bw);
+  expect(q, 0, 0.75f / 15.0f, -8 - (int32_t)nearbyintf(-0.25f / (0.75f / 15.0f)));
+  qh_quant_params_free(q);
+  qh_observer_config_free(c);
   /* the 16-bit range bounds a custom quant_min/quant_max */
   c = cfg("MinMaxObserver", QH_DTYPE_INT16, QH_QSCHEME_PER_TENSOR_AFFINE);
   c->has_range = TRUE;

@@ -2,7 +2,9 @@
  * moves Reduce* axes from the attribute to an int64 initializer input and gives a
  * Split without a split input num_outputs; the result saves and loads back with the
  * same nodes; an op the change table does not know is refused by name with the graph
- * left as it was; a lower or too new target is refused. */
+ * left as it was; a lower or too new target is refused. And the 4-bit types opset 21
+ * brings: packed two per byte, low nibble first, on save, unpacked (int4 sign-extended)
+ * on load, odd lengths included. */
 #include <glib/gstdio.h>
 #include <string.h>
 
@@ -109,9 +111,60 @@ static void test_refusals(void) {
   qh_graph_free(g);
 }
 
+static void test_int4_pack(void) {
+  const gint8 s4[5] = {-8, 7, -1, 0, 3};
+  guint8 packed[3];
+  qh_int4_pack((const guint8 *)s4, 5, packed);
+  g_assert_cmphex(packed[0], ==, 0x78); /* low nibble -8 (0x8), high 7 */
+  g_assert_cmphex(packed[1], ==, 0x0F); /* -1, then 0 */
+  g_assert_cmphex(packed[2], ==, 0x03); /* 3, and a zero pad nibble */
+  gint8 back[5];
+  qh_int4_unpack(packed, 5, QH_DTYPE_S4, (guint8 *)back);
+  g_assert_cmpmem(back, 5, s4, 5);
+  guint8 u[5];
+  qh_int4_unpack(packed, 5, QH_DTYPE_U4, u);
+  g_assert_cmpmem(u, 5, ((const guint8[]){8, 7, 15, 0, 3}), 5);
+
+  /* through a file: a 3x3 int4 initializer behind a DequantizeLinear at opset 21 */
+  QhGraph *g = qh_graph_new();
+  QhValue *w = qh_graph_add_value(g, "w", NULL), *s = qh_graph_add_value(g, "s", NULL);
+  QhValue *y = qh_graph_add_value(g, "y", NULL);
+  QhShape shape = qh_shape_make(2, (int64_t[]){3, 3});
+  QhTensor *wt = qh_tensor_new(QH_DTYPE_S4, &shape, NULL);
+  for (int i = 0; i < 9; i++)
+    ((gint8 *)wt->data)[i] = (gint8)(i - 8 + 2 * (i % 2));
+  qh_value_set_initializer(w, wt);
+  QhTensor *st = qh_tensor_new(QH_DTYPE_F32, &(QhShape){0}, NULL);
+  *(float *)st->data = 0.5f;
+  qh_value_set_initializer(s, st);
+  qh_graph_add_node(g, "dq", "DequantizeLinear", "", 2, (int[]){w->id, s->id}, 1, (int[]){y->id}, NULL);
+  y->is_output = TRUE;
+  y->dtype = QH_DTYPE_F32;
+  y->shape = shape;
+  g_array_append_val(g->outputs, y->id);
+  qh_graph_set_opset(g, "", 21);
+  char *dir = g_dir_make_tmp("qh-int4-XXXXXX", NULL);
+  char *path = g_build_filename(dir, "w.onnx", NULL);
+  GError *error = NULL;
+  g_assert_true(qh_onnx_save(g, path, &error));
+  g_assert_no_error(error);
+  QhGraph *back_g = qh_onnx_load(path, &error);
+  g_assert_no_error(error);
+  const QhTensor *bt = qh_graph_value(back_g, qh_graph_find_value(back_g, "w"))->initializer;
+  g_assert_cmpint(bt->dtype, ==, QH_DTYPE_S4);
+  g_assert_cmpmem(bt->data, 9, wt->data, 9);
+  qh_graph_free(back_g);
+  g_unlink(path);
+  g_rmdir(dir);
+  g_free(path);
+  g_free(dir);
+  qh_graph_free(g);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/onnx/upgrade/rewrites-and-reads-back", test_rewrites_and_reads_back);
   g_test_add_func("/onnx/upgrade/refusals", test_refusals);
+  g_test_add_func("/onnx/int4/pack-save-load", test_int4_pack);
   return g_test_run();
 }

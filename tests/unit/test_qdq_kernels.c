@@ -5,7 +5,7 @@
  * magic number's range (2^22, 2^23, huge, infinite), NaN, signed zeros, subnormals,
  * odd scales (0, negative, infinite, NaN), per-tensor and per-axis layouts (axis 0,
  * inner, innermost) and lengths that leave vector tails and span two threads; for
- * uint8, int8 and opset 21's uint16 and int16. */
+ * uint8, int8 and opset 21's uint16, int16, uint4 and int4 (held one per byte). */
 #include <float.h>
 
 #include "kernel_case.h"
@@ -42,11 +42,22 @@ static float pick_x(GRand *r, float s) {
   }
 }
 
-/* Element i of an integer tensor (8, 16 or 32 bits). */
+/* Random bytes, brought into range for the 4-bit types (their low nibble, int4's
+ * sign-extended), as the loader leaves them. */
+static void random_fill_q(QhTensor *t, GRand *r) {
+  random_fill(t, r);
+  if (t->dtype == QH_DTYPE_U4 || t->dtype == QH_DTYPE_S4)
+    for (size_t i = 0; i < t->nbytes; i++) {
+      uint8_t v = ((uint8_t *)t->data)[i] & 0xF;
+      ((uint8_t *)t->data)[i] = t->dtype == QH_DTYPE_S4 && v >= 8 ? (uint8_t)(v | 0xF0) : v;
+    }
+}
+
+/* Element i of an integer tensor (4, 8, 16 or 32 bits). */
 static int64_t int_at(const QhTensor *t, int64_t i) {
   switch (t->dtype) {
-  case QH_DTYPE_U8: return ((const uint8_t *)t->data)[i];
-  case QH_DTYPE_S8: return ((const int8_t *)t->data)[i];
+  case QH_DTYPE_U8: case QH_DTYPE_U4: return ((const uint8_t *)t->data)[i];
+  case QH_DTYPE_S8: case QH_DTYPE_S4: return ((const int8_t *)t->data)[i];
   case QH_DTYPE_U16: return ((const uint16_t *)t->data)[i];
   case QH_DTYPE_S16: return ((const int16_t *)t->data)[i];
   default: return ((const int32_t *)t->data)[i];
@@ -54,6 +65,11 @@ static int64_t int_at(const QhTensor *t, int64_t i) {
 }
 
 static void range_of(QhDType dt, int32_t *qmin, int32_t *qmax) {
+  if (dt == QH_DTYPE_U4 || dt == QH_DTYPE_S4) {
+    *qmin = dt == QH_DTYPE_S4 ? -8 : 0;
+    *qmax = dt == QH_DTYPE_S4 ? 7 : 15;
+    return;
+  }
   *qmin = dt == QH_DTYPE_S8 ? -128 : dt == QH_DTYPE_S16 ? -32768 : 0;
   *qmax = dt == QH_DTYPE_S8 ? 127 : dt == QH_DTYPE_S16 ? 32767 : dt == QH_DTYPE_U16 ? 65535 : 255;
 }
@@ -80,7 +96,7 @@ static void check_quantize(GRand *r, int rank, const int64_t *dims, int axis, Qh
     qh_f32(c->in[1])[k] = pick_scale(r);
   if (zdt) {
     c->in[2] = mk(zdt, axis < 0 ? 0 : 1, &channels, NULL);
-    random_fill(c->in[2], r);
+    random_fill_q(c->in[2], r);
   }
   int64_t inner = 1;
   for (int d = axis + 1; axis >= 0 && d < rank; d++)
@@ -115,14 +131,14 @@ static void check_dequantize(GRand *r, int rank, const int64_t *dims, int axis, 
   c->in[0] = mk(xdt, rank, dims, NULL);
   c->in[1] = mk(QH_DTYPE_F32, axis < 0 ? 0 : 1, &channels, NULL);
   c->dynamic[0] = TRUE;
-  random_fill(c->in[0], r);
+  random_fill_q(c->in[0], r);
   for (int64_t k = 0; k < channels; k++)
     qh_f32(c->in[1])[k] = g_rand_int_range(r, 0, 4) == 0 ? pick_scale(r)
                                                        : (float)g_rand_double_range(r, -1, 1);
   if (with_zp) {
     c->in[2] = mk(xdt, axis < 0 ? 0 : 1, &channels, NULL);
     if (xdt != QH_DTYPE_S32) /* int32 zero points must be 0; mk leaves them zeroed */
-      random_fill(c->in[2], r);
+      random_fill_q(c->in[2], r);
   }
   int64_t n = qh_tensor_numel(c->in[0]);
   if (xdt == QH_DTYPE_S32 && n >= 4) { /* the extremes, whose float conversion rounds */
@@ -159,7 +175,7 @@ static const Layout layouts[] = {
 
 static void test_quantize_fast_vs_naive(void) {
   GRand *r = g_rand_new_with_seed(20261122);
-  const QhDType zdts[] = {QH_DTYPE_U8, QH_DTYPE_S8, QH_DTYPE_U16, QH_DTYPE_S16, 0};
+  const QhDType zdts[] = {QH_DTYPE_U8, QH_DTYPE_S8, QH_DTYPE_U16, QH_DTYPE_S16, QH_DTYPE_U4, QH_DTYPE_S4, 0};
   for (int rep = 0; rep < 4; rep++)
     for (guint l = 0; l < G_N_ELEMENTS(layouts); l++)
       for (guint z = 0; z < G_N_ELEMENTS(zdts); z++)
@@ -205,7 +221,8 @@ static void test_quantize_known(void) {
 
 static void test_dequantize_fast_vs_naive(void) {
   GRand *r = g_rand_new_with_seed(99);
-  const QhDType xdts[] = {QH_DTYPE_U8, QH_DTYPE_S8, QH_DTYPE_U16, QH_DTYPE_S16, QH_DTYPE_S32};
+  const QhDType xdts[] = {QH_DTYPE_U8,  QH_DTYPE_S8, QH_DTYPE_U16, QH_DTYPE_S16,
+                          QH_DTYPE_U4,  QH_DTYPE_S4, QH_DTYPE_S32};
   for (int rep = 0; rep < 3; rep++)
     for (guint l = 0; l < G_N_ELEMENTS(layouts); l++)
       for (guint x = 0; x < G_N_ELEMENTS(xdts); x++)

@@ -112,7 +112,8 @@ static gboolean cast_target(const QhNode *node, QhDType *out, GError **error) {
   int64_t to;
   if (!qh_node_attr_get_int(node, "to", 0, &to, error))
     return FALSE;
-  if (to < G_MININT32 || to > G_MAXINT32 || !qh_dtype_is_supported((int)to))
+  /* 4-bit types hold weights behind DequantizeLinear only: Cast does not convert them */
+  if (to < G_MININT32 || to > G_MAXINT32 || !qh_dtype_is_supported((int)to) || qh_dtype_is_4bit((QhDType)to))
     return qh_kernel_fail(error, node, QH_ERROR_UNSUPPORTED,
                           "target type %" G_GINT64_FORMAT " is not supported", to);
   *out = (QhDType)to;
@@ -125,7 +126,7 @@ static gboolean cast_infer(const QhNode *node, const QhTensor *const *inputs, in
   QhDType to = QH_DTYPE_UNDEFINED;
   if (n_inputs < 1 || inputs[0] == NULL)
     return qh_kernel_fail(error, node, QH_ERROR_INVALID, "input 0 is missing");
-  if (!qh_dtype_is_supported(inputs[0]->dtype))
+  if (!qh_dtype_is_supported(inputs[0]->dtype) || qh_dtype_is_4bit(inputs[0]->dtype))
     return qh_kernel_fail(error, node, QH_ERROR_UNSUPPORTED, "input 0 has type %s",
                           qh_dtype_name(inputs[0]->dtype));
   if (!cast_target(node, &to, error))

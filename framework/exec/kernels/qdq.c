@@ -1,6 +1,8 @@
 /* Reference kernels of QuantizeLinear and DequantizeLinear (opset 10-21 forms,
- * without blocked quantization; uint8, int8, and opset 21's uint16 and int16; int32
- * input to Dequantize): per-tensor or per-axis scales and zero points.
+ * without blocked quantization; uint8, int8, and opset 21's uint16, int16, uint4 and
+ * int4, the 4-bit ones held one per byte (core/dtype.h), so that they take the 8-bit
+ * loops except for Quantize's range; int32 input to Dequantize): per-tensor or per-axis
+ * scales and zero points.
  * Quantize follows ONNX's definition literally, saturate(round_half_even(x / scale)
  * + zero_point), with exact division (never the reciprocal) under the default
  * rounding mode; Dequantize computes (x - zero_point) * scale. Both see the input as
@@ -86,8 +88,8 @@ static int32_t zp_at(const QhTensor *zp, int64_t c) {
   if (zp == NULL)
     return 0;
   switch (zp->dtype) {
-  case QH_DTYPE_U8: return ((const uint8_t *)zp->data)[c];
-  case QH_DTYPE_S8: return ((const int8_t *)zp->data)[c];
+  case QH_DTYPE_U8: case QH_DTYPE_U4: return ((const uint8_t *)zp->data)[c];
+  case QH_DTYPE_S8: case QH_DTYPE_S4: return ((const int8_t *)zp->data)[c];
   case QH_DTYPE_U16: return ((const uint16_t *)zp->data)[c];
   case QH_DTYPE_S16: return ((const int16_t *)zp->data)[c];
   default: return ((const int32_t *)zp->data)[c];
@@ -100,15 +102,22 @@ static void qrange(QhDType qdt, int32_t *qmin, int32_t *qmax) {
   case QH_DTYPE_U8: *qmin = 0, *qmax = 255; break;
   case QH_DTYPE_S8: *qmin = -128, *qmax = 127; break;
   case QH_DTYPE_U16: *qmin = 0, *qmax = 65535; break;
+  case QH_DTYPE_U4: *qmin = 0, *qmax = 15; break;
+  case QH_DTYPE_S4: *qmin = -8, *qmax = 7; break;
   default: *qmin = -32768, *qmax = 32767; break;
   }
+}
+
+/* The 8-bit type whose storage and dequantize formula a 4-bit type shares. */
+static QhDType storage_type(QhDType qdt) {
+  return qdt == QH_DTYPE_U4 ? QH_DTYPE_U8 : qdt == QH_DTYPE_S4 ? QH_DTYPE_S8 : qdt;
 }
 
 /* Store an integer already inside qdt's range. */
 static inline void store_q(void *y, int64_t i, QhDType qdt, int32_t q) {
   switch (qdt) {
-  case QH_DTYPE_U8: ((uint8_t *)y)[i] = (uint8_t)q; break;
-  case QH_DTYPE_S8: ((int8_t *)y)[i] = (int8_t)q; break;
+  case QH_DTYPE_U8: case QH_DTYPE_U4: ((uint8_t *)y)[i] = (uint8_t)q; break;
+  case QH_DTYPE_S8: case QH_DTYPE_S4: ((int8_t *)y)[i] = (int8_t)q; break;
   case QH_DTYPE_U16: ((uint16_t *)y)[i] = (uint16_t)q; break;
   default: ((int16_t *)y)[i] = (int16_t)q; break;
   }
@@ -299,6 +308,10 @@ static void quantize_fast_interleaved(const Job *j, int64_t begin, int64_t end) 
 
 static void quantize_fast_task(void *arg, int64_t begin, int64_t end) {
   const Job *j = arg;
+  if (qh_dtype_is_4bit(j->qdt)) { /* weights, quantized once: no vector loops */
+    quantize_task(arg, begin, end);
+    return;
+  }
   if (j->p.inner == 1 && j->p.channels > 1) {
     quantize_fast_interleaved(j, begin, end);
     return;
@@ -368,7 +381,7 @@ static gboolean infer_quantize(const QhNode *node, const QhTensor *const *inputs
     return FALSE;
   if (n_inputs > 2 && inputs[2] != NULL &&
       !qh_kernel_check_dtype(node, inputs, n_inputs, 2, error, QH_DTYPE_U8, QH_DTYPE_S8, QH_DTYPE_U16,
-                             QH_DTYPE_S16, 0))
+                             QH_DTYPE_S16, QH_DTYPE_U4, QH_DTYPE_S4, 0))
     return FALSE;
   if (!qparams(node, inputs, n_inputs, "y_scale", "y_zero_point", &p, error))
     return FALSE;
@@ -378,9 +391,10 @@ static gboolean infer_quantize(const QhNode *node, const QhTensor *const *inputs
   if (!qh_node_attr_get_int(node, "output_dtype", 0, &out_dt, error))
     return FALSE;
   if (out_dt != 0 && out_dt != QH_DTYPE_U8 && out_dt != QH_DTYPE_S8 && out_dt != QH_DTYPE_U16 &&
-      out_dt != QH_DTYPE_S16)
+      out_dt != QH_DTYPE_S16 && out_dt != QH_DTYPE_U4 && out_dt != QH_DTYPE_S4)
     return qh_kernel_fail(error, node, QH_ERROR_UNSUPPORTED,
-                          "output_dtype %" G_GINT64_FORMAT " is not uint8, int8, uint16 or int16", out_dt);
+                          "output_dtype %" G_GINT64_FORMAT " is not uint8, int8, uint16, int16, uint4 or int4",
+                          out_dt);
   if (out_dt != 0 && p.zp != NULL && out_dt != p.zp->dtype)
     return qh_kernel_fail(error, node, QH_ERROR_INVALID,
                           "output_dtype is %s but y_zero_point has type %s; they must match",
@@ -434,7 +448,7 @@ static gboolean infer_dequantize(const QhNode *node, const QhTensor *const *inpu
   (void)n_outputs;
   QParams p;
   if (!qh_kernel_check_dtype(node, inputs, n_inputs, 0, error, QH_DTYPE_U8, QH_DTYPE_S8,
-                             QH_DTYPE_U16, QH_DTYPE_S16, QH_DTYPE_S32, 0) ||
+                             QH_DTYPE_U16, QH_DTYPE_S16, QH_DTYPE_U4, QH_DTYPE_S4, QH_DTYPE_S32, 0) ||
       !qh_kernel_check_dtype(node, inputs, n_inputs, 1, error, QH_DTYPE_F32, 0))
     return FALSE;
   if (n_inputs > 2 && inputs[2] != NULL && inputs[2]->dtype != inputs[0]->dtype)
@@ -453,7 +467,7 @@ static gboolean infer_dequantize(const QhNode *node, const QhTensor *const *inpu
 static gboolean dequantize_with(QhParallelFn task, QhExecContext *ctx, const QhNode *node,
                                 const QhTensor *const *inputs, int n_inputs,
                                 QhTensor *const *outputs, GError **error) {
-  Job j = {.x = inputs[0]->data, .y = outputs[0]->data, .qdt = inputs[0]->dtype};
+  Job j = {.x = inputs[0]->data, .y = outputs[0]->data, .qdt = storage_type(inputs[0]->dtype)};
   if (!qparams(node, inputs, n_inputs, "x_scale", "x_zero_point", &j.p, error) ||
       !check_int32_zp(node, &j.p, error))
     return FALSE;

@@ -1,7 +1,7 @@
-/* A test backend for 16-bit activations: the "16x8" scheme of TFLite and ONNX Runtime
- * (int16 activations, int8 weights, float bias) next to the usual 8-bit one (quint8
- * activations), so that one plugin quantizes a model both ways and the qconfig alone
- * picks the scheme. Its patterns are those of PyTorch's fbgemm table that the digits
+/* A test backend for 16-bit activations and 4-bit weights: the "16x8" scheme of TFLite
+ * and ONNX Runtime (int16 activations, int8 weights, float bias) next to the usual 8-bit
+ * one (quint8 activations) and quint8 activations with int4 or uint4 weights, so that one
+ * plugin quantizes a model every way and the qconfig alone picks the scheme. Its patterns are those of PyTorch's fbgemm table that the digits
  * example needs: Conv, Conv-Relu, Gemm, Add, Add-Relu, and MaxPool, Relu and Flatten
  * sharing their input's observer. It has no kernels: the QDQ file runs on the host's
  * reference path and in ONNX Runtime. Built for tests only (tests/quant/CMakeLists.txt;
@@ -11,6 +11,8 @@
 static const QhDTypeConstraint qint16 = {QH_STRUCT_HEADER(QhDTypeConstraint), .dtype = QH_DTYPE_INT16};
 static const QhDTypeConstraint quint8 = {QH_STRUCT_HEADER(QhDTypeConstraint), .dtype = QH_DTYPE_UINT8};
 static const QhDTypeConstraint qint8 = {QH_STRUCT_HEADER(QhDTypeConstraint), .dtype = QH_DTYPE_INT8};
+static const QhDTypeConstraint qint4 = {QH_STRUCT_HEADER(QhDTypeConstraint), .dtype = QH_DTYPE_INT4};
+static const QhDTypeConstraint quint4 = {QH_STRUCT_HEADER(QhDTypeConstraint), .dtype = QH_DTYPE_UINT4};
 static const QhDTypeConstraint float32 = {QH_STRUCT_HEADER(QhDTypeConstraint), .dtype = QH_DTYPE_FLOAT};
 
 static const QhDTypeConfig weighted_16x8 = {
@@ -21,13 +23,21 @@ static const QhDTypeConfig weighted_8x8 = {
     QH_STRUCT_HEADER(QhDTypeConfig), .name = "weighted_quint8_act_int8_weight",
     .input = &quint8, .output = &quint8, .weight = &qint8, .bias = &float32,
 };
+static const QhDTypeConfig weighted_8x4 = {
+    QH_STRUCT_HEADER(QhDTypeConfig), .name = "weighted_quint8_act_int4_weight",
+    .input = &quint8, .output = &quint8, .weight = &qint4, .bias = &float32,
+};
+static const QhDTypeConfig weighted_8xu4 = {
+    QH_STRUCT_HEADER(QhDTypeConfig), .name = "weighted_quint8_act_uint4_weight",
+    .input = &quint8, .output = &quint8, .weight = &quint4, .bias = &float32,
+};
 static const QhDTypeConfig plain_16 = {
     QH_STRUCT_HEADER(QhDTypeConfig), .name = "int16_act", .input = &qint16, .output = &qint16,
 };
 static const QhDTypeConfig plain_8 = {
     QH_STRUCT_HEADER(QhDTypeConfig), .name = "quint8_act", .input = &quint8, .output = &quint8,
 };
-static const QhDTypeConfig *const weighted[] = {&weighted_16x8, &weighted_8x8};
+static const QhDTypeConfig *const weighted[] = {&weighted_16x8, &weighted_8x8, &weighted_8x4, &weighted_8xu4};
 static const QhDTypeConfig *const plain[] = {&plain_16, &plain_8};
 
 #define PATTERN(id, obs, configs, fused, ...)                                                  \
@@ -38,7 +48,7 @@ static const QhDTypeConfig *const plain[] = {&plain_16, &plain_8};
       .n_ops = sizeof id##_ops / sizeof id##_ops[0],                                           \
       .observation_type = obs,                                                                 \
       .dtype_configs = configs,                                                                \
-      .n_dtype_configs = 2,                                                                    \
+      .n_dtype_configs = sizeof configs / sizeof configs[0],                                   \
       .fuser = QH_FUSER_NONE,                                                                  \
       .fused_name = fused,                                                                     \
   }
@@ -68,7 +78,8 @@ static const QhPluginDesc act16_desc = {
     QH_STRUCT_HEADER(QhPluginDesc),
     .name = "act16",
     .version = "1.0.0",
-    .description = "test backend: int16 activations with int8 weights (16x8), or quint8 activations",
+    .description = "test backend: int16 activations with int8 weights (16x8); quint8 activations with int8, "
+                   "int4 or uint4 weights",
     .backend_config = &backend_config,
 };
 
