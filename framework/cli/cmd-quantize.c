@@ -73,8 +73,8 @@ int qh_cli_quantize(int argc, char **argv) {
     status = qh_cli_usage_error("quantize", "--dynamic-per-channel needs --dynamic");
     goto out;
   }
-  if (dynamic && (calib || stats || config || probe)) {
-    status = qh_cli_usage_error("quantize", "--dynamic takes no --calib, --stats, --config or --probe");
+  if (dynamic && (calib || stats || config || probe || opset)) {
+    status = qh_cli_usage_error("quantize", "--dynamic takes no --calib, --stats, --config, --probe or --opset");
     goto out;
   }
   if (dynamic && output == NULL) {
