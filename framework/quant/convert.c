@@ -382,9 +382,9 @@ gboolean qh_quant_convert_rounded(QhGraph *g, const QhQuantPoints *pts, QhConsta
   return ok;
 }
 
-/* The first QuantizeLinear/DequantizeLinear whose integer type needs opset 21 (16 or 4
- * bits), or NULL. */
-static const QhNode *first_opset21_qdq(const QhGraph *g) {
+/* The first QuantizeLinear/DequantizeLinear whose integer type (*out_dtype) needs opset
+ * 21 (16 or 4 bits), or NULL. */
+static const QhNode *first_opset21_qdq(const QhGraph *g, QhDType *out_dtype) {
   for (int i = 0; i < qh_graph_n_nodes(g); i++) {
     const QhNode *n = qh_graph_node(g, i);
     if (n->is_removed || (strcmp(n->op_type, "QuantizeLinear") != 0 && strcmp(n->op_type, "DequantizeLinear") != 0))
@@ -393,18 +393,19 @@ static const QhNode *first_opset21_qdq(const QhGraph *g) {
     QhDType dt = integer >= 0 ? qh_graph_value(g, integer)->dtype : QH_DTYPE_UNDEFINED;
     if (dt == QH_DTYPE_UNDEFINED && n->n_inputs > 2 && n->inputs[2] >= 0)
       dt = qh_graph_value(g, n->inputs[2])->dtype; /* the zero point has the integer type */
-    if (dt == QH_DTYPE_U16 || dt == QH_DTYPE_S16 || qh_dtype_is_4bit(dt))
+    if (dt == QH_DTYPE_U16 || dt == QH_DTYPE_S16 || qh_dtype_is_4bit(dt)) {
+      *out_dtype = dt;
       return n;
+    }
   }
   return NULL;
 }
 
 gboolean qh_quant_choose_opset(QhGraph *g, int64_t requested, GError **error) {
-  const QhNode *wide = first_opset21_qdq(g);
+  QhDType dt = QH_DTYPE_UNDEFINED;
+  const QhNode *wide = first_opset21_qdq(g, &dt);
   int64_t needed = wide ? 21 : 13;
   if (requested > 0 && requested < needed) {
-    int integer = strcmp(wide->op_type, "QuantizeLinear") == 0 ? wide->outputs[0] : wide->inputs[0];
-    QhDType dt = qh_graph_value(g, integer)->dtype;
     g_set_error(error, QH_ERROR, QH_ERROR_UNSUPPORTED,
                 "opset %" G_GINT64_FORMAT " cannot hold %s '%s' on %s: %d-bit QuantizeLinear and "
                 "DequantizeLinear need opset 21",
