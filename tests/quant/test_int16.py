@@ -58,7 +58,8 @@ def quantize(r, tmp, scheme, model=DIGITS, calib=CALIB, *extra):
     with open(cfg, "w") as f:
         json.dump(CONFIGS[scheme], f)
     out = os.path.join(tmp, f"{scheme}.qdq.onnx")
-    ok(r, "quantize", model, *BACKEND, "--calib", calib, "--config", cfg, "-o", out, "--quiet", *extra)
+    ok(r, "quantize", model, *BACKEND, "--calib", calib, "--config", cfg, "-o", out, "--quiet",
+       "--report", os.path.join(tmp, f"{scheme}.report.json"), *extra)
     return out
 
 
@@ -91,13 +92,19 @@ def sqnr_db(ref, y):
 
 def case_digits_16x8(r, tmp):
     ort_compare.require_ort()
-    files = {s: quantize(r, tmp, s) for s in CONFIGS}
+    files = {s: quantize(r, tmp, s) for s in ("16x8", "8x8")}
     m16, m8 = load(files["16x8"]), load(files["8x8"])
     assert opset_of(m16) == 21, opset_of(m16)
     assert opset_of(m8) == 13, opset_of(m8)
     assert {"INT16", "INT8"} <= integer_types(m16), integer_types(m16)
     assert "UINT8" not in integer_types(m16), integer_types(m16)
     assert "INT16" not in integer_types(m8), integer_types(m8)
+    with open(os.path.join(tmp, "16x8.report.json")) as f:
+        tensors = json.load(f)["tensors"]
+    acts = [t for t in tensors if t["kind"] == "activation"]
+    assert acts and all((t["dtype"], t["quant_min"], t["quant_max"]) == ("int16", -32768, 32767)
+                        for t in acts), acts
+    assert all(t["dtype"] == "int8" for t in tensors if t["kind"] == "weight"), tensors
     float_out = os.path.join(tmp, "float.npy")
     ok(r, "run", DIGITS, "--input", TEST, "-o", float_out)
     ref = np.load(float_out)
