@@ -211,6 +211,10 @@ QHOST_API QhostStatus *qhost_options_set_qconfig_file(QhostOptions *options, con
 QHOST_API QhostStatus *qhost_options_set_qconfig_json(QhostOptions *options, const char *json);
 /* The SQNR probe: an input file (default: the first calibration sample). */
 QHOST_API QhostStatus *qhost_options_set_probe_file(QhostOptions *options, const char *path);
+/* quantize: write the QDQ model at this default-domain opset (13 to 21; 0, the default:
+ * the model's, raised to 21 when an activation or weight is 16-bit). An opset that cannot
+ * hold the model's types fails at quantize with a message naming the node. */
+QHOST_API QhostStatus *qhost_options_set_opset(QhostOptions *options, int opset);
 /* Also write the quantize report as JSON to this file. */
 QHOST_API QhostStatus *qhost_options_set_report_file(QhostOptions *options, const char *path);
 /* calibrate: only block `index` of `count` contiguous blocks of samples (0 <= index <

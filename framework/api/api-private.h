@@ -36,6 +36,7 @@ struct QhostOptions {
   char *input_path;
   gboolean dynamic;          /* quantize: dynamic quantization (no calibration) */
   gboolean dynamic_per_channel;
+  int opset;                 /* quantize: 0 or 13..21 */
 };
 
 struct QhostModel {

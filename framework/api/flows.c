@@ -27,6 +27,7 @@ static void quantize_options(const char *model_path, const QhostOptions *o, cons
   q->output_path = output_path;
   q->report_path = o->report_path;
   q->probe_path = o->probe_path;
+  q->opset = o->opset;
   q->threads = o->threads;
   q->shard_index = o->shard_index;
   q->shard_count = o->shard_count;

@@ -193,6 +193,15 @@ QhostStatus *qhost_options_set_probe_file(QhostOptions *o, const char *path) {
   return set_string(o, o ? &o->probe_path : NULL, path, "probe file");
 }
 
+QhostStatus *qhost_options_set_opset(QhostOptions *o, int opset) {
+  if (o == NULL)
+    return qh_api_status(QHOST_STATUS_INVALID_ARGUMENT, "options is NULL");
+  if (opset != 0 && (opset < 13 || opset > 21))
+    return qh_api_status(QHOST_STATUS_INVALID_ARGUMENT, "opset %d: qhost writes opsets 13 to 21", opset);
+  o->opset = opset;
+  return NULL;
+}
+
 QhostStatus *qhost_options_set_report_file(QhostOptions *o, const char *path) {
   return set_string(o, o ? &o->report_path : NULL, path, "report file");
 }

@@ -38,6 +38,7 @@ int qh_cli_quantize(int argc, char **argv) {
   char *backend = NULL, *calib = NULL, *output = NULL, *config = NULL, *report = NULL, *probe = NULL;
   char **stats = NULL;
   gboolean dynamic = FALSE, per_channel = FALSE;
+  int opset = 0;
   const GOptionEntry entries[] = {
       {"dynamic", 0, 0, G_OPTION_ARG_NONE, &dynamic,
        "Dynamic quantization, no calibration: DynamicQuantizeLinear + MatMulInteger for every Linear", NULL},
@@ -54,6 +55,8 @@ int qh_cli_quantize(int argc, char **argv) {
       {"report", 0, 0, G_OPTION_ARG_FILENAME, &report, "Also write the report as JSON", "R.json"},
       {"probe", 0, 0, G_OPTION_ARG_FILENAME, &probe,
        "Input for the SQNR report (default: the first calibration sample)", "X.npy"},
+      {"opset", 0, 0, G_OPTION_ARG_INT, &opset,
+       "Write the QDQ model at this opset, 13 to 21 (default: the model's; 21 for 16-bit types)", "N"},
       G_OPTION_ENTRY_NULL};
   int status = QH_EXIT_USAGE;
   if (!qh_cli_parse("quantize", "MODEL.onnx",
@@ -70,8 +73,8 @@ int qh_cli_quantize(int argc, char **argv) {
     status = qh_cli_usage_error("quantize", "--dynamic-per-channel needs --dynamic");
     goto out;
   }
-  if (dynamic && (calib || stats || config || probe)) {
-    status = qh_cli_usage_error("quantize", "--dynamic takes no --calib, --stats, --config or --probe");
+  if (dynamic && (calib || stats || config || probe || opset)) {
+    status = qh_cli_usage_error("quantize", "--dynamic takes no --calib, --stats, --config, --probe or --opset");
     goto out;
   }
   if (dynamic && output == NULL) {
@@ -91,6 +94,14 @@ int qh_cli_quantize(int argc, char **argv) {
     qhost_status_free(qhost_options_set_report_file(options, report));
   if (probe)
     qhost_status_free(qhost_options_set_probe_file(options, probe));
+  if (opset != 0) {
+    QhostStatus *bad = qhost_options_set_opset(options, opset);
+    if (bad) {
+      qhost_options_free(options);
+      status = qh_cli_fail(bad);
+      goto out;
+    }
+  }
   char *text = NULL;
   QhostStatus *st = qhost_quantize(argv[1], options, output, NULL, common.quiet ? NULL : &text);
   qhost_options_free(options);

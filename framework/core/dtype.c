@@ -8,10 +8,14 @@ size_t qh_dtype_size(QhDType dtype) {
   case QH_DTYPE_F32: return 4;
   case QH_DTYPE_U8: return 1;
   case QH_DTYPE_S8: return 1;
+  case QH_DTYPE_U16: return 2;
+  case QH_DTYPE_S16: return 2;
   case QH_DTYPE_S32: return 4;
   case QH_DTYPE_S64: return 8;
   case QH_DTYPE_BOOL: return 1;
   case QH_DTYPE_F16: return 2;
+  case QH_DTYPE_U4: return 1;
+  case QH_DTYPE_S4: return 1;
   default: return 0;
   }
 }
@@ -21,16 +25,36 @@ const char *qh_dtype_name(QhDType dtype) {
   case QH_DTYPE_F32: return "float32";
   case QH_DTYPE_U8: return "uint8";
   case QH_DTYPE_S8: return "int8";
+  case QH_DTYPE_U16: return "uint16";
+  case QH_DTYPE_S16: return "int16";
   case QH_DTYPE_S32: return "int32";
   case QH_DTYPE_S64: return "int64";
   case QH_DTYPE_BOOL: return "bool";
   case QH_DTYPE_F16: return "float16";
+  case QH_DTYPE_U4: return "uint4";
+  case QH_DTYPE_S4: return "int4";
   default: return "undefined";
   }
 }
 
 gboolean qh_dtype_is_supported(int code) {
   return code != QH_DTYPE_UNDEFINED && qh_dtype_size((QhDType)code) != 0;
+}
+
+gboolean qh_dtype_is_4bit(QhDType dtype) { return dtype == QH_DTYPE_U4 || dtype == QH_DTYPE_S4; }
+
+void qh_int4_pack(const guint8 *unpacked, size_t n, guint8 *packed) {
+  for (size_t i = 0; i < n; i += 2) {
+    guint8 lo = unpacked[i] & 0xF, hi = i + 1 < n ? unpacked[i + 1] & 0xF : 0;
+    packed[i / 2] = (guint8)(lo | (hi << 4));
+  }
+}
+
+void qh_int4_unpack(const guint8 *packed, size_t n, QhDType dtype, guint8 *unpacked) {
+  for (size_t i = 0; i < n; i++) {
+    guint8 v = (packed[i / 2] >> (4 * (i & 1))) & 0xF;
+    unpacked[i] = dtype == QH_DTYPE_S4 && v >= 8 ? (guint8)(v | 0xF0) : v; /* sign-extend */
+  }
 }
 
 float qh_f16_to_f32(guint16 h) {

@@ -58,6 +58,10 @@ static double element_as_double(const QhTensor *t, int64_t i) {
   case QH_DTYPE_F32: return ((const float *)t->data)[i];
   case QH_DTYPE_U8: return ((const guint8 *)t->data)[i];
   case QH_DTYPE_S8: return ((const gint8 *)t->data)[i];
+  case QH_DTYPE_U4: return ((const guint8 *)t->data)[i]; /* 4-bit: one per byte */
+  case QH_DTYPE_S4: return ((const gint8 *)t->data)[i];
+  case QH_DTYPE_U16: return ((const guint16 *)t->data)[i];
+  case QH_DTYPE_S16: return ((const gint16 *)t->data)[i];
   case QH_DTYPE_S32: return ((const gint32 *)t->data)[i];
   case QH_DTYPE_S64: return (double)((const gint64 *)t->data)[i];
   case QH_DTYPE_F16: return qh_f16_to_f32(((const guint16 *)t->data)[i]);

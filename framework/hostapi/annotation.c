@@ -138,6 +138,8 @@ gboolean qh_quant_dtype_range(int32_t dtype, int64_t *lo, int64_t *hi, const cha
   case QH_DTYPE_INT8: *lo = -128, *hi = 127, *name = "int8"; return TRUE;
   case QH_DTYPE_UINT16: *lo = 0, *hi = 65535, *name = "uint16"; return TRUE;
   case QH_DTYPE_INT16: *lo = -32768, *hi = 32767, *name = "int16"; return TRUE;
+  case QH_DTYPE_UINT4: *lo = 0, *hi = 15, *name = "uint4"; return TRUE;
+  case QH_DTYPE_INT4: *lo = -8, *hi = 7, *name = "int4"; return TRUE;
   case QH_DTYPE_INT32: *lo = G_MININT32, *hi = G_MAXINT32, *name = "int32"; return TRUE;
   default: return FALSE;
   }

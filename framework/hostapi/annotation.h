@@ -42,7 +42,7 @@ typedef struct QhAnnotationSet QhAnnotationSet;
 #define QH_QUANT_SPEC_SIZE_1_0 \
   (offsetof(QhQuantSpec, derive_user_data) + sizeof(((QhQuantSpec *)0)->derive_user_data))
 
-/* The full range of a quantized dtype (QH_DTYPE_UINT8, INT8, UINT16, INT16, INT32)
+/* The full range of a quantized dtype (QH_DTYPE_UINT8, INT8, UINT16, INT16, UINT4, INT4, INT32)
  * and its name ("uint8"); FALSE, outputs untouched, for any other dtype. */
 gboolean qh_quant_dtype_range(int32_t dtype, int64_t *out_min, int64_t *out_max,
                               const char **out_name);

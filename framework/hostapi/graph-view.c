@@ -190,11 +190,6 @@ QhValue *qh_graph_view_add_value(QhGraphView *view, const char *name, GError **e
 QhValue *qh_graph_view_add_constant(QhGraphView *view, const char *name, int32_t dtype,
                                     int32_t rank, const int64_t *dims, const void *data,
                                     size_t nbytes, GError **error) {
-  if (dtype == QH_DTYPE_UINT16 || dtype == QH_DTYPE_INT16) {
-    g_set_error(error, QH_ERROR, QH_ERROR_UNSUPPORTED,
-                "dtype %d (16-bit integer) constants are not supported by this host", dtype);
-    return NULL;
-  }
   if (!qh_dtype_is_supported(dtype)) {
     g_set_error(error, QH_ERROR, QH_ERROR_INVALID, "dtype %d is not a QH_DTYPE_* value", dtype);
     return NULL;

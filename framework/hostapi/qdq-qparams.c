@@ -31,6 +31,8 @@ static gboolean dtype_range(int32_t dtype, int32_t *lo, int32_t *hi) {
   case QH_DTYPE_INT8: *lo = -128; *hi = 127; return TRUE;
   case QH_DTYPE_UINT16: *lo = 0; *hi = 65535; return TRUE;
   case QH_DTYPE_INT16: *lo = -32768; *hi = 32767; return TRUE;
+  case QH_DTYPE_UINT4: *lo = 0; *hi = 15; return TRUE;
+  case QH_DTYPE_INT4: *lo = -8; *hi = 7; return TRUE;
   case QH_DTYPE_INT32: *lo = G_MININT32; *hi = G_MAXINT32; return TRUE;
   default: return FALSE;
   }
@@ -108,8 +110,9 @@ int qh_qdq_read_qparams(const QhGraph *g, const QhNode *n, int x, QhQParams *out
     }
     if (!zt)
       continue;
-    int64_t zp = dtype == QH_DTYPE_UINT8    ? ((const uint8_t *)zt->data)[i]
-                 : dtype == QH_DTYPE_INT8   ? ((const int8_t *)zt->data)[i]
+    /* 4-bit zero points are held one per byte, like 8-bit ones */
+    int64_t zp = dtype == QH_DTYPE_UINT8 || dtype == QH_DTYPE_UINT4 ? ((const uint8_t *)zt->data)[i]
+                 : dtype == QH_DTYPE_INT8 || dtype == QH_DTYPE_INT4 ? ((const int8_t *)zt->data)[i]
                  : dtype == QH_DTYPE_UINT16 ? ((const uint16_t *)zt->data)[i]
                  : dtype == QH_DTYPE_INT16  ? ((const int16_t *)zt->data)[i]
                                             : ((const int32_t *)zt->data)[i];

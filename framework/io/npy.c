@@ -233,6 +233,10 @@ static gboolean descr_to_dtype(const char *descr, QhDType *out, GError **error) 
       dt = QH_DTYPE_U8;
     else if (kind == 'i' && size == 1)
       dt = QH_DTYPE_S8;
+    else if (kind == 'u' && size == 2)
+      dt = QH_DTYPE_U16;
+    else if (kind == 'i' && size == 2)
+      dt = QH_DTYPE_S16;
     else if (kind == 'i' && size == 4)
       dt = QH_DTYPE_S32;
     else if (kind == 'i' && size == 8)
@@ -540,6 +544,8 @@ static const char *dtype_to_descr(QhDType dtype) {
   case QH_DTYPE_F32: return "<f4";
   case QH_DTYPE_U8: return "|u1";
   case QH_DTYPE_S8: return "|i1";
+  case QH_DTYPE_U16: return "<u2";
+  case QH_DTYPE_S16: return "<i2";
   case QH_DTYPE_S32: return "<i4";
   case QH_DTYPE_S64: return "<i8";
   case QH_DTYPE_BOOL: return "|b1";

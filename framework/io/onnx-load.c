@@ -235,6 +235,20 @@ static QhTensor *tensor_from_proto(const Onnx__TensorProto *tp, const char *base
   size_t esize = qh_dtype_size(dtype);
   size_t nbytes = (size_t)numel * esize; /* numel <= 2^34: no overflow */
 
+  if (qh_dtype_is_4bit(dtype)) { /* packed two per byte, low nibble first */
+    size_t packed = ((size_t)numel + 1) / 2;
+    if (!tp->has_raw_data || tp->raw_data.len != packed ||
+        (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)) {
+      g_set_error(error, QH_ERROR, QH_ERROR_UNSUPPORTED,
+                  "%s (%s): qhost reads 4-bit tensors from raw_data of %zu packed bytes only (it has %zu)",
+                  what, qh_dtype_name(dtype), packed, tp->has_raw_data ? tp->raw_data.len : 0);
+      return NULL;
+    }
+    QhTensor *t = qh_tensor_new(dtype, &shape, error);
+    if (t != NULL && numel > 0)
+      qh_int4_unpack(tp->raw_data.data, (size_t)numel, dtype, t->data);
+    return t;
+  }
   if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
     return read_external(tp, dtype, &shape, nbytes, base_dir, what, error);
 
@@ -277,6 +291,8 @@ static QhTensor *tensor_from_proto(const Onnx__TensorProto *tp, const char *base
     case QH_DTYPE_S32: ((int32_t *)t->data)[i] = tp->int32_data[i]; break;
     case QH_DTYPE_U8: ((guint8 *)t->data)[i] = (guint8)tp->int32_data[i]; break;
     case QH_DTYPE_S8: ((gint8 *)t->data)[i] = (gint8)tp->int32_data[i]; break;
+    case QH_DTYPE_U16: ((guint16 *)t->data)[i] = (guint16)tp->int32_data[i]; break;
+    case QH_DTYPE_S16: ((gint16 *)t->data)[i] = (gint16)tp->int32_data[i]; break;
     case QH_DTYPE_BOOL: ((guint8 *)t->data)[i] = tp->int32_data[i] != 0; break;
     case QH_DTYPE_F16: ((guint16 *)t->data)[i] = (guint16)tp->int32_data[i]; break;
     default: break;

@@ -112,8 +112,27 @@ static const OpChanges changes[] = {
 static const char *const handled_at_18[] = {"Pad",        "ReduceL2", "ReduceMax", "ReduceMean", "ReduceMin",
                                             "ReduceProd", "Resize",   "ScatterND", "Split"};
 
-/* The newest opset whose form of op_type the kernels implement (17 or 18). */
+/* Ops whose every change from 18 to 21 was checked against docs/Changelog.md and keeps
+ * the meaning of what qhost runs (the list is docs/qconfig.md's "opset 21" table):
+ * added element types (Cast-21, Constant-19/21, ConstantOfShape-20/21, Equal-19,
+ * Flatten-21, Identity-19/21, ReduceMax-20, ReduceMin-20, Reshape-19/21, Shape-19/21,
+ * Squeeze-21, Transpose-21, Unsqueeze-21; the kernels check types), or new attributes
+ * and modes whose defaults keep the old meaning and whose other values the kernels
+ * implement or refuse by name (AveragePool-19 dilations, implemented; Cast-19 and
+ * QuantizeLinear-19 saturate, float8 only; Pad-19 "wrap", refused; Resize-19
+ * "half_pixel_symmetric", refused; Quantize/DequantizeLinear-21 block_size, refused,
+ * and output_dtype, checked; their int16/uint16 types, implemented). */
+static const char *const handled_at_21[] = {
+    "AveragePool", "Cast",      "Constant",   "ConstantOfShape", "DequantizeLinear",
+    "Equal",       "Flatten",   "Identity",   "Pad",             "QuantizeLinear",
+    "ReduceMax",   "ReduceMin", "Reshape",    "Resize",          "Shape",
+    "Squeeze",     "Transpose", "Unsqueeze"};
+
+/* The newest opset whose form of op_type the kernels implement (17, 18 or 21). */
 static int handled_up_to(const char *op_type) {
+  for (gsize i = 0; i < G_N_ELEMENTS(handled_at_21); i++)
+    if (strcmp(handled_at_21[i], op_type) == 0)
+      return 21;
   for (gsize i = 0; i < G_N_ELEMENTS(handled_at_18); i++)
     if (strcmp(handled_at_18[i], op_type) == 0)
       return 18;

@@ -44,6 +44,13 @@ static Onnx__TensorProto *tensor_proto(Builder *b, const QhTensor *t, const char
   tp->n_dims = (size_t)t->shape.rank;
   tp->dims = (int64_t *)t->shape.dims;
   tp->has_raw_data = TRUE;
+  if (qh_dtype_is_4bit(t->dtype)) { /* two per byte in the file */
+    size_t n = (size_t)qh_tensor_numel(t);
+    tp->raw_data.len = (n + 1) / 2;
+    tp->raw_data.data = alloc(b, tp->raw_data.len);
+    qh_int4_pack(t->data, n, tp->raw_data.data);
+    return tp;
+  }
   tp->raw_data.len = t->nbytes;
   tp->raw_data.data = t->data;
   return tp;

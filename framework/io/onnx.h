@@ -27,6 +27,8 @@ G_BEGIN_DECLS
 /* The opset range whose semantics qhost implements. */
 #define QH_ONNX_MIN_OPSET 13
 #define QH_ONNX_MAX_OPSET 17
+/* The newest default-domain opset qhost writes (for QuantizeLinear-21's 16-bit types). */
+#define QH_ONNX_MAX_WRITE_OPSET 21
 
 /* Load the model at path. External data resolves relative to path's directory. */
 QhGraph *qh_onnx_load(const char *path, GError **error);
@@ -41,6 +43,14 @@ QhGraph *qh_onnx_load_from_memory(const guint8 *data, gsize len, const char *nam
  * Keeps value names, node names, attributes, metadata and opset imports; all
  * initializers are stored inline. */
 gboolean qh_onnx_save(const QhGraph *graph, const char *path, GError **error);
+
+/* Raise graph's default-domain opset to `target` (at most QH_ONNX_MAX_WRITE_OPSET; a graph
+ * without one counts as opset 17), rewriting the ops whose form changed at opset 18
+ * (Reduce* axes attribute -> input, Split num_outputs). Every other node must mean the
+ * same at `target` as the loader defines it; otherwise QH_ERROR_UNSUPPORTED naming the
+ * node and op, and the graph is left unchanged. A target below the graph's opset is
+ * QH_ERROR_UNSUPPORTED. Not thread-safe on one graph. */
+gboolean qh_onnx_upgrade_opset(QhGraph *graph, int64_t target, GError **error);
 
 /* TRUE when op_type (default domain) is unchanged between opset 17 and `opset`, so a
  * model importing `opset` may use it with opset-17 semantics. */

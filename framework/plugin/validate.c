@@ -100,7 +100,8 @@ static gboolean need_fn(Ctx *c, const char *what, const void *fn, const char *na
 static gboolean dtype_known(int32_t dt) {
   switch (dt) {
   case QH_DTYPE_FLOAT: case QH_DTYPE_UINT8: case QH_DTYPE_INT8: case QH_DTYPE_UINT16:
-  case QH_DTYPE_INT16: case QH_DTYPE_INT32: case QH_DTYPE_FLOAT16:
+  case QH_DTYPE_INT16: case QH_DTYPE_INT32: case QH_DTYPE_FLOAT16: case QH_DTYPE_UINT4:
+  case QH_DTYPE_INT4:
     return TRUE;
   default:
     return FALSE;
@@ -113,6 +114,8 @@ static gboolean dtype_range(int32_t dt, int64_t *lo, int64_t *hi) {
   case QH_DTYPE_INT8: *lo = -128; *hi = 127; return TRUE;
   case QH_DTYPE_UINT16: *lo = 0; *hi = 65535; return TRUE;
   case QH_DTYPE_INT16: *lo = -32768; *hi = 32767; return TRUE;
+  case QH_DTYPE_UINT4: *lo = 0; *hi = 15; return TRUE;
+  case QH_DTYPE_INT4: *lo = -8; *hi = 7; return TRUE;
   case QH_DTYPE_INT32: *lo = INT32_MIN; *hi = INT32_MAX; return TRUE;
   default: return FALSE;
   }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "io/onnx.h"
 #include "hostapi/annotation.h"
 #include "quant/convert.h"
 #include "quant/quantize.h"
@@ -76,10 +77,14 @@ static gboolean qparam_inits(QhGraph *g, const char *base, const QhQuantParams *
     size_t esize = qh_dtype_size((QhDType)q->dtype);
     guint8 *zp = g_malloc0(esize * (size_t)q->n);
     for (int i = 0; i < q->n; i++) {
-      if (q->dtype == QH_DTYPE_U8)
+      if (q->dtype == QH_DTYPE_U8 || q->dtype == QH_DTYPE_U4) /* 4-bit: one per byte */
         zp[i] = (guint8)q->zero_point[i];
-      else if (q->dtype == QH_DTYPE_S8)
+      else if (q->dtype == QH_DTYPE_S8 || q->dtype == QH_DTYPE_S4)
         ((gint8 *)zp)[i] = (gint8)q->zero_point[i];
+      else if (q->dtype == QH_DTYPE_U16)
+        ((guint16 *)zp)[i] = (guint16)q->zero_point[i];
+      else if (q->dtype == QH_DTYPE_S16)
+        ((gint16 *)zp)[i] = (gint16)q->zero_point[i];
       else
         ((gint32 *)zp)[i] = q->zero_point[i];
     }
@@ -106,11 +111,20 @@ static QhNode *add_qdq_node(QhGraph *g, const char *op, const char *base_name, i
   return n;
 }
 
+/* 16- and 4-bit types need opset 21, which qh_quant_choose_opset sets once the graph is
+ * done. 4-bit is for constants (weights): qhost's reference path has no 4-bit activation
+ * tests, so it refuses them rather than write what nothing checked. */
 static gboolean check_storable(const QhQuantParams *q, const char *what, gboolean activation, GError **error) {
-  gboolean ok = q->dtype == QH_DTYPE_U8 || q->dtype == QH_DTYPE_S8 || (!activation && q->dtype == QH_DTYPE_S32);
-  if (!ok)
+  gboolean ok = q->dtype == QH_DTYPE_U8 || q->dtype == QH_DTYPE_S8 || q->dtype == QH_DTYPE_U16 ||
+                q->dtype == QH_DTYPE_S16 ||
+                (!activation && (q->dtype == QH_DTYPE_S32 || qh_dtype_is_4bit((QhDType)q->dtype)));
+  if (!ok && activation && qh_dtype_is_4bit((QhDType)q->dtype))
     g_set_error(error, QH_ERROR, QH_ERROR_UNSUPPORTED,
-                "'%s': %s cannot be stored as %s in a QDQ model (opset 13)", what,
+                "'%s': an activation cannot be stored as %s (4-bit types are for weights)", what,
+                qh_dtype_name((QhDType)q->dtype));
+  else if (!ok)
+    g_set_error(error, QH_ERROR, QH_ERROR_UNSUPPORTED,
+                "'%s': %s cannot be stored as %s in a QDQ model", what,
                 activation ? "an activation" : "a constant", qh_dtype_name((QhDType)q->dtype));
   return ok;
 }
@@ -366,4 +380,47 @@ gboolean qh_quant_convert_rounded(QhGraph *g, const QhQuantPoints *pts, QhConsta
   if (ok && qh_graph_opset(g, "") < 13)
     qh_graph_set_opset(g, "", 13);
   return ok;
+}
+
+/* The first QuantizeLinear/DequantizeLinear whose integer type (*out_dtype) needs opset
+ * 21 (16 or 4 bits), or NULL. */
+static const QhNode *first_opset21_qdq(const QhGraph *g, QhDType *out_dtype) {
+  for (int i = 0; i < qh_graph_n_nodes(g); i++) {
+    const QhNode *n = qh_graph_node(g, i);
+    if (n->is_removed || (strcmp(n->op_type, "QuantizeLinear") != 0 && strcmp(n->op_type, "DequantizeLinear") != 0))
+      continue;
+    int integer = strcmp(n->op_type, "QuantizeLinear") == 0 ? n->outputs[0] : n->inputs[0];
+    QhDType dt = integer >= 0 ? qh_graph_value(g, integer)->dtype : QH_DTYPE_UNDEFINED;
+    if (dt == QH_DTYPE_UNDEFINED && n->n_inputs > 2 && n->inputs[2] >= 0)
+      dt = qh_graph_value(g, n->inputs[2])->dtype; /* the zero point has the integer type */
+    if (dt == QH_DTYPE_U16 || dt == QH_DTYPE_S16 || qh_dtype_is_4bit(dt)) {
+      *out_dtype = dt;
+      return n;
+    }
+  }
+  return NULL;
+}
+
+gboolean qh_quant_choose_opset(QhGraph *g, int64_t requested, GError **error) {
+  QhDType dt = QH_DTYPE_UNDEFINED;
+  const QhNode *wide = first_opset21_qdq(g, &dt);
+  int64_t needed = wide ? 21 : 13;
+  if (requested > 0 && requested < needed) {
+    g_set_error(error, QH_ERROR, QH_ERROR_UNSUPPORTED,
+                "opset %" G_GINT64_FORMAT " cannot hold %s '%s' on %s: %d-bit QuantizeLinear and "
+                "DequantizeLinear need opset 21",
+                requested, wide->op_type, wide->name, qh_dtype_name(dt), qh_dtype_is_4bit(dt) ? 4 : 16);
+    return FALSE;
+  }
+  if (requested > 0 && (requested < QH_ONNX_MIN_OPSET || requested > QH_ONNX_MAX_WRITE_OPSET)) {
+    g_set_error(error, QH_ERROR, QH_ERROR_UNSUPPORTED,
+                "opset %" G_GINT64_FORMAT " was asked for; qhost writes opsets %d to %d", requested,
+                QH_ONNX_MIN_OPSET, QH_ONNX_MAX_WRITE_OPSET);
+    return FALSE;
+  }
+  int64_t current = qh_graph_opset(g, "");
+  int64_t target = requested > 0 ? requested : MAX(current, needed);
+  if (current < 0 && target <= QH_ONNX_MAX_OPSET)
+    return TRUE; /* saved at opset 17, which holds every 8-bit QDQ model */
+  return qh_onnx_upgrade_opset(g, target, error);
 }

@@ -31,6 +31,13 @@ typedef gboolean (*QhConstantRounding)(gpointer data, const QhTensor *t, const Q
 gboolean qh_quant_convert_rounded(QhGraph *graph, const QhQuantPoints *points, QhConstantRounding rounding,
                                   gpointer data, GError **error);
 
+/* The default-domain opset of a converted graph: `requested` (quantize --opset; 0 for
+ * none), else the model's, raised to 21 when a QuantizeLinear/DequantizeLinear is 16- or 4-bit
+ * (qh_onnx_upgrade_opset rewrites what changed). A requested opset outside 13..21,
+ * below the model's, or below 21 with 16-bit Q/DQ is QH_ERROR_UNSUPPORTED naming the
+ * node that needs more. */
+gboolean qh_quant_choose_opset(QhGraph *graph, int64_t requested, GError **error);
+
 G_END_DECLS
 
 #endif

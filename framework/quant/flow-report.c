@@ -441,10 +441,10 @@ static void print_text(FILE *out, const QhFlow *f, GArray *rows) {
     else
       g_snprintf(sq, sizeof sq, "%.1f dB", r->sqnr);
     if (q->n == 1)
-      fprintf(out, "  %-8s %-40s %-5s scale %-13.9g zero point %-4d %-28s SQNR %s\n", strcmp(r->kind, "activation") == 0 ? "act" : r->kind,
+      fprintf(out, "  %-8s %-40s %-5s scale %-14.9g zero point %-6d %-28s SQNR %s\n", strcmp(r->kind, "activation") == 0 ? "act" : r->kind,
              r->pt->name, dtype_word(q->dtype), (double)q->scale[0], q->zero_point[0], observer_of(r->pt), sq);
     else
-      fprintf(out, "  %-8s %-40s %-5s %d channels (axis %d)              %-28s SQNR %s\n", strcmp(r->kind, "activation") == 0 ? "act" : r->kind,
+      fprintf(out, "  %-8s %-40s %-5s %d channels (axis %d)                  %-28s SQNR %s\n", strcmp(r->kind, "activation") == 0 ? "act" : r->kind,
              r->pt->name, dtype_word(q->dtype), q->n, q->ch_axis, observer_of(r->pt), sq);
   }
   for (guint i = 0; f->output_sqnr && i < f->output_sqnr->len; i++)

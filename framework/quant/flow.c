@@ -552,7 +552,7 @@ gboolean qh_quantize(const QhQuantizeOptions *opt, GError **error) {
       qh_quant_report_note(f.report, "integer weights and biases rounded by plugin %s's reference numerics",
                            f.name);
     ok = qh_quant_convert_rounded(f.graph, f.points, rn ? backend_rounding : NULL, &f, error) &&
-         post_convert(&f, error);
+         post_convert(&f, error) && qh_quant_choose_opset(f.graph, opt->opset, error);
     if (!ok)
       g_prefix_error(error, "%s: ", opt->model_path);
   }

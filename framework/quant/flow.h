@@ -32,6 +32,7 @@ typedef struct {
   int shard_count;
   gboolean progress;           /* draw a progress bar on stderr */
   gboolean quiet;              /* no report on stdout */
+  int opset;                   /* quantize --opset: 0 (the model's, or 21 for 16-bit) or 13..21 */
   /* for the embedding API (qhost.h): */
   const GPtrArray *calib_arrays; /* QhNamedTensor* in memory, used instead of reading
                                     calib_path (which then only names them), or NULL */

@@ -20,7 +20,10 @@
 
 /* ---- The registry ---- */
 
-enum { DT_U8 = 1, DT_S8 = 2, DT_S32 = 4, DT_FLOAT = 8 };
+/* DT_16: quint16 and qint16, which PyTorch 1.13 lacks; their qparams follow the 8-bit
+ * formulas on the 16-bit range (docs/qconfig.md, "16-bit activations"). DT_4: quint4 and
+ * qint4 (weights), the same formulas on [0, 15] and [-8, 7]. */
+enum { DT_U8 = 1, DT_S8 = 2, DT_S32 = 4, DT_FLOAT = 8, DT_16 = 16, DT_4 = 32 };
 enum { QS_TENSOR = 1, QS_CHANNEL = 2, QS_ANY = 4 };
 
 typedef struct {
@@ -61,19 +64,19 @@ static const QhObsArgSpec mse_args[] = {
 
 #define ARGS(a) a, (int)G_N_ELEMENTS(a)
 static const HostObserver host_observers[] = {
-    {"MinMaxObserver", DT_U8 | DT_S8 | DT_S32, QS_TENSOR, TRUE, NULL, 0, qh_obs_minmax_new,
+    {"MinMaxObserver", DT_U8 | DT_S8 | DT_16 | DT_4 | DT_S32, QS_TENSOR, TRUE, NULL, 0, qh_obs_minmax_new,
      qh_obs_minmax_load, TRUE},
-    {"MovingAverageMinMaxObserver", DT_U8 | DT_S8 | DT_S32, QS_TENSOR, TRUE, ARGS(moving_args),
+    {"MovingAverageMinMaxObserver", DT_U8 | DT_S8 | DT_16 | DT_4 | DT_S32, QS_TENSOR, TRUE, ARGS(moving_args),
      qh_obs_moving_minmax_new, qh_obs_minmax_load, FALSE},
-    {"PerChannelMinMaxObserver", DT_U8 | DT_S8 | DT_S32, QS_CHANNEL, TRUE, NULL, 0,
+    {"PerChannelMinMaxObserver", DT_U8 | DT_S8 | DT_16 | DT_4 | DT_S32, QS_CHANNEL, TRUE, NULL, 0,
      qh_obs_per_channel_new, qh_obs_minmax_load, TRUE},
-    {"MovingAveragePerChannelMinMaxObserver", DT_U8 | DT_S8 | DT_S32, QS_CHANNEL, TRUE,
+    {"MovingAveragePerChannelMinMaxObserver", DT_U8 | DT_S8 | DT_16 | DT_4 | DT_S32, QS_CHANNEL, TRUE,
      ARGS(moving_args), qh_obs_moving_per_channel_new, qh_obs_minmax_load, FALSE},
-    {"HistogramObserver", DT_U8 | DT_S8 | DT_S32, QS_TENSOR, TRUE, ARGS(histogram_args),
+    {"HistogramObserver", DT_U8 | DT_S8 | DT_16 | DT_S32, QS_TENSOR, TRUE, ARGS(histogram_args),
      qh_obs_histogram_new, qh_obs_histogram_load, FALSE},
     {"FixedQParamsObserver", DT_U8 | DT_S8 | DT_S32, QS_TENSOR, FALSE, ARGS(fixed_args),
      qh_obs_fixed_new, qh_obs_stateless_load, TRUE},
-    {"PlaceholderObserver", DT_U8 | DT_S8 | DT_S32 | DT_FLOAT, QS_ANY, FALSE, NULL, 0,
+    {"PlaceholderObserver", DT_U8 | DT_S8 | DT_16 | DT_4 | DT_S32 | DT_FLOAT, QS_ANY, FALSE, NULL, 0,
      qh_obs_placeholder_new, qh_obs_stateless_load, TRUE},
     {"PercentileObserver", DT_U8 | DT_S8 | DT_S32, QS_TENSOR, TRUE, ARGS(percentile_args),
      qh_obs_percentile_new, qh_obs_orthist_load, FALSE},
@@ -187,6 +190,18 @@ void qh_observer_config_range(const QhObserverConfig *cfg, int32_t *out_qmin, in
   } else if (cfg->dtype == QH_DTYPE_UINT8) {
     lo = 0;
     hi = cfg->reduce_range ? 127 : 255;
+  } else if (cfg->dtype == QH_DTYPE_INT16) {
+    lo = cfg->reduce_range ? -16384 : -32768;
+    hi = cfg->reduce_range ? 16383 : 32767;
+  } else if (cfg->dtype == QH_DTYPE_UINT16) {
+    lo = 0;
+    hi = cfg->reduce_range ? 32767 : 65535;
+  } else if (cfg->dtype == QH_DTYPE_INT4) {
+    lo = cfg->reduce_range ? -4 : -8;
+    hi = cfg->reduce_range ? 3 : 7;
+  } else if (cfg->dtype == QH_DTYPE_UINT4) {
+    lo = 0;
+    hi = cfg->reduce_range ? 7 : 15;
   } else if (cfg->dtype == QH_DTYPE_INT32) {
     lo = INT32_MIN;
     hi = INT32_MAX;
@@ -203,6 +218,14 @@ static const char *dtype_word(int32_t dtype) {
     return "quint8";
   case QH_DTYPE_INT8:
     return "qint8";
+  case QH_DTYPE_UINT16:
+    return "quint16";
+  case QH_DTYPE_INT16:
+    return "qint16";
+  case QH_DTYPE_UINT4:
+    return "quint4";
+  case QH_DTYPE_INT4:
+    return "qint4";
   case QH_DTYPE_INT32:
     return "qint32";
   case QH_DTYPE_FLOAT:
@@ -313,6 +336,18 @@ static void dtype_limits(int32_t dtype, int64_t *lo, int64_t *hi) {
   } else if (dtype == QH_DTYPE_INT8) {
     *lo = -128;
     *hi = 127;
+  } else if (dtype == QH_DTYPE_UINT16) {
+    *lo = 0;
+    *hi = 65535;
+  } else if (dtype == QH_DTYPE_INT16) {
+    *lo = -32768;
+    *hi = 32767;
+  } else if (dtype == QH_DTYPE_UINT4) {
+    *lo = 0;
+    *hi = 15;
+  } else if (dtype == QH_DTYPE_INT4) {
+    *lo = -8;
+    *hi = 7;
   } else {
     *lo = INT32_MIN;
     *hi = INT32_MAX;
@@ -334,13 +369,17 @@ static gboolean check_with_args(const QhObserverConfig *cfg, const HostObserver 
   unsigned dt = cfg->dtype == QH_DTYPE_UINT8   ? DT_U8
                 : cfg->dtype == QH_DTYPE_INT8  ? DT_S8
                 : cfg->dtype == QH_DTYPE_INT32 ? DT_S32
+                : (cfg->dtype == QH_DTYPE_UINT16 || cfg->dtype == QH_DTYPE_INT16) ? DT_16
+                : (cfg->dtype == QH_DTYPE_UINT4 || cfg->dtype == QH_DTYPE_INT4)   ? DT_4
                 : (cfg->dtype == QH_DTYPE_FLOAT || cfg->dtype == QH_DTYPE_FLOAT16) ? DT_FLOAT
                                                                                    : 0;
   if ((h->dtypes & dt) == 0) {
     g_set_error(error, QH_ERROR, QH_ERROR_INVALID,
                 "%s: dtype %s is not one this observer can produce (%s)", n,
                 dtype_word(cfg->dtype),
-                (h->dtypes & DT_FLOAT) ? "quint8, qint8, qint32, float32, float16"
+                (h->dtypes & DT_FLOAT) ? "quint8, qint8, quint16, qint16, quint4, qint4, qint32, float32, float16"
+                : (h->dtypes & DT_4)   ? "quint8, qint8, quint16, qint16, quint4, qint4, qint32"
+                : (h->dtypes & DT_16)  ? "quint8, qint8, quint16, qint16, qint32"
                                        : "quint8, qint8, qint32");
     return FALSE;
   }

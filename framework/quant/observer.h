@@ -30,7 +30,8 @@ typedef struct {
 /* What to observe and how: PyTorch's observer constructor arguments. */
 typedef struct {
   char *name;          /* "MinMaxObserver", ..., or a plugin observer's name */
-  int32_t dtype;       /* QH_DTYPE_UINT8 (quint8), QH_DTYPE_INT8 (qint8), QH_DTYPE_INT32 (qint32) */
+  int32_t dtype;       /* QH_DTYPE_UINT8 (quint8), INT8 (qint8), UINT16 (quint16), INT16 (qint16),
+                        * UINT4 (quint4), INT4 (qint4), INT32 (qint32) */
   int32_t qscheme;     /* QH_QSCHEME_* */
   gboolean has_range;  /* quant_min and quant_max were given (PyTorch's "custom" range) */
   int32_t quant_min;

@@ -361,6 +361,10 @@ static const struct {
   int32_t code;
 } dtypes[] = {{"quint8", QH_DTYPE_UINT8},
               {"qint8", QH_DTYPE_INT8},
+              {"quint16", QH_DTYPE_UINT16}, /* PyTorch 1.13 has none: docs/qconfig.md */
+              {"qint16", QH_DTYPE_INT16},
+              {"quint4", QH_DTYPE_UINT4}, /* weights; docs/qconfig.md */
+              {"qint4", QH_DTYPE_INT4},
               {"qint32", QH_DTYPE_INT32},
               {"float32", QH_DTYPE_FLOAT}},
   qschemes[] = {{"per_tensor_affine", QH_QSCHEME_PER_TENSOR_AFFINE},

@@ -188,16 +188,17 @@ gboolean qh_qconfig_check_observer(const QhObserverConfig *cfg, const char *cons
   int64_t lo = 0, hi = 0;
   gboolean quantized = qh_quant_dtype_range(cfg->dtype, &lo, &hi, &dtype_name);
   if (cfg->dtype == QH_DTYPE_FLOAT ? strcmp(cfg->name, "PlaceholderObserver") != 0
-                                   : !quantized || cfg->dtype == QH_DTYPE_UINT16 ||
-                                         cfg->dtype == QH_DTYPE_INT16) {
+                                   : !quantized) {
     if (cfg->dtype == QH_DTYPE_FLOAT)
       g_set_error(error, QH_ERROR, QH_ERROR_INVALID,
                   "%s.dtype: %s cannot produce float32 (only PlaceholderObserver keeps float)",
                   what, cfg->name);
     else
       g_set_error(error, QH_ERROR, QH_ERROR_INVALID,
-                  "%s.dtype: %d is not quint8 (%d), qint8 (%d) or qint32 (%d)", what, cfg->dtype,
-                  QH_DTYPE_UINT8, QH_DTYPE_INT8, QH_DTYPE_INT32);
+                  "%s.dtype: %d is not quint8 (%d), qint8 (%d), quint16 (%d), qint16 (%d), "
+                  "quint4 (%d), qint4 (%d) or qint32 (%d)", what, cfg->dtype, QH_DTYPE_UINT8,
+                  QH_DTYPE_INT8, QH_DTYPE_UINT16, QH_DTYPE_INT16, QH_DTYPE_UINT4, QH_DTYPE_INT4,
+                  QH_DTYPE_INT32);
     return FALSE;
   }
   if (cfg->qscheme < QH_QSCHEME_PER_TENSOR_AFFINE ||

@@ -34,8 +34,11 @@ void qh_quant_calculate_qparams(float min, float max, int32_t qmin, int32_t qmax
     scale = a / d;
     if (!(scale >= eps))
       scale = eps;
-    if (dtype == QH_DTYPE_UINT8)
-      zp = has_range ? (int32_t)(((int64_t)qmin + qmax) >> 1) : 128;
+    /* Later PyTorch's rule for uint16 (2^15, or the middle of a custom range) is the
+     * uint8 one at 16 bits. */
+    if (dtype == QH_DTYPE_UINT8 || dtype == QH_DTYPE_UINT16 || dtype == QH_DTYPE_UINT4)
+      zp = has_range ? (int32_t)(((int64_t)qmin + qmax) >> 1)
+           : dtype == QH_DTYPE_UINT8 ? 128 : dtype == QH_DTYPE_UINT16 ? 32768 : 8;
     else
       zp = 0;
   } else if (qscheme == QH_QSCHEME_PER_CHANNEL_AFFINE_FLOAT_QPARAMS) {
@@ -76,6 +79,22 @@ static void dtype_bounds(int32_t dtype, double *lo, double *hi) {
     *lo = -128;
     *hi = 127;
     break;
+  case QH_DTYPE_UINT16:
+    *lo = 0;
+    *hi = 65535;
+    break;
+  case QH_DTYPE_INT16:
+    *lo = -32768;
+    *hi = 32767;
+    break;
+  case QH_DTYPE_UINT4:
+    *lo = 0;
+    *hi = 15;
+    break;
+  case QH_DTYPE_INT4:
+    *lo = -8;
+    *hi = 7;
+    break;
   default:
     *lo = (double)INT32_MIN;
     *hi = (double)INT32_MAX;
@@ -104,14 +123,22 @@ static void quantize_run(const float *x, size_t n, float scale, int32_t zp, int3
   float fzp = (float)zp;
   double lo, hi;
   dtype_bounds(dtype, &lo, &hi);
-  if (dtype == QH_DTYPE_UINT8) {
+  if (dtype == QH_DTYPE_UINT8 || dtype == QH_DTYPE_UINT4) { /* 4-bit: one per byte */
     uint8_t *o = (uint8_t *)out + offset;
     for (size_t i = 0; i < n; i++)
       o[i] = (uint8_t)quantize_one(x[i], inv, fzp, lo, hi);
-  } else if (dtype == QH_DTYPE_INT8) {
+  } else if (dtype == QH_DTYPE_INT8 || dtype == QH_DTYPE_INT4) {
     int8_t *o = (int8_t *)out + offset;
     for (size_t i = 0; i < n; i++)
       o[i] = (int8_t)quantize_one(x[i], inv, fzp, lo, hi);
+  } else if (dtype == QH_DTYPE_UINT16) {
+    uint16_t *o = (uint16_t *)out + offset;
+    for (size_t i = 0; i < n; i++)
+      o[i] = (uint16_t)quantize_one(x[i], inv, fzp, lo, hi);
+  } else if (dtype == QH_DTYPE_INT16) {
+    int16_t *o = (int16_t *)out + offset;
+    for (size_t i = 0; i < n; i++)
+      o[i] = (int16_t)quantize_one(x[i], inv, fzp, lo, hi);
   } else {
     int32_t *o = (int32_t *)out + offset;
     for (size_t i = 0; i < n; i++)
@@ -151,10 +178,14 @@ void qh_quant_dequantize(const void *q, size_t n, int32_t dtype, float scale, in
                          float *out) {
   for (size_t i = 0; i < n; i++) {
     int64_t v;
-    if (dtype == QH_DTYPE_UINT8)
+    if (dtype == QH_DTYPE_UINT8 || dtype == QH_DTYPE_UINT4)
       v = ((const uint8_t *)q)[i];
-    else if (dtype == QH_DTYPE_INT8)
+    else if (dtype == QH_DTYPE_INT8 || dtype == QH_DTYPE_INT4)
       v = ((const int8_t *)q)[i];
+    else if (dtype == QH_DTYPE_UINT16)
+      v = ((const uint16_t *)q)[i];
+    else if (dtype == QH_DTYPE_INT16)
+      v = ((const int16_t *)q)[i];
     else
       v = ((const int32_t *)q)[i];
     /* ATen: scale * (q - zp) with the difference in int32, converted to float. */

@@ -490,8 +490,8 @@ static void test_hostile_dicts(void) {
                   QH_ERROR_UNSUPPORTED, "object arrays");
   expect_bad_dict("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }",
                   QH_ERROR_UNSUPPORTED, "'<f8' (float64) is not supported; convert with .astype(np.float32)");
-  expect_bad_dict("{'descr': '<i2', 'fortran_order': False, 'shape': (2, 3), }",
-                  QH_ERROR_UNSUPPORTED, "dtype '<i2' is not supported");
+  expect_bad_dict("{'descr': '<u4', 'fortran_order': False, 'shape': (2, 3), }",
+                  QH_ERROR_UNSUPPORTED, "dtype '<u4' is not supported");
   expect_bad_dict("{'descr': '>f4', 'fortran_order': False, 'shape': (2, 3), }",
                   QH_ERROR_UNSUPPORTED, "big-endian dtype '>f4'");
   expect_bad_dict("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2, 3), }",

@@ -170,6 +170,93 @@ static void test_moving_average(void) {
   qh_observer_config_free(c);
 }
 
+/* 16-bit dtypes (issue 22; PyTorch 1.13 has none): the 8-bit formulas on [-32768, 32767]
+ * and [0, 65535], written out here in float32 as PyTorch's _calculate_qparams does. */
+static void test_int16(void) {
+  const float *b[] = {X};
+  int64_t d[] = {5};
+  const float span = 2.0f - -1.0f;
+  struct {
+    int32_t dt, qs;
+    gboolean rr;
+    float scale;
+    int32_t zp;
+  } cs[] = {
+      {QH_DTYPE_INT16, QH_QSCHEME_PER_TENSOR_AFFINE, FALSE, span / 65535.0f,
+       -32768 - (int32_t)nearbyintf(-1.0f / (span / 65535.0f))},
+      {QH_DTYPE_UINT16, QH_QSCHEME_PER_TENSOR_AFFINE, FALSE, span / 65535.0f,
+       0 - (int32_t)nearbyintf(-1.0f / (span / 65535.0f))},
+      {QH_DTYPE_INT16, QH_QSCHEME_PER_TENSOR_AFFINE, TRUE, span / 32767.0f,
+       -16384 - (int32_t)nearbyintf(-1.0f / (span / 32767.0f))},
+      {QH_DTYPE_INT16, QH_QSCHEME_PER_TENSOR_SYMMETRIC, FALSE, 2.0f / 32767.5f, 0},
+      {QH_DTYPE_UINT16, QH_QSCHEME_PER_TENSOR_SYMMETRIC, FALSE, 2.0f / 32767.5f, 32768},
+  };
+  g_assert_cmpint(cs[0].zp, ==, -10923);
+  for (size_t i = 0; i < G_N_ELEMENTS(cs); i++) {
+    for (int which = 0; which < 2; which++) { /* MinMax, and MovingAverage over one batch */
+      QhObserverConfig *c = cfg(which ? "MovingAverageMinMaxObserver" : "MinMaxObserver", cs[i].dt, cs[i].qs);
+      c->reduce_range = cs[i].rr;
+      GError *error = NULL;
+      g_assert_true(qh_observer_config_check(c, &error));
+      g_assert_no_error(error);
+      QhQuantParams *q = run(c, 1, d, 1, b);
+      g_assert_cmpint(q->dtype, ==, cs[i].dt);
+      expect(q, 0, cs[i].scale, cs[i].zp);
+      qh_quant_params_free(q);
+      qh_observer_config_free(c);
+    }
+  }
+  /* per channel, symmetric int16: max |w| of each row / 32767.5, eps for the zero row */
+  const float *bw[] = {W};
+  QhObserverConfig *c = cfg("PerChannelMinMaxObserver", QH_DTYPE_INT16, QH_QSCHEME_PER_CHANNEL_SYMMETRIC);
+  QhQuantParams *q = run(c, 2, (int64_t[]){4, 3}, 1, bw);
+  expect(q, 0, 0.5f / 32767.5f, 0);
+  expect(q, 1, 2.0f / 32767.5f, 0);
+  expect(q, 2, 0x1p-23f, 0);
+  expect(q, 3, 3.0f / 32767.5f, 0);
+  qh_quant_params_free(q);
+  qh_observer_config_free(c);
+  /* Histogram on evenly spread data keeps (nearly) the whole range: 2^16 destination bins */
+  float ramp[4096];
+  for (int i = 0; i < 4096; i++)
+    ramp[i] = (float)i / 4095.0f;
+  const float *br[] = {ramp};
+  c = cfg("HistogramObserver", QH_DTYPE_INT16, QH_QSCHEME_PER_TENSOR_AFFINE);
+  q = run(c, 1, (int64_t[]){4096}, 1, br);
+  g_assert_cmpfloat(fabsf(q->scale[0] - 1.0f / 65535.0f), <, 0.01f / 65535.0f);
+  g_assert_cmpint(q->zero_point[0], ==, -32768);
+  qh_quant_params_free(q);
+  qh_observer_config_free(c);
+  /* 4-bit weights (issue 22): per channel symmetric qint4 is max |w| / 7.5; quint4's zero
+   * point is 8 */
+  c = cfg("PerChannelMinMaxObserver", QH_DTYPE_INT4, QH_QSCHEME_PER_CHANNEL_SYMMETRIC);
+  q = run(c, 2, (int64_t[]){4, 3}, 1, bw);
+  expect(q, 0, 0.5f / 7.5f, 0);
+  expect(q, 1, 2.0f / 7.5f, 0);
+  expect(q, 3, 3.0f / 7.5f, 0);
+  qh_quant_params_free(q);
+  c->dtype = QH_DTYPE_UINT4;
+  q = run(c, 2, (int64_t[]){4, 3}, 1, bw);
+  expect(q, 1, 2.0f / 7.5f, 8);
+  qh_quant_params_free(q);
+  c->dtype = QH_DTYPE_INT4;
+  c->qscheme = QH_QSCHEME_PER_CHANNEL_AFFINE; /* row 0: [-0.25, 0.5] on [-8, 7] */
+  q = run(c, 2, (int64_t[]){4, 3}, 1, bw);
+  expect(q, 0, 0.75f / 15.0f, -8 - (int32_t)nearbyintf(-0.25f / (0.75f / 15.0f)));
+  qh_quant_params_free(q);
+  qh_observer_config_free(c);
+  /* the 16-bit range bounds a custom quant_min/quant_max */
+  c = cfg("MinMaxObserver", QH_DTYPE_INT16, QH_QSCHEME_PER_TENSOR_AFFINE);
+  c->has_range = TRUE;
+  c->quant_min = -40000;
+  c->quant_max = 100;
+  GError *error = NULL;
+  g_assert_false(qh_observer_config_check(c, &error));
+  g_assert_nonnull(error);
+  g_clear_error(&error);
+  qh_observer_config_free(c);
+}
+
 static void check_fails(QhObserverConfig *c, const char *const *parts) {
   GError *error = NULL;
   g_assert_false(qh_observer_config_check(c, &error));
@@ -645,6 +732,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/observers/minmax", test_minmax);
   g_test_add_func("/observers/per-channel", test_per_channel);
   g_test_add_func("/observers/moving-average", test_moving_average);
+  g_test_add_func("/observers/int16", test_int16);
   g_test_add_func("/observers/config-checks", test_config_checks);
   g_test_add_func("/observers/bad-data", test_bad_data);
   g_test_add_func("/observers/fixed-placeholder", test_fixed_placeholder);

@@ -524,7 +524,7 @@ static const BadCase bad_cases[] = {
     {"{\"global\": {\"activation\": {\"observer\": 3}}}", QH_ERROR_INVALID,
      " global.activation.observer: must be a string, not an integer"},
     {"{\"global\": {\"activation\": {\"dtype\": \"uint8\"}}}", QH_ERROR_INVALID,
-     " global.activation.dtype: unknown dtype 'uint8' (one of quint8, qint8, qint32, float32)"},
+     " global.activation.dtype: unknown dtype 'uint8' (one of quint8, qint8, quint16, qint16, quint4, qint4, qint32, float32)"},
     {"{\"global\": {\"activation\": {\"qscheme\": \"torch.per_tensor_affine\"}}}", QH_ERROR_INVALID,
      " global.activation.qscheme: unknown qscheme 'torch.per_tensor_affine'"},
     {"{\"global\": {\"activation\": {\"quant_min\": \"0\", \"quant_max\": 255}}}",

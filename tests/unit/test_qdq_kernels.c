@@ -4,7 +4,8 @@
  * vectorised rounding could get wrong: exact ties k + 0.5, quotients beyond the
  * magic number's range (2^22, 2^23, huge, infinite), NaN, signed zeros, subnormals,
  * odd scales (0, negative, infinite, NaN), per-tensor and per-axis layouts (axis 0,
- * inner, innermost) and lengths that leave vector tails and span two threads. */
+ * inner, innermost) and lengths that leave vector tails and span two threads; for
+ * uint8, int8 and opset 21's uint16, int16, uint4 and int4 (held one per byte). */
 #include <float.h>
 
 #include "kernel_case.h"
@@ -23,6 +24,8 @@ static float pick_x(GRand *r, float s) {
   switch (g_rand_int_range(r, 0, 12)) {
   case 0: /* a tie: exact when s has few mantissa bits (0.25, 3, 6, ...) */
   case 1: return ((float)g_rand_int_range(r, -400, 400) + 0.5f) * s;
+  case 8: return ((float)g_rand_int_range(r, -70000, 70000) + 0.5f) * s; /* 16-bit ties */
+  case 9: return (float)g_rand_int_range(r, -70000, 70000) * s;
   case 2: return (float)g_rand_int_range(r, -400, 400) * s;
   case 3: {
     static const float huge[] = {1e30f, -1e30f, FLT_MAX, -FLT_MAX, INFINITY, -INFINITY};
@@ -37,6 +40,38 @@ static float pick_x(GRand *r, float s) {
   }
   default: return (float)(g_rand_double_range(r, -300, 300)) * s;
   }
+}
+
+/* Random bytes, brought into range for the 4-bit types (their low nibble, int4's
+ * sign-extended), as the loader leaves them. */
+static void random_fill_q(QhTensor *t, GRand *r) {
+  random_fill(t, r);
+  if (t->dtype == QH_DTYPE_U4 || t->dtype == QH_DTYPE_S4)
+    for (size_t i = 0; i < t->nbytes; i++) {
+      uint8_t v = ((uint8_t *)t->data)[i] & 0xF;
+      ((uint8_t *)t->data)[i] = t->dtype == QH_DTYPE_S4 && v >= 8 ? (uint8_t)(v | 0xF0) : v;
+    }
+}
+
+/* Element i of an integer tensor (4, 8, 16 or 32 bits). */
+static int64_t int_at(const QhTensor *t, int64_t i) {
+  switch (t->dtype) {
+  case QH_DTYPE_U8: case QH_DTYPE_U4: return ((const uint8_t *)t->data)[i];
+  case QH_DTYPE_S8: case QH_DTYPE_S4: return ((const int8_t *)t->data)[i];
+  case QH_DTYPE_U16: return ((const uint16_t *)t->data)[i];
+  case QH_DTYPE_S16: return ((const int16_t *)t->data)[i];
+  default: return ((const int32_t *)t->data)[i];
+  }
+}
+
+static void range_of(QhDType dt, int32_t *qmin, int32_t *qmax) {
+  if (dt == QH_DTYPE_U4 || dt == QH_DTYPE_S4) {
+    *qmin = dt == QH_DTYPE_S4 ? -8 : 0;
+    *qmax = dt == QH_DTYPE_S4 ? 7 : 15;
+    return;
+  }
+  *qmin = dt == QH_DTYPE_S8 ? -128 : dt == QH_DTYPE_S16 ? -32768 : 0;
+  *qmax = dt == QH_DTYPE_S8 ? 127 : dt == QH_DTYPE_S16 ? 32767 : dt == QH_DTYPE_U16 ? 65535 : 255;
 }
 
 static int32_t ref_quantize(float x, float s, int32_t z, int32_t qmin, int32_t qmax) {
@@ -61,7 +96,7 @@ static void check_quantize(GRand *r, int rank, const int64_t *dims, int axis, Qh
     qh_f32(c->in[1])[k] = pick_scale(r);
   if (zdt) {
     c->in[2] = mk(zdt, axis < 0 ? 0 : 1, &channels, NULL);
-    random_fill(c->in[2], r);
+    random_fill_q(c->in[2], r);
   }
   int64_t inner = 1;
   for (int d = axis + 1; axis >= 0 && d < rank; d++)
@@ -72,14 +107,14 @@ static void check_quantize(GRand *r, int rank, const int64_t *dims, int axis, Qh
   compare_fast_naive(c); /* leaves the fast output in c->out[0] */
   const QhTensor *y = c->out[0];
   g_assert_cmpint(y->dtype, ==, zdt ? zdt : QH_DTYPE_U8);
-  int32_t qmin = y->dtype == QH_DTYPE_S8 ? -128 : 0, qmax = y->dtype == QH_DTYPE_S8 ? 127 : 255;
+  int32_t qmin, qmax;
+  range_of(y->dtype, &qmin, &qmax);
   for (int64_t i = 0; i < n; i++) {
     int64_t ch = (i / inner) % channels;
-    int32_t z = !zdt ? 0 : zdt == QH_DTYPE_U8 ? ((uint8_t *)c->in[2]->data)[ch]
-                                             : ((int8_t *)c->in[2]->data)[ch];
+    int32_t z = !zdt ? 0 : (int32_t)int_at(c->in[2], ch);
     float x = qh_f32(c->in[0])[i], s = qh_f32(c->in[1])[ch];
     int32_t want = ref_quantize(x, s, z, qmin, qmax);
-    int32_t got = y->dtype == QH_DTYPE_S8 ? ((int8_t *)y->data)[i] : ((uint8_t *)y->data)[i];
+    int32_t got = (int32_t)int_at(y, i);
     if (got != want)
       g_error("element %" G_GINT64_FORMAT ": x %a scale %a zp %d: got %d, expected %d", i,
               (double)x, (double)s, z, got, want);
@@ -96,14 +131,14 @@ static void check_dequantize(GRand *r, int rank, const int64_t *dims, int axis, 
   c->in[0] = mk(xdt, rank, dims, NULL);
   c->in[1] = mk(QH_DTYPE_F32, axis < 0 ? 0 : 1, &channels, NULL);
   c->dynamic[0] = TRUE;
-  random_fill(c->in[0], r);
+  random_fill_q(c->in[0], r);
   for (int64_t k = 0; k < channels; k++)
     qh_f32(c->in[1])[k] = g_rand_int_range(r, 0, 4) == 0 ? pick_scale(r)
                                                        : (float)g_rand_double_range(r, -1, 1);
   if (with_zp) {
     c->in[2] = mk(xdt, axis < 0 ? 0 : 1, &channels, NULL);
     if (xdt != QH_DTYPE_S32) /* int32 zero points must be 0; mk leaves them zeroed */
-      random_fill(c->in[2], r);
+      random_fill_q(c->in[2], r);
   }
   int64_t n = qh_tensor_numel(c->in[0]);
   if (xdt == QH_DTYPE_S32 && n >= 4) { /* the extremes, whose float conversion rounds */
@@ -116,18 +151,7 @@ static void check_dequantize(GRand *r, int rank, const int64_t *dims, int axis, 
   compare_fast_naive(c);
   for (int64_t i = 0; i < n; i++) {
     int64_t ch = (i / inner) % channels;
-    int64_t x, z = 0;
-    switch (xdt) {
-    case QH_DTYPE_U8:
-      x = ((uint8_t *)c->in[0]->data)[i];
-      z = with_zp ? ((uint8_t *)c->in[2]->data)[ch] : 0;
-      break;
-    case QH_DTYPE_S8:
-      x = ((int8_t *)c->in[0]->data)[i];
-      z = with_zp ? ((int8_t *)c->in[2]->data)[ch] : 0;
-      break;
-    default: x = ((int32_t *)c->in[0]->data)[i]; break;
-    }
+    int64_t x = int_at(c->in[0], i), z = with_zp ? int_at(c->in[2], ch) : 0;
     float want = (float)(x - z) * qh_f32(c->in[1])[ch], got = qh_f32(c->out[0])[i];
     if (memcmp(&want, &got, sizeof want) != 0 && !(isnan(want) && isnan(got)))
       g_error("element %" G_GINT64_FORMAT ": got %a, expected %a", i, (double)got,
@@ -151,7 +175,7 @@ static const Layout layouts[] = {
 
 static void test_quantize_fast_vs_naive(void) {
   GRand *r = g_rand_new_with_seed(20261122);
-  const QhDType zdts[] = {QH_DTYPE_U8, QH_DTYPE_S8, 0};
+  const QhDType zdts[] = {QH_DTYPE_U8, QH_DTYPE_S8, QH_DTYPE_U16, QH_DTYPE_S16, QH_DTYPE_U4, QH_DTYPE_S4, 0};
   for (int rep = 0; rep < 4; rep++)
     for (guint l = 0; l < G_N_ELEMENTS(layouts); l++)
       for (guint z = 0; z < G_N_ELEMENTS(zdts); z++)
@@ -163,8 +187,9 @@ static void test_quantize_fast_vs_naive(void) {
 static void test_quantize_tails(void) {
   GRand *r = g_rand_new_with_seed(7);
   for (int64_t n = 1; n <= 70; n++) {
-    check_quantize(r, 1, &n, -1, n % 2 ? QH_DTYPE_S8 : QH_DTYPE_U8);
-    check_dequantize(r, 1, &n, -1, n % 2 ? QH_DTYPE_S8 : QH_DTYPE_U8, TRUE);
+    static const QhDType dts[] = {QH_DTYPE_U8, QH_DTYPE_S8, QH_DTYPE_U16, QH_DTYPE_S16};
+    check_quantize(r, 1, &n, -1, dts[n % 4]);
+    check_dequantize(r, 1, &n, -1, dts[n % 4], TRUE);
   }
   g_rand_free(r);
 }
@@ -196,7 +221,8 @@ static void test_quantize_known(void) {
 
 static void test_dequantize_fast_vs_naive(void) {
   GRand *r = g_rand_new_with_seed(99);
-  const QhDType xdts[] = {QH_DTYPE_U8, QH_DTYPE_S8, QH_DTYPE_S32};
+  const QhDType xdts[] = {QH_DTYPE_U8,  QH_DTYPE_S8, QH_DTYPE_U16, QH_DTYPE_S16,
+                          QH_DTYPE_U4,  QH_DTYPE_S4, QH_DTYPE_S32};
   for (int rep = 0; rep < 3; rep++)
     for (guint l = 0; l < G_N_ELEMENTS(layouts); l++)
       for (guint x = 0; x < G_N_ELEMENTS(xdts); x++)

@@ -29,6 +29,8 @@ static int64_t load_int(const QhTensor *t, int64_t i) {
   switch (t->dtype) {
   case QH_DTYPE_U8: return ((const guint8 *)t->data)[i];
   case QH_DTYPE_S8: return ((const gint8 *)t->data)[i];
+  case QH_DTYPE_U16: return ((const guint16 *)t->data)[i];
+  case QH_DTYPE_S16: return ((const gint16 *)t->data)[i];
   case QH_DTYPE_S32: return ((const gint32 *)t->data)[i];
   case QH_DTYPE_BOOL: return ((const guint8 *)t->data)[i] != 0;
   default: return ((const int64_t *)t->data)[i];
@@ -50,6 +52,8 @@ static void store_int(QhTensor *t, int64_t i, int64_t v) {
   case QH_DTYPE_BOOL: ((guint8 *)t->data)[i] = v != 0; break;
   case QH_DTYPE_U8: ((guint8 *)t->data)[i] = (guint8)((uint64_t)v & 0xFF); break;
   case QH_DTYPE_S8: ((gint8 *)t->data)[i] = (gint8)wrap_signed(v, 8); break;
+  case QH_DTYPE_U16: ((guint16 *)t->data)[i] = (guint16)((uint64_t)v & 0xFFFF); break;
+  case QH_DTYPE_S16: ((gint16 *)t->data)[i] = (gint16)wrap_signed(v, 16); break;
   case QH_DTYPE_S32: ((gint32 *)t->data)[i] = (gint32)wrap_signed(v, 32); break;
   default: ((int64_t *)t->data)[i] = v; break;
   }
@@ -76,6 +80,8 @@ static void store_float(QhTensor *t, int64_t i, float x) {
   case QH_DTYPE_BOOL: ((guint8 *)t->data)[i] = x != 0.0f; break;
   case QH_DTYPE_U8: ((guint8 *)t->data)[i] = (guint8)float_to_int(x, 0, 255); break;
   case QH_DTYPE_S8: ((gint8 *)t->data)[i] = (gint8)float_to_int(x, -128, 127); break;
+  case QH_DTYPE_U16: ((guint16 *)t->data)[i] = (guint16)float_to_int(x, 0, 65535); break;
+  case QH_DTYPE_S16: ((gint16 *)t->data)[i] = (gint16)float_to_int(x, -32768, 32767); break;
   case QH_DTYPE_S32:
     ((gint32 *)t->data)[i] = (gint32)float_to_int(x, G_MININT32, G_MAXINT32);
     break;
@@ -106,7 +112,8 @@ static gboolean cast_target(const QhNode *node, QhDType *out, GError **error) {
   int64_t to;
   if (!qh_node_attr_get_int(node, "to", 0, &to, error))
     return FALSE;
-  if (to < G_MININT32 || to > G_MAXINT32 || !qh_dtype_is_supported((int)to))
+  /* 4-bit types hold weights behind DequantizeLinear only: Cast does not convert them */
+  if (to < G_MININT32 || to > G_MAXINT32 || !qh_dtype_is_supported((int)to) || qh_dtype_is_4bit((QhDType)to))
     return qh_kernel_fail(error, node, QH_ERROR_UNSUPPORTED,
                           "target type %" G_GINT64_FORMAT " is not supported", to);
   *out = (QhDType)to;
@@ -119,7 +126,7 @@ static gboolean cast_infer(const QhNode *node, const QhTensor *const *inputs, in
   QhDType to = QH_DTYPE_UNDEFINED;
   if (n_inputs < 1 || inputs[0] == NULL)
     return qh_kernel_fail(error, node, QH_ERROR_INVALID, "input 0 is missing");
-  if (!qh_dtype_is_supported(inputs[0]->dtype))
+  if (!qh_dtype_is_supported(inputs[0]->dtype) || qh_dtype_is_4bit(inputs[0]->dtype))
     return qh_kernel_fail(error, node, QH_ERROR_UNSUPPORTED, "input 0 has type %s",
                           qh_dtype_name(inputs[0]->dtype));
   if (!cast_target(node, &to, error))

@@ -1,5 +1,8 @@
-/* Reference kernels of QuantizeLinear and DequantizeLinear (opset 10-19 forms,
- * without blocked quantization): per-tensor or per-axis scales and zero points.
+/* Reference kernels of QuantizeLinear and DequantizeLinear (opset 10-21 forms,
+ * without blocked quantization; uint8, int8, and opset 21's uint16, int16, uint4 and
+ * int4, the 4-bit ones held one per byte (core/dtype.h), so that they take the 8-bit
+ * loops except for Quantize's range; int32 input to Dequantize): per-tensor or per-axis
+ * scales and zero points.
  * Quantize follows ONNX's definition literally, saturate(round_half_even(x / scale)
  * + zero_point), with exact division (never the reciprocal) under the default
  * rounding mode; Dequantize computes (x - zero_point) * scale. Both see the input as
@@ -85,9 +88,38 @@ static int32_t zp_at(const QhTensor *zp, int64_t c) {
   if (zp == NULL)
     return 0;
   switch (zp->dtype) {
-  case QH_DTYPE_U8: return ((const uint8_t *)zp->data)[c];
-  case QH_DTYPE_S8: return ((const int8_t *)zp->data)[c];
+  case QH_DTYPE_U8: case QH_DTYPE_U4: return ((const uint8_t *)zp->data)[c];
+  case QH_DTYPE_S8: case QH_DTYPE_S4: return ((const int8_t *)zp->data)[c];
+  case QH_DTYPE_U16: return ((const uint16_t *)zp->data)[c];
+  case QH_DTYPE_S16: return ((const int16_t *)zp->data)[c];
   default: return ((const int32_t *)zp->data)[c];
+  }
+}
+
+/* The saturation range of a quantized type (Quantize's outputs are 8 or 16 bits). */
+static void qrange(QhDType qdt, int32_t *qmin, int32_t *qmax) {
+  switch (qdt) {
+  case QH_DTYPE_U8: *qmin = 0, *qmax = 255; break;
+  case QH_DTYPE_S8: *qmin = -128, *qmax = 127; break;
+  case QH_DTYPE_U16: *qmin = 0, *qmax = 65535; break;
+  case QH_DTYPE_U4: *qmin = 0, *qmax = 15; break;
+  case QH_DTYPE_S4: *qmin = -8, *qmax = 7; break;
+  default: *qmin = -32768, *qmax = 32767; break;
+  }
+}
+
+/* The 8-bit type whose storage and dequantize formula a 4-bit type shares. */
+static QhDType storage_type(QhDType qdt) {
+  return qdt == QH_DTYPE_U4 ? QH_DTYPE_U8 : qdt == QH_DTYPE_S4 ? QH_DTYPE_S8 : qdt;
+}
+
+/* Store an integer already inside qdt's range. */
+static inline void store_q(void *y, int64_t i, QhDType qdt, int32_t q) {
+  switch (qdt) {
+  case QH_DTYPE_U8: case QH_DTYPE_U4: ((uint8_t *)y)[i] = (uint8_t)q; break;
+  case QH_DTYPE_S8: case QH_DTYPE_S4: ((int8_t *)y)[i] = (int8_t)q; break;
+  case QH_DTYPE_U16: ((uint16_t *)y)[i] = (uint16_t)q; break;
+  default: ((int16_t *)y)[i] = (int16_t)q; break;
   }
 }
 
@@ -121,17 +153,14 @@ static inline int32_t quantize_one(float x, float scale, float zp, float lo, flo
 static void quantize_task(void *arg, int64_t begin, int64_t end) {
   const Job *j = arg;
   const float *x = j->x;
-  const float lo = j->qdt == QH_DTYPE_U8 ? 0.0f : -128.0f;
-  const float hi = j->qdt == QH_DTYPE_U8 ? 255.0f : 127.0f;
+  int32_t qmin, qmax;
+  qrange(j->qdt, &qmin, &qmax);
+  const float lo = (float)qmin, hi = (float)qmax;
 #define QUANTIZE_RUN(c, i0, i1)                                                  \
   do {                                                                          \
     const float s = qh_f32(j->p.scale)[c], z = (float)zp_at(j->p.zp, c);        \
-    if (j->qdt == QH_DTYPE_U8)                                                  \
-      for (int64_t i = i0; i < i1; i++)                                         \
-        ((uint8_t *)j->y)[i] = (uint8_t)quantize_one(x[i], s, z, lo, hi);       \
-    else                                                                        \
-      for (int64_t i = i0; i < i1; i++)                                         \
-        ((int8_t *)j->y)[i] = (int8_t)quantize_one(x[i], s, z, lo, hi);         \
+    for (int64_t i = i0; i < i1; i++)                                           \
+      store_q(j->y, i, j->qdt, quantize_one(x[i], s, z, lo, hi));               \
   } while (0)
   FOR_CHANNEL_RUNS(j, begin, end, QUANTIZE_RUN)
 #undef QUANTIZE_RUN
@@ -151,6 +180,12 @@ static void dequantize_task(void *arg, int64_t begin, int64_t end) {
     else if (j->qdt == QH_DTYPE_S8)                                             \
       for (int64_t i = i0; i < i1; i++)                                         \
         y[i] = (float)(((const int8_t *)j->x)[i] - z) * s;                      \
+    else if (j->qdt == QH_DTYPE_U16)                                            \
+      for (int64_t i = i0; i < i1; i++)                                         \
+        y[i] = (float)(((const uint16_t *)j->x)[i] - z) * s;                    \
+    else if (j->qdt == QH_DTYPE_S16)                                            \
+      for (int64_t i = i0; i < i1; i++)                                         \
+        y[i] = (float)(((const int16_t *)j->x)[i] - z) * s;                     \
     else                                                                        \
       for (int64_t i = i0; i < i1; i++)                                         \
         y[i] = (float)(((const int32_t *)j->x)[i] - z) * s;                     \
@@ -169,7 +204,7 @@ static void dequantize_task(void *arg, int64_t begin, int64_t end) {
 /* round_half_even(x / s) clamped to [lo, hi] = [qmin - zp, qmax - zp]: since
  * rounding is monotonic and lo, hi are integers, clamping before rounding gives
  * the same integer as saturating after, and keeps |v| within the magic number's
- * range (|lo|, |hi| <= 383). NaN becomes 0, i.e. the zero point, as in the naive
+ * range (|lo|, |hi| <= 98303 for 16 bits, 383 for 8). NaN becomes 0, i.e. the zero point, as in the naive
  * twin. Written branch-free on floats so that the loops below vectorise. */
 static inline float quantize_fast_one(float x, float s, float lo, float hi) {
   float v = x / s;
@@ -197,6 +232,28 @@ static inline float quantize_fast_one(float x, float s, float lo, float hi) {
     for (int64_t i = 0; i < n; i++)                                                                \
       y[i] = (int8_t)((int32_t)quantize_fast_one(x[i], s, lo, hi) + z);                            \
   }                                                                                                \
+  __attribute__((target(isa), optimize("tree-vectorize"))) static void quantize_u16_##sfx(           \
+      const float *restrict x, uint16_t *restrict y, int64_t n, float s, int32_t z) {              \
+    const float lo = (float)(0 - z), hi = (float)(65535 - z);                                      \
+    for (int64_t i = 0; i < n; i++)                                                                \
+      y[i] = (uint16_t)((int32_t)quantize_fast_one(x[i], s, lo, hi) + z);                          \
+  }                                                                                                \
+  __attribute__((target(isa), optimize("tree-vectorize"))) static void quantize_s16_##sfx(           \
+      const float *restrict x, int16_t *restrict y, int64_t n, float s, int32_t z) {               \
+    const float lo = (float)(-32768 - z), hi = (float)(32767 - z);                                 \
+    for (int64_t i = 0; i < n; i++)                                                                \
+      y[i] = (int16_t)((int32_t)quantize_fast_one(x[i], s, lo, hi) + z);                           \
+  }                                                                                                \
+  __attribute__((target(isa), optimize("tree-vectorize"))) static void dequantize_u16_##sfx(         \
+      const uint16_t *restrict x, float *restrict y, int64_t n, float s, int32_t z) {              \
+    for (int64_t i = 0; i < n; i++)                                                                \
+      y[i] = (float)((int32_t)x[i] - z) * s;                                                       \
+  }                                                                                                \
+  __attribute__((target(isa), optimize("tree-vectorize"))) static void dequantize_s16_##sfx(         \
+      const int16_t *restrict x, float *restrict y, int64_t n, float s, int32_t z) {               \
+    for (int64_t i = 0; i < n; i++)                                                                \
+      y[i] = (float)((int32_t)x[i] - z) * s;                                                       \
+  }                                                                                                \
   __attribute__((target(isa), optimize("tree-vectorize"))) static void dequantize_u8_##sfx(          \
       const uint8_t *restrict x, float *restrict y, int64_t n, float s, int32_t z) {               \
     for (int64_t i = 0; i < n; i++)                                                                \
@@ -216,13 +273,18 @@ typedef struct {
   void (*quantize_s8)(const float *, int8_t *, int64_t, float, int32_t);
   void (*dequantize_u8)(const uint8_t *, float *, int64_t, float, int32_t);
   void (*dequantize_s8)(const int8_t *, float *, int64_t, float, int32_t);
+  void (*quantize_u16)(const float *, uint16_t *, int64_t, float, int32_t);
+  void (*quantize_s16)(const float *, int16_t *, int64_t, float, int32_t);
+  void (*dequantize_u16)(const uint16_t *, float *, int64_t, float, int32_t);
+  void (*dequantize_s16)(const int16_t *, float *, int64_t, float, int32_t);
 } QdqLoops;
 
 static const QdqLoops *qdq_loops(void) {
-  static const QdqLoops sse2 = {quantize_u8_sse2, quantize_s8_sse2, dequantize_u8_sse2, dequantize_s8_sse2},
-                        avx2 = {quantize_u8_avx2, quantize_s8_avx2, dequantize_u8_avx2, dequantize_s8_avx2},
-                        avx512 = {quantize_u8_avx512, quantize_s8_avx512, dequantize_u8_avx512,
-                                  dequantize_s8_avx512};
+#define QDQ_TABLE(sfx)                                                                             \
+  {quantize_u8_##sfx,   quantize_s8_##sfx,   dequantize_u8_##sfx,   dequantize_s8_##sfx,              \
+   quantize_u16_##sfx,  quantize_s16_##sfx,  dequantize_u16_##sfx,  dequantize_s16_##sfx}
+  static const QdqLoops sse2 = QDQ_TABLE(sse2), avx2 = QDQ_TABLE(avx2), avx512 = QDQ_TABLE(avx512);
+#undef QDQ_TABLE
   const uint64_t f = qh_cpu_features(), want512 = QH_CPU_AVX512F | QH_CPU_AVX512BW | QH_CPU_AVX512VL;
   return (f & want512) == want512 ? &avx512 : (f & QH_CPU_AVX2) ? &avx2 : &sse2;
 }
@@ -232,16 +294,13 @@ static const QdqLoops *qdq_loops(void) {
 static void quantize_fast_interleaved(const Job *j, int64_t begin, int64_t end) {
   const float *x = j->x;
   const float *scale = qh_f32(j->p.scale);
-  const int32_t qmin = j->qdt == QH_DTYPE_U8 ? 0 : -128, qmax = j->qdt == QH_DTYPE_U8 ? 255 : 127;
+  int32_t qmin, qmax;
+  qrange(j->qdt, &qmin, &qmax);
   int64_t c = begin % j->p.channels;
   for (int64_t i = begin; i < end; i++) {
     int32_t z = zp_at(j->p.zp, c);
     float v = quantize_fast_one(x[i], scale[c], (float)(qmin - z), (float)(qmax - z));
-    int32_t q = (int32_t)v + z;
-    if (j->qdt == QH_DTYPE_U8)
-      ((uint8_t *)j->y)[i] = (uint8_t)q;
-    else
-      ((int8_t *)j->y)[i] = (int8_t)q;
+    store_q(j->y, i, j->qdt, (int32_t)v + z);
     if (++c == j->p.channels)
       c = 0;
   }
@@ -249,6 +308,10 @@ static void quantize_fast_interleaved(const Job *j, int64_t begin, int64_t end) 
 
 static void quantize_fast_task(void *arg, int64_t begin, int64_t end) {
   const Job *j = arg;
+  if (qh_dtype_is_4bit(j->qdt)) { /* weights, quantized once: no vector loops */
+    quantize_task(arg, begin, end);
+    return;
+  }
   if (j->p.inner == 1 && j->p.channels > 1) {
     quantize_fast_interleaved(j, begin, end);
     return;
@@ -261,14 +324,18 @@ static void quantize_fast_task(void *arg, int64_t begin, int64_t end) {
     const int32_t z = zp_at(j->p.zp, c);                                        \
     if (j->qdt == QH_DTYPE_U8)                                                  \
       f->quantize_u8(x + i0, (uint8_t *)j->y + i0, i1 - i0, s, z);              \
-    else                                                                        \
+    else if (j->qdt == QH_DTYPE_S8)                                             \
       f->quantize_s8(x + i0, (int8_t *)j->y + i0, i1 - i0, s, z);               \
+    else if (j->qdt == QH_DTYPE_U16)                                            \
+      f->quantize_u16(x + i0, (uint16_t *)j->y + i0, i1 - i0, s, z);            \
+    else                                                                        \
+      f->quantize_s16(x + i0, (int16_t *)j->y + i0, i1 - i0, s, z);             \
   } while (0)
   FOR_CHANNEL_RUNS(j, begin, end, QUANTIZE_FAST_RUN)
 #undef QUANTIZE_FAST_RUN
 }
 
-/* (x - z) fits in int32 for 8-bit inputs, and int32 inputs have z == 0
+/* (x - z) fits in int32 for 8- and 16-bit inputs, and int32 inputs have z == 0
  * (check_int32_zp), so int32 arithmetic gives the naive twin's int64 values. */
 static void dequantize_s32(const int32_t *restrict x, float *restrict y, int64_t n, float s) {
   for (int64_t i = 0; i < n; i++)
@@ -290,6 +357,10 @@ static void dequantize_fast_task(void *arg, int64_t begin, int64_t end) {
       f->dequantize_u8((const uint8_t *)j->x + i0, (float *)j->y + i0, i1 - i0, s, z); \
     else if (j->qdt == QH_DTYPE_S8)                                             \
       f->dequantize_s8((const int8_t *)j->x + i0, (float *)j->y + i0, i1 - i0, s, z);  \
+    else if (j->qdt == QH_DTYPE_U16)                                            \
+      f->dequantize_u16((const uint16_t *)j->x + i0, (float *)j->y + i0, i1 - i0, s, z); \
+    else if (j->qdt == QH_DTYPE_S16)                                            \
+      f->dequantize_s16((const int16_t *)j->x + i0, (float *)j->y + i0, i1 - i0, s, z); \
     else if (z == 0)                                                            \
       dequantize_s32((const int32_t *)j->x + i0, (float *)j->y + i0, i1 - i0, s);   \
     else                                                                        \
@@ -309,11 +380,26 @@ static gboolean infer_quantize(const QhNode *node, const QhTensor *const *inputs
       !qh_kernel_check_dtype(node, inputs, n_inputs, 1, error, QH_DTYPE_F32, 0))
     return FALSE;
   if (n_inputs > 2 && inputs[2] != NULL &&
-      !qh_kernel_check_dtype(node, inputs, n_inputs, 2, error, QH_DTYPE_U8, QH_DTYPE_S8, 0))
+      !qh_kernel_check_dtype(node, inputs, n_inputs, 2, error, QH_DTYPE_U8, QH_DTYPE_S8, QH_DTYPE_U16,
+                             QH_DTYPE_S16, QH_DTYPE_U4, QH_DTYPE_S4, 0))
     return FALSE;
   if (!qparams(node, inputs, n_inputs, "y_scale", "y_zero_point", &p, error))
     return FALSE;
-  outputs[0].dtype = p.zp != NULL ? p.zp->dtype : QH_DTYPE_U8;
+  /* opset 21's output_dtype: the output type when there is no zero point; with one, the
+   * two must agree. */
+  int64_t out_dt;
+  if (!qh_node_attr_get_int(node, "output_dtype", 0, &out_dt, error))
+    return FALSE;
+  if (out_dt != 0 && out_dt != QH_DTYPE_U8 && out_dt != QH_DTYPE_S8 && out_dt != QH_DTYPE_U16 &&
+      out_dt != QH_DTYPE_S16 && out_dt != QH_DTYPE_U4 && out_dt != QH_DTYPE_S4)
+    return qh_kernel_fail(error, node, QH_ERROR_UNSUPPORTED,
+                          "output_dtype %" G_GINT64_FORMAT " is not uint8, int8, uint16, int16, uint4 or int4",
+                          out_dt);
+  if (out_dt != 0 && p.zp != NULL && out_dt != p.zp->dtype)
+    return qh_kernel_fail(error, node, QH_ERROR_INVALID,
+                          "output_dtype is %s but y_zero_point has type %s; they must match",
+                          qh_dtype_name((QhDType)out_dt), qh_dtype_name(p.zp->dtype));
+  outputs[0].dtype = p.zp != NULL ? p.zp->dtype : out_dt != 0 ? (QhDType)out_dt : QH_DTYPE_U8;
   outputs[0].shape = inputs[0]->shape;
   outputs[0].data = NULL;
   return TRUE;
@@ -362,7 +448,7 @@ static gboolean infer_dequantize(const QhNode *node, const QhTensor *const *inpu
   (void)n_outputs;
   QParams p;
   if (!qh_kernel_check_dtype(node, inputs, n_inputs, 0, error, QH_DTYPE_U8, QH_DTYPE_S8,
-                             QH_DTYPE_S32, 0) ||
+                             QH_DTYPE_U16, QH_DTYPE_S16, QH_DTYPE_U4, QH_DTYPE_S4, QH_DTYPE_S32, 0) ||
       !qh_kernel_check_dtype(node, inputs, n_inputs, 1, error, QH_DTYPE_F32, 0))
     return FALSE;
   if (n_inputs > 2 && inputs[2] != NULL && inputs[2]->dtype != inputs[0]->dtype)
@@ -381,7 +467,7 @@ static gboolean infer_dequantize(const QhNode *node, const QhTensor *const *inpu
 static gboolean dequantize_with(QhParallelFn task, QhExecContext *ctx, const QhNode *node,
                                 const QhTensor *const *inputs, int n_inputs,
                                 QhTensor *const *outputs, GError **error) {
-  Job j = {.x = inputs[0]->data, .y = outputs[0]->data, .qdt = inputs[0]->dtype};
+  Job j = {.x = inputs[0]->data, .y = outputs[0]->data, .qdt = storage_type(inputs[0]->dtype)};
   if (!qparams(node, inputs, n_inputs, "x_scale", "x_zero_point", &j.p, error) ||
       !check_int32_zp(node, &j.p, error))
     return FALSE;

@@ -427,7 +427,10 @@ QhObserver *qh_obs_histogram_new(const QhObsSetup *s, int rank, const int64_t *d
   qh_observer_init_base(&h->base, &hist_class, s->cfg, rank, dims);
   h->bins = (int)s->args[0];
   h->upsample = (int)s->args[1];
-  h->dst_nbins = s->cfg->dtype == QH_DTYPE_INT32 ? 4294967296.0 : 256.0;
+  /* 2^bits, as later PyTorch computes it from torch.iinfo for its 16-bit dtypes. */
+  h->dst_nbins = s->cfg->dtype == QH_DTYPE_INT32                                        ? 4294967296.0
+                 : s->cfg->dtype == QH_DTYPE_INT16 || s->cfg->dtype == QH_DTYPE_UINT16 ? 65536.0
+                                                                                       : 256.0;
   h->min = INFINITY;
   h->max = -INFINITY;
   h->hist = g_new0(float, h->bins);

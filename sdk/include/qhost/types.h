@@ -31,6 +31,10 @@ extern "C" {
 #define QH_DTYPE_INT64 7
 #define QH_DTYPE_BOOL 9
 #define QH_DTYPE_FLOAT16 10
+/* Added in ABI 1.2: 4-bit integers (opset 21; weights). Tensors a plugin sees hold them
+ * one element per byte (int4 sign-extended); the ONNX file packs two per byte. */
+#define QH_DTYPE_UINT4 21
+#define QH_DTYPE_INT4 22
 
 /* ---- Quantization schemes (PyTorch's torch.qscheme), int32_t ---- */
 #define QH_QSCHEME_PER_TENSOR_AFFINE 0
