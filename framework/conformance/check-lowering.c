@@ -17,11 +17,14 @@
  * fake_quantize makes of the value the output quantizer reads: the one-step bar cannot
  * see a kernel that rounds ties the wrong way. A graph nobody claims gives no line; a
  * pattern that claims nothing is a SKIP so a vendor knows it went untested. */
+#include <glib/gstdio.h>
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "core/error.h"
 #include "exec/plan.h"
+#include "io/onnx.h"
 #include "lower/lowering.h"
 #include "conformance/check-private.h"
 
@@ -286,23 +289,15 @@ static const QhCheckGraph graphs[] = {
     {"sigmoid", g_sigmoid, FALSE},
 };
 
-/* The graph with every value's dtype and shape filled in (as a loaded model's shape
- * inference leaves them), so the plugin's accept sees what it would on a real model.
- * NULL (error set) if the host cannot plan it. */
-static QhGraph *build_graph(const QhCheckGraph *lg, Builder *info, GError **error) {
-  Builder b = {qh_graph_new(), g_rand_new_with_seed(SEED), 0, 0, 0, -1};
-  qh_graph_set_opset(b.g, "", 13);
-  lg->build(&b);
-  g_rand_free(b.rng);
-  b.rng = NULL;
-  *info = b;
-  QhPlan *shapes = qh_plan_new(b.g, NULL, TRUE, error);
-  if (shapes == NULL) {
-    qh_graph_free(b.g);
-    return NULL;
-  }
-  for (int i = 0; i < qh_graph_n_values(b.g); i++) {
-    QhValue *v = qh_graph_value(b.g, i);
+/* Every value's dtype and shape filled in (as a loaded model's shape inference leaves
+ * them), so the plugin's accept sees what it would on a real model. FALSE (error set) if
+ * the host cannot plan the graph. */
+static gboolean fill_shapes(QhGraph *g, GError **error) {
+  QhPlan *shapes = qh_plan_new(g, NULL, TRUE, error);
+  if (shapes == NULL)
+    return FALSE;
+  for (int i = 0; i < qh_graph_n_values(g); i++) {
+    QhValue *v = qh_graph_value(g, i);
     const QhTensor *info = qh_plan_value_info(shapes, i);
     if (v && info && v->shape.rank < 0) {
       v->dtype = info->dtype;
@@ -310,7 +305,56 @@ static QhGraph *build_graph(const QhCheckGraph *lg, Builder *info, GError **erro
     }
   }
   qh_plan_free(shapes);
+  return TRUE;
+}
+
+/* A built-in graph, shapes filled in; NULL (error set) if the host cannot plan it. */
+static QhGraph *build_graph(const QhCheckGraph *lg, Builder *info, GError **error) {
+  Builder b = {qh_graph_new(), g_rand_new_with_seed(SEED), 0, 0, 0, -1};
+  qh_graph_set_opset(b.g, "", 13);
+  lg->build(&b);
+  g_rand_free(b.rng);
+  b.rng = NULL;
+  *info = b;
+  if (!fill_shapes(b.g, error)) {
+    qh_graph_free(b.g);
+    return NULL;
+  }
   return b.g;
+}
+
+/* The initializer of node input slot, or NULL. */
+static const QhTensor *input_constant(const QhGraph *g, const QhNode *n, int slot) {
+  int id = qh_node_input(n, slot);
+  return id >= 0 ? qh_graph_value(g, id)->initializer : NULL;
+}
+
+/* A QDQ file qhost quantize wrote, loaded with shapes filled in, and *info describing
+ * its first output's quantization (pre_quant -1 when the output is not the
+ * DequantizeLinear of a per-tensor QuantizeLinear). NULL with error set. */
+static QhGraph *load_qdq(const char *path, Builder *info, GError **error) {
+  QhGraph *g = qh_onnx_load(path, error);
+  if (g == NULL || !fill_shapes(g, error)) {
+    qh_graph_free(g);
+    return NULL;
+  }
+  *info = (Builder){g, NULL, 1.0f, 0, 0, -1};
+  const QhValue *out = g->outputs->len ? qh_graph_value(g, g_array_index(g->outputs, int, 0)) : NULL;
+  const QhNode *dq = out && out->producer >= 0 ? qh_graph_node(g, out->producer) : NULL;
+  const QhValue *qv = dq && strcmp(dq->op_type, "DequantizeLinear") == 0 ? qh_graph_value(g, qh_node_input(dq, 0))
+                                                                           : NULL;
+  const QhNode *q = qv && qv->producer >= 0 ? qh_graph_node(g, qv->producer) : NULL;
+  if (q == NULL || strcmp(q->op_type, "QuantizeLinear") != 0)
+    return g;
+  const QhTensor *scale = input_constant(g, q, 1), *zp = input_constant(g, q, 2);
+  if (scale == NULL || scale->dtype != QH_DTYPE_F32 || qh_tensor_numel(scale) != 1 || zp == NULL ||
+      qh_tensor_numel(zp) != 1 || (zp->dtype != QH_DTYPE_S8 && zp->dtype != QH_DTYPE_U8))
+    return g;
+  info->out_scale = *(const float *)scale->data;
+  info->out_signed = zp->dtype == QH_DTYPE_S8;
+  info->out_zero_point = info->out_signed ? *(const int8_t *)zp->data : *(const uint8_t *)zp->data;
+  info->pre_quant = qh_node_input(q, 0);
+  return g;
 }
 
 /* ---- running and comparing ---- */
@@ -469,20 +513,61 @@ static char *own_mismatch(const QhTensor *low, const QhTensor *own, const QhTens
   return NULL;
 }
 
+/* What each declared pattern did over every graph: the units it claimed and how often
+ * its kernels ran; and the reasons units were declined. */
+typedef struct {
+  GString *claims; /* "graph (unit 'u')", joined */
+  int runs;        /* lowered runs of the plans holding its units, one per unit */
+  char *untried;   /* why its generated graph could not be made or quantized, or NULL */
+} PatternTally;
+
+typedef struct {
+  GHashTable *patterns; /* id -> PatternTally* */
+  GHashTable *declines; /* the host rows' reasons */
+} Tally;
+
+static void pattern_tally_free(gpointer p) {
+  PatternTally *t = p;
+  g_string_free(t->claims, TRUE);
+  g_free(t->untried);
+  g_free(t);
+}
+
+static PatternTally *tally_of(Tally *tally, const char *id) {
+  PatternTally *t = g_hash_table_lookup(tally->patterns, id);
+  if (t == NULL) {
+    t = g_new0(PatternTally, 1);
+    t->claims = g_string_new(NULL);
+    g_hash_table_insert(tally->patterns, g_strdup(id), t);
+  }
+  return t;
+}
+
+/* A run of l's plan completed: every claimed unit's kernel ran once. */
+static void count_runs(Tally *tally, const QhLowering *l) {
+  const GPtrArray *rows = qh_lowering_rows(l);
+  for (guint i = 0; i < rows->len; i++) {
+    const QhLoweringRow *r = rows->pdata[i];
+    if (r->kernel && r->pattern)
+      tally_of(tally, r->pattern)->runs++;
+  }
+}
+
 static const char *const run_names[RUNS] = {"first run", "second run (packed weights reused)",
                                             "run on 2 threads"};
 
-/* Lower one graph and compare it with the reference; claims[pattern] collects what
- * each pattern claimed, declines the host rows' reasons. A graph whose units are all
- * claimed by patterns in covered (those the uint8 family exercised) is left alone. */
-static void check_graph(QhCheckRun *run, const Family *fam, const QhCheckGraph *lg, GHashTable *covered,
-                        GHashTable *claims, GHashTable *declines, int *n_claimed) {
-  char *check = g_strdup_printf("lowering on %s%s", fam->prefix, lg->name);
-  GError *error = NULL;
-  Builder info;
-  QhGraph *ref_graph = build_graph(lg, &info, &error);
-  QhGraph *low_graph = ref_graph ? build_graph(lg, &info, &error) : NULL;
+/* Lower one graph (low_graph; ref_graph is the same graph for the reference, both
+ * taken; NULL with error set when they could not be made) and compare it with the
+ * reference. name names the graph, label (or NULL) the family in PASS lines; exact
+ * says the reference's fp32 math is exact on it. A graph whose units are all claimed
+ * by patterns in covered is left alone. Returns TRUE when a unit was claimed. */
+static gboolean check_pair(QhCheckRun *run, const char *name, const char *label, QhGraph *ref_graph,
+                           QhGraph *low_graph, const Builder *infop, gboolean lg_exact, GError *error,
+                           GHashTable *covered, Tally *tally) {
+  char *check = g_strdup_printf("lowering on %s", name);
+  Builder info = *infop;
   float step = info.out_scale;
+  gboolean claimed = FALSE;
   QhPlan *ref_plan = NULL;
   QhLowering *l = NULL;
   QhTensor **inputs = NULL, **ref = NULL, *own = NULL;
@@ -491,10 +576,15 @@ static void check_graph(QhCheckRun *run, const Family *fam, const QhCheckGraph *
    * sit at its ties, and on an exact graph the plugin's own fake_quantize of it is what
    * the kernel must give */
   gboolean has_pre = ref_graph && info.pre_quant >= 0;
-  gboolean exact = lg->exact && has_pre;
+  gboolean exact = lg_exact && has_pre;
   if (has_pre) {
     qh_graph_value(ref_graph, info.pre_quant)->is_output = TRUE;
     g_array_append_val(ref_graph->outputs, info.pre_quant);
+  }
+  if (ref_graph && info.pre_quant < 0) {
+    qh_check_add(run, QH_CHECK_SKIP, check, "its output is not the DequantizeLinear of a per-tensor "
+                 "QuantizeLinear: no quantization step to compare in");
+    goto done;
   }
   if (low_graph == NULL || (ref_plan = qh_plan_new(ref_graph, NULL, FALSE, &error)) == NULL) {
     qh_check_add(run, QH_CHECK_FAIL, check, "the host cannot plan its own graph: %s", error->message);
@@ -518,17 +608,15 @@ static void check_graph(QhCheckRun *run, const Family *fam, const QhCheckGraph *
       continue; /* its patterns were checked on the uint8 family already */
     } else if (r->pattern) {
       any = TRUE;
-      GString *s = g_hash_table_lookup(claims, r->pattern);
-      if (s == NULL)
-        g_hash_table_insert(claims, g_strdup(r->pattern), s = g_string_new(NULL));
-      g_string_append_printf(s, "%s%s%s (unit '%s')", s->len ? ", " : "", fam->prefix, lg->name, r->name);
-    } else if (r->reason && !g_hash_table_contains(declines, r->reason)) {
-      g_hash_table_add(declines, g_strdup(r->reason));
+      GString *s = tally_of(tally, r->pattern)->claims;
+      g_string_append_printf(s, "%s%s (unit '%s')", s->len ? ", " : "", name, r->name);
+    } else if (r->reason && !g_hash_table_contains(tally->declines, r->reason)) {
+      g_hash_table_add(tally->declines, g_strdup(r->reason));
     }
   }
   if (!any)
     goto done; /* nothing claimed: nothing of the plugin's to check */
-  (*n_claimed)++;
+  claimed = TRUE;
   units = claimed_units(l);
   if (!qh_lowering_build(l, &error)) {
     qh_check_add(run, QH_CHECK_FAIL, check, "%s: %s", units, error->message);
@@ -550,6 +638,7 @@ static void check_graph(QhCheckRun *run, const Family *fam, const QhCheckGraph *
       qh_check_add(run, QH_CHECK_FAIL, check, "%s: %s: %s", units, run_names[k], error->message);
       goto done;
     }
+    count_runs(tally, l);
     char *where = NULL;
     double w = worst_steps(low_graph, ref, low, step, &where, &same, &total);
     const char *out0 = qh_graph_value(low_graph, g_array_index(low_graph->outputs, int, 0))->name;
@@ -588,8 +677,7 @@ static void check_graph(QhCheckRun *run, const Family *fam, const QhCheckGraph *
   qh_check_add(run, QH_CHECK_PASS, check,
                "%s: %d runs (packed weights reused, one on 2 threads) within one step of the host's "
                "reference (worst %.2f steps of %g%s)%s%s%s",
-               units, RUNS, worst, (double)step, share, also, fam->label ? "; " : "",
-               fam->label ? fam->label : "");
+               units, RUNS, worst, (double)step, share, also, label ? "; " : "", label ? label : "");
   g_free(share);
   g_free(also);
 done:
@@ -607,11 +695,23 @@ done:
   qh_plan_free(ref_plan);
   qh_graph_free(low_graph);
   qh_graph_free(ref_graph);
+  return claimed;
 }
 
-static void string_free(gpointer s) { g_string_free(s, TRUE); }
+/* A built-in graph of family fam, built twice. */
+static void check_graph(QhCheckRun *run, const Family *fam, const QhCheckGraph *lg, GHashTable *covered,
+                        Tally *tally, int *n_claimed) {
+  GError *error = NULL;
+  Builder info = {0};
+  QhGraph *ref_graph = build_graph(lg, &info, &error);
+  QhGraph *low_graph = ref_graph ? build_graph(lg, &info, &error) : NULL;
+  char *name = g_strdup_printf("%s%s", fam->prefix, lg->name);
+  if (check_pair(run, name, fam->label, ref_graph, low_graph, &info, lg->exact, error, covered, tally))
+    (*n_claimed)++;
+  g_free(name);
+}
 
-/* The reasons the plugin gave pattern id for declining built-in units ("id: why"). */
+/* The reasons the plugin gave pattern id for declining units ("id: why"). */
 static char *declined_reasons(GHashTable *declines, const char *id) {
   GString *s = g_string_new(NULL);
   char *prefix = g_strdup_printf("%s: ", id);
@@ -629,45 +729,120 @@ static char *declined_reasons(GHashTable *declines, const char *id) {
   return g_string_free(s, FALSE);
 }
 
+/* Each declared pattern's generated graphs, variant after variant until one of them
+ * claims a unit with that pattern. Returns how many graphs claimed something. */
+static int check_generated(QhCheckRun *run, const char *dir, Tally *tally) {
+  const QhLoweringOps *lo = run->desc->lowering;
+  int n_claimed = 0;
+  for (size_t i = 0; i < lo->n_patterns; i++) {
+    const QhLoweringPattern *p = lo->patterns[i];
+    for (int v = 0; v < qh_check_pattern_n_variants(); v++) {
+      char *label = NULL, *why = NULL;
+      char *qdq = qh_check_pattern_quantize(run, p, v, dir, &label, &why);
+      if (qdq == NULL && why == NULL)
+        continue; /* the same graph as variant 0 */
+      PatternTally *t = tally_of(tally, p->id);
+      if (qdq == NULL) {
+        gboolean no_graph = label == NULL; /* no graph for its ops at all */
+        if (t->untried == NULL)
+          t->untried = g_strdup_printf("%s: %s", label ? label : "its generated graph", why);
+        g_free(label);
+        g_free(why);
+        if (no_graph)
+          break;
+        continue;
+      }
+      GError *error = NULL;
+      Builder info = {0};
+      QhGraph *ref_graph = load_qdq(qdq, &info, &error);
+      Builder low_info = {0};
+      QhGraph *low_graph = ref_graph ? load_qdq(qdq, &low_info, &error) : NULL;
+      g_unlink(qdq);
+      g_free(qdq);
+      if (ref_graph && info.pre_quant < 0) {
+        /* the plugin left it float: not a graph of this pattern; the next variant */
+        if (t->untried == NULL)
+          t->untried = g_strdup_printf("%s: its quantization left the output float", label);
+        qh_graph_free(ref_graph);
+        qh_graph_free(low_graph);
+        g_free(label);
+        continue;
+      }
+      /* the pattern alone: the graph's other ops stay on the host, so what is compared
+       * is this pattern's kernel (a tie rounded apart upstream would grow downstream) */
+      qh_backend_restrict_lowering(run->backend, i);
+      if (check_pair(run, label, NULL, ref_graph, low_graph, &info, FALSE, error, NULL, tally))
+        n_claimed++;
+      qh_backend_restrict_lowering(run->backend, SIZE_MAX);
+      g_free(label);
+      if (tally_of(tally, p->id)->claims->len > 0)
+        break;
+    }
+  }
+  return n_claimed;
+}
+
 void qh_check_lowering(QhCheckRun *run) {
   const QhLoweringOps *lo = run->desc->lowering;
-  GHashTable *claims = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, string_free);
-  GHashTable *declines = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-  /* The int8 power-of-two graphs check only patterns the uint8 ones left unexercised:
-   * a uint8 backend's report stays as it was, a DPU-like one gets its kernels checked. */
+  Tally tally = {g_hash_table_new_full(g_str_hash, g_str_equal, g_free, pattern_tally_free),
+                 g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL)};
+  GError *error = NULL;
+  char *dir = g_dir_make_tmp("qhost-plugin-check-XXXXXX", &error);
+  int n_generated = 0;
+  if (dir == NULL) {
+    qh_check_add(run, QH_CHECK_FAIL, "lowering", "cannot make a temporary directory: %s", error->message);
+    g_clear_error(&error);
+  } else {
+    n_generated = check_generated(run, dir, &tally);
+    g_rmdir(dir);
+    g_free(dir);
+  }
+  /* The built-in families after: the uint8 one always (zero points, per-channel weights,
+   * ties), the int8 power-of-two one only for patterns nothing else exercised. */
   Family fams[2] = {{"", NULL, graphs, G_N_ELEMENTS(graphs)},
                     {"int8_pow2 ", "int8 power-of-two family", NULL, 0}};
   fams[1].graphs = qh_check_pow2_graphs(&fams[1].n);
   int n_claimed[2] = {0, 0};
   for (size_t i = 0; i < fams[0].n; i++)
-    check_graph(run, &fams[0], &fams[0].graphs[i], NULL, claims, declines, &n_claimed[0]);
+    check_graph(run, &fams[0], &fams[0].graphs[i], NULL, &tally, &n_claimed[0]);
   GHashTable *covered = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   GHashTableIter it;
-  gpointer key;
-  g_hash_table_iter_init(&it, claims);
-  while (g_hash_table_iter_next(&it, &key, NULL))
-    g_hash_table_add(covered, g_strdup(key));
+  gpointer key, val;
+  g_hash_table_iter_init(&it, tally.patterns);
+  while (g_hash_table_iter_next(&it, &key, &val))
+    if (((PatternTally *)val)->claims->len > 0)
+      g_hash_table_add(covered, g_strdup(key));
   for (size_t i = 0; i < fams[1].n; i++)
-    check_graph(run, &fams[1], &fams[1].graphs[i], covered, claims, declines, &n_claimed[1]);
+    check_graph(run, &fams[1], &fams[1].graphs[i], covered, &tally, &n_claimed[1]);
   g_hash_table_destroy(covered);
   for (size_t i = 0; i < lo->n_patterns; i++) {
     const char *id = lo->patterns[i]->id;
     char *check = g_strdup_printf("lowering pattern %s", id);
-    GString *s = g_hash_table_lookup(claims, id);
-    if (s) {
-      qh_check_add(run, QH_CHECK_PASS, check, "claimed %s", s->str);
+    PatternTally *t = tally_of(&tally, id);
+    if (t->runs > 0) {
+      qh_check_add(run, QH_CHECK_PASS, check, "%d kernel run%s; claimed %s", t->runs, t->runs == 1 ? "" : "s",
+                   t->claims->str);
     } else {
-      char *why = declined_reasons(declines, id);
-      qh_check_add(run, QH_CHECK_SKIP, check, "no built-in graph for pattern %s%s%s", id,
-                   *why ? "; declined: " : "", why);
+      char *why = declined_reasons(tally.declines, id);
+      qh_check_add(run, QH_CHECK_FAIL, check, "its kernel never ran: %s%s%s%s%s",
+                   t->claims->len ? "it claimed " : "no generated or built-in graph it claimed",
+                   t->claims->str, *why ? "; declined: " : "", why,
+                   t->untried ? "; " : "");
+      if (t->untried) {
+        QhCheckResult *r = run->report->results->pdata[run->report->results->len - 1];
+        char *detail = g_strconcat(r->detail, t->untried, NULL);
+        g_free(r->detail);
+        r->detail = detail;
+      }
+      g_ptr_array_add(run->report->unrun_patterns, g_strdup(id));
       g_free(why);
     }
     g_free(check);
   }
   qh_check_add(run, QH_CHECK_PASS, "lowering",
-               "%zu patterns validated at load; %d of %zu uint8 and %d of %zu int8 power-of-two built-in "
-               "graphs checked",
-               lo->n_patterns, n_claimed[0], fams[0].n, n_claimed[1], fams[1].n);
-  g_hash_table_destroy(claims);
-  g_hash_table_destroy(declines);
+               "%zu patterns validated at load; %d generated graphs, %d of %zu uint8 and %d of %zu int8 "
+               "power-of-two built-in graphs checked",
+               lo->n_patterns, n_generated, n_claimed[0], fams[0].n, n_claimed[1], fams[1].n);
+  g_hash_table_destroy(tally.patterns);
+  g_hash_table_destroy(tally.declines);
 }
