@@ -204,6 +204,29 @@ static void conv(Builder *b, ConvTail tail, int64_t stride) {
     output(b, c, 0.05f, 128);
   }
 }
+/* Conv -> Add (a second input) [-> Relu] -> Q, no Q/DQ after the Conv: how PyTorch's
+ * X86InductorQuantizer quantizes a residual conv (x86's quantizer=inductor). */
+static void conv_add(Builder *b, gboolean with_relu) {
+  float sx = 0.02f, sw[4];
+  int x = input(b, "x", 4, image, sx, 128);
+  static const int64_t wd[4] = {4, 3, 3, 3};
+  int w = weight(b, "conv_weight", 4, wd, 0, sw);
+  int bi = bias(b, "conv_bias", 4, sx, sw, TRUE);
+  int c = qh_check_builder_value(b, "conv_out");
+  QhNode *n = qh_check_builder_node(b, "conv", "Conv", 3, (int[]){x, w, bi}, c);
+  static const int64_t pads[4] = {1, 1, 1, 1}, ks[2] = {3, 3};
+  qh_node_set_attr_ints(n, "pads", 4, pads);
+  qh_node_set_attr_ints(n, "kernel_shape", 2, ks);
+  int skip = input(b, "skip", 4, fmap, 0.03f, 120);
+  int s = qh_check_builder_value(b, "add_out");
+  qh_check_builder_node(b, "add", "Add", 2, (int[]){c, skip}, s);
+  if (with_relu)
+    output(b, relu(b, s), 0.06f, 4);
+  else
+    output(b, s, 0.07f, 125);
+}
+static void g_conv_add_relu(Builder *b) { conv_add(b, TRUE); }
+static void g_conv_add(Builder *b) { conv_add(b, FALSE); }
 static void g_conv_relu(Builder *b) { conv(b, TAIL_RELU, 1); }
 static void g_conv_qdq_clip(Builder *b) { conv(b, TAIL_QDQ_CLIP, 1); }
 static void g_conv(Builder *b) { conv(b, TAIL_NONE, 2); }
@@ -287,6 +310,7 @@ static const QhCheckGraph graphs[] = {
     {"maxpool", g_maxpool, FALSE},       {"avgpool", g_avgpool, FALSE},
     {"global_avgpool", g_gap, FALSE},    {"concat", g_concat, FALSE},
     {"sigmoid", g_sigmoid, FALSE},
+    {"conv_add", g_conv_add, FALSE},     {"conv_add_relu", g_conv_add_relu, FALSE},
 };
 
 /* Every value's dtype and shape filled in (as a loaded model's shape inference leaves

@@ -8,7 +8,9 @@
  * bounds) comes in variants: the extra operand a second graph input (a residual
  * Add), a constant (a bias, a factor), or an activation of the chain input
  * (x * sigmoid(x)); and an op that shares its input's quantization (Reshape, Pad,
- * Slice) is quantized only behind an op with its own (a 1x1 Conv). The caller tries the
+ * Slice) is quantized only behind an op with its own (a 1x1 Conv), and one whose
+ * output the plugin's config leaves float (x86's Pad) only where its consumer quantizes
+ * its input (another 1x1 Conv, run on the host). The caller tries the
  * variants in turn until the pattern's kernel runs. */
 #include <glib/gstdio.h>
 #include <string.h>
@@ -23,10 +25,10 @@
 #define CALIB_SEED 20261127u
 
 /* The variants of an extra operand (see the file comment). */
-enum { EXTRA_INPUT, EXTRA_CONSTANT, EXTRA_ACTIVATION, BEHIND_CONV, N_VARIANTS };
+enum { EXTRA_INPUT, EXTRA_CONSTANT, EXTRA_ACTIVATION, BEHIND_CONV, BETWEEN_CONVS, N_VARIANTS };
 static const char *const variant_names[N_VARIANTS] = {"second input", "constant operand",
-                                                      "operand an activation of the input",
-                                                      "behind a Conv"};
+                                                      "x * act(x), x a Conv's output",
+                                                      "behind a Conv", "between two Convs"};
 
 typedef struct {
   QhGraph *g;
@@ -262,22 +264,33 @@ static int append_op(Gen *gen, const QhLoweringPattern *p, size_t i, int x, QhSh
   return y;
 }
 
+/* A 1x1 Conv over x ([N, C, H, W]) keeping its shape. */
+static int conv_1x1(Gen *gen, int x, const QhShape *s) {
+  const int64_t w[4] = {s->dims[1], s->dims[1], 1, 1}, b[1] = {s->dims[1]};
+  int in[3] = {x, constant(gen, "weight", 4, w, -0.5, 0.5), constant(gen, "bias", 1, b, -0.2, 0.2)};
+  int y = value(gen, "t", s->rank, s->dims);
+  node(gen, "Conv", 3, in, y);
+  return y;
+}
+
 /* The float graph of pattern p (variant v), or NULL with *why. */
 static QhGraph *pattern_graph(const QhLoweringPattern *p, int variant, gboolean *used_extra, char **why) {
   Gen gen = {qh_graph_new(), g_rand_new_with_seed(CALIB_SEED), variant, 0, FALSE, NULL};
   qh_graph_set_opset(gen.g, "", 13);
   QhShape s = first_input_shape(p->ops[0]);
   int x = graph_input(&gen, s.rank, s.dims);
-  if (variant == BEHIND_CONV && s.rank == 4) {
-    const int64_t w[4] = {s.dims[1], s.dims[1], 1, 1}, b[1] = {s.dims[1]};
-    int in[3] = {x, constant(&gen, "weight", 4, w, -0.5, 0.5), constant(&gen, "bias", 1, b, -0.2, 0.2)};
-    int y = value(&gen, "t", s.rank, s.dims);
-    node(&gen, "Conv", 3, in, y);
-    x = y;
-    gen.used_extra = TRUE;
+  /* x * act(x) behind a Conv, as SiLU sits in a network: a graph input read by two ops
+   * gets one quantizer per reader (PyTorch's input observers) */
+  if ((variant == BEHIND_CONV || variant == BETWEEN_CONVS || variant == EXTRA_ACTIVATION) && s.rank == 4) {
+    x = conv_1x1(&gen, x, &s);
+    gen.used_extra = variant != EXTRA_ACTIVATION;
   }
   for (size_t i = 0; i < p->n_ops && x >= 0; i++)
     x = append_op(&gen, p, i, x, &s);
+  if (variant == BETWEEN_CONVS && x >= 0 && s.rank == 4 && gen.used_extra)
+    x = conv_1x1(&gen, x, &s);
+  else if (variant == BETWEEN_CONVS)
+    gen.used_extra = FALSE;
   g_rand_free(gen.rng);
   *used_extra = gen.used_extra;
   if (x < 0) {
