@@ -811,9 +811,14 @@ void qh_check_lowering(QhCheckRun *run) {
   Tally tally = {g_hash_table_new_full(g_str_hash, g_str_equal, g_free, pattern_tally_free),
                  g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL)};
   GError *error = NULL;
-  char *dir = g_dir_make_tmp("qhost-plugin-check-XXXXXX", &error);
+  const QhPluginDesc *d = run->desc;
+  gboolean quantizes = (QH_HAS_FIELD(d, QhPluginDesc, backend_config) && d->backend_config) ||
+                       (QH_HAS_FIELD(d, QhPluginDesc, annotate) && d->annotate);
+  char *dir = quantizes ? g_dir_make_tmp("qhost-plugin-check-XXXXXX", &error) : NULL;
   int n_generated = 0;
-  if (dir == NULL) {
+  if (!quantizes) {
+    /* a lowering-only plugin runs QDQ files others made: the built-in graphs only */
+  } else if (dir == NULL) {
     qh_check_add(run, QH_CHECK_FAIL, "lowering", "cannot make a temporary directory: %s", error->message);
     g_clear_error(&error);
   } else {
@@ -863,10 +868,14 @@ void qh_check_lowering(QhCheckRun *run) {
     }
     g_free(check);
   }
+  char *generated = quantizes ? g_strdup_printf("%d generated graphs", n_generated)
+                              : g_strdup("no generated graphs (without a backend_config or annotate it cannot "
+                                         "quantize one)");
   qh_check_add(run, QH_CHECK_PASS, "lowering",
-               "%zu patterns validated at load; %d generated graphs, %d of %zu uint8 and %d of %zu int8 "
-               "power-of-two built-in graphs checked",
-               lo->n_patterns, n_generated, n_claimed[0], fams[0].n, n_claimed[1], fams[1].n);
+               "%zu patterns validated at load; %s, %d of %zu uint8 and %d of %zu int8 power-of-two built-in "
+               "graphs checked",
+               lo->n_patterns, generated, n_claimed[0], fams[0].n, n_claimed[1], fams[1].n);
+  g_free(generated);
   g_hash_table_destroy(tally.patterns);
   g_hash_table_destroy(tally.declines);
 }
