@@ -1,22 +1,27 @@
 /* plugin-check's lowering checks: the plugin's int8 kernels against the host's
- * reference path. Small QDQ graphs of the units patterns typically match come in two
- * families: the uint8 one here (Conv and Gemm with optional Relu, MatMul, Add, Relu,
+ * reference path, on three sets of small QDQ graphs. First the plugin's own: for each
+ * declared pattern, a float graph of its op chain quantized by `qhost quantize`'s flow
+ * with the plugin (check-patterns.c), lowered with that pattern alone, so its kernels
+ * meet the qparams, bias form and shared grids its own quantizer makes. Then the uint8
+ * built-in family here (Conv and Gemm with optional Relu, Conv -> Add, MatMul, Add, Relu,
  * pools, Concat, Sigmoid; uint8 activations with zero points such as 128, int8 weights
- * per channel, int32 bias, arbitrary scales), and the int8 power-of-two one of DPU-like
- * backends (check-graphs-pow2.c), run for the patterns the uint8 one left unexercised.
- * Each graph is built twice: one copy runs on the host's reference path, the other is
- * lowered with the plugin and runs three times (again with the same packed weights, then
- * on a 2-thread pool) on the same seeded inputs. Every output element must equal the
- * reference's, or be one output quantization step from it where the reference's value
- * before rounding lies at a tie (within TIE_STEPS, 2^-10 of a step, of a half step): integer
- * requantization and the reference's fp32 math may round a tie apart (ONNX rounds half
- * to even, a DPU half up, an fp32 order differs in the last bits) but an honest kernel
- * differs nowhere else, so a kernel a step off away from ties (a zero point shifted by
- * one, truncation for rounding) fails. Where the reference's fp32 math is exact and the plugin
- * supplies reference_numerics, its kernels must also give bit for bit what its own
- * fake_quantize makes of the value the output quantizer reads: the one-step bar cannot
- * see a kernel that rounds ties the wrong way. A graph nobody claims gives no line; a
- * pattern that claims nothing is a SKIP so a vendor knows it went untested. */
+ * per channel, int32 bias, arbitrary scales), always; and the int8 power-of-two one of
+ * DPU-like backends (check-graphs-pow2.c), for the patterns nothing else claimed.
+ * Each graph is loaded or built twice: one copy runs on the host's reference path, the
+ * other is lowered with the plugin and runs three times (again with the same packed
+ * weights, then on a 2-thread pool) on the same seeded inputs. Every output element must
+ * equal the reference's, or be one output quantization step from it where the
+ * reference's value before rounding lies at a tie (within TIE_STEPS, 2^-10 of a step, of
+ * a half step): integer requantization and the reference's fp32 math may round a tie
+ * apart (ONNX rounds half to even, a DPU half up, an fp32 order differs in the last
+ * bits) but an honest kernel differs nowhere else, so a kernel a step off away from ties
+ * (a zero point shifted by one, truncation for rounding) fails. Where the reference's
+ * fp32 math is exact (the power-of-two built-in graphs) and the plugin supplies
+ * reference_numerics, its kernels must also give bit for bit what its own fake_quantize
+ * makes of the value the output quantizer reads: the one-step bar cannot see a kernel
+ * that rounds ties the wrong way. A graph nobody claims gives no line; a declared
+ * pattern whose kernel never completed a run on any graph is a FAIL, listed in the
+ * report, so a plugin whose kernels never run does not conform. */
 #include <glib/gstdio.h>
 #include <math.h>
 #include <stdint.h>
