@@ -11,6 +11,9 @@ struct QhBackend {
   const char *name;         /* borrowed from the plugin's info: tags calls, names errors */
   void *instance;           /* the plugin's; destroyed by qh_backend_free */
   gboolean has_instance;
+  /* qh_backend_restrict_lowering: one of the plugin's patterns, offered alone */
+  QhLoweringOps one_pattern;
+  gboolean restricted;
 };
 
 #endif

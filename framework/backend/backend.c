@@ -95,7 +95,19 @@ const QhRefineOps *qh_backend_refine_ops(const QhBackend *b) { return GROUP(b, r
 const QhReferenceNumericsOps *qh_backend_reference_numerics(const QhBackend *b) {
   return GROUP(b, reference_numerics);
 }
-const QhLoweringOps *qh_backend_lowering(const QhBackend *b) { return GROUP(b, lowering); }
+const QhLoweringOps *qh_backend_lowering(const QhBackend *b) {
+  return b->restricted ? &b->one_pattern : GROUP(b, lowering);
+}
+
+void qh_backend_restrict_lowering(QhBackend *b, size_t index) {
+  const QhLoweringOps *lo = GROUP(b, lowering);
+  b->restricted = lo && index < lo->n_patterns;
+  if (b->restricted) {
+    b->one_pattern = *lo;
+    b->one_pattern.patterns = lo->patterns + index;
+    b->one_pattern.n_patterns = 1;
+  }
+}
 const QhDeployOps *qh_backend_deploy_ops(const QhBackend *b) { return GROUP(b, deploy); }
 const QhPassOps *qh_backend_passes(const QhBackend *b) { return GROUP(b, passes); }
 

@@ -73,6 +73,10 @@ const QhAnnotateOps *qh_backend_annotate_ops(const QhBackend *backend);
 const QhRefineOps *qh_backend_refine_ops(const QhBackend *backend);
 const QhReferenceNumericsOps *qh_backend_reference_numerics(const QhBackend *backend);
 const QhLoweringOps *qh_backend_lowering(const QhBackend *backend);
+/* From now on qh_backend_lowering offers only the plugin's pattern `index` (<
+ * n_patterns), so a lowering claims units with that pattern alone (plugin-check's
+ * per-pattern graphs); index SIZE_MAX offers every pattern again. */
+void qh_backend_restrict_lowering(QhBackend *backend, size_t index);
 const QhDeployOps *qh_backend_deploy_ops(const QhBackend *backend);
 /* ABI 1.2: post_calibration / post_convert (NULL when absent or beyond the size). */
 const QhPassOps *qh_backend_passes(const QhBackend *backend);

@@ -1,27 +1,36 @@
 /* plugin-check's lowering checks: the plugin's int8 kernels against the host's
- * reference path. Small QDQ graphs of the units patterns typically match come in two
- * families: the uint8 one here (Conv and Gemm with optional Relu, MatMul, Add, Relu,
+ * reference path, on three sets of small QDQ graphs. First the plugin's own: for each
+ * declared pattern, a float graph of its op chain quantized by `qhost quantize`'s flow
+ * with the plugin (check-patterns.c), lowered with that pattern alone, so its kernels
+ * meet the qparams, bias form and shared grids its own quantizer makes. Then the uint8
+ * built-in family here (Conv and Gemm with optional Relu, Conv -> Add, MatMul, Add, Relu,
  * pools, Concat, Sigmoid; uint8 activations with zero points such as 128, int8 weights
- * per channel, int32 bias, arbitrary scales), and the int8 power-of-two one of DPU-like
- * backends (check-graphs-pow2.c), run for the patterns the uint8 one left unexercised.
- * Each graph is built twice: one copy runs on the host's reference path, the other is
- * lowered with the plugin and runs three times (again with the same packed weights, then
- * on a 2-thread pool) on the same seeded inputs. Every output element must equal the
- * reference's, or be one output quantization step from it where the reference's value
- * before rounding lies at a tie (within TIE_STEPS, 2^-10 of a step, of a half step): integer
- * requantization and the reference's fp32 math may round a tie apart (ONNX rounds half
- * to even, a DPU half up, an fp32 order differs in the last bits) but an honest kernel
- * differs nowhere else, so a kernel a step off away from ties (a zero point shifted by
- * one, truncation for rounding) fails. Where the reference's fp32 math is exact and the plugin
- * supplies reference_numerics, its kernels must also give bit for bit what its own
- * fake_quantize makes of the value the output quantizer reads: the one-step bar cannot
- * see a kernel that rounds ties the wrong way. A graph nobody claims gives no line; a
- * pattern that claims nothing is a SKIP so a vendor knows it went untested. */
+ * per channel, int32 bias, arbitrary scales), always; and the int8 power-of-two one of
+ * DPU-like backends (check-graphs-pow2.c), for the patterns nothing else claimed.
+ * Each graph is loaded or built twice: one copy runs on the host's reference path, the
+ * other is lowered with the plugin and runs three times (again with the same packed
+ * weights, then on a 2-thread pool) on the same seeded inputs. Every output element must
+ * equal the reference's, or be one output quantization step from it where the
+ * reference's value before rounding lies at a tie (within TIE_STEPS, 2^-10 of a step, of
+ * a half step): integer requantization and the reference's fp32 math may round a tie
+ * apart (ONNX rounds half to even, a DPU half up, an fp32 order differs in the last
+ * bits) but an honest kernel differs nowhere else, so a kernel a step off away from ties
+ * (a zero point shifted by one, truncation for rounding) fails. Where the reference's
+ * fp32 math is exact (the power-of-two built-in graphs) and the plugin supplies
+ * reference_numerics, its kernels must also give bit for bit what its own fake_quantize
+ * makes of the value the output quantizer reads: the one-step bar cannot see a kernel
+ * that rounds ties the wrong way. A graph nobody claims gives no line; a declared
+ * pattern whose kernel never completed a run on any graph is a FAIL, listed in the
+ * report, so a plugin whose kernels never run does not conform. */
+#include <glib/gstdio.h>
+#include <float.h>
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "core/error.h"
 #include "exec/plan.h"
+#include "io/onnx.h"
 #include "lower/lowering.h"
 #include "conformance/check-private.h"
 
@@ -201,6 +210,29 @@ static void conv(Builder *b, ConvTail tail, int64_t stride) {
     output(b, c, 0.05f, 128);
   }
 }
+/* Conv -> Add (a second input) [-> Relu] -> Q, no Q/DQ after the Conv: how PyTorch's
+ * X86InductorQuantizer quantizes a residual conv (x86's quantizer=inductor). */
+static void conv_add(Builder *b, gboolean with_relu) {
+  float sx = 0.02f, sw[4];
+  int x = input(b, "x", 4, image, sx, 128);
+  static const int64_t wd[4] = {4, 3, 3, 3};
+  int w = weight(b, "conv_weight", 4, wd, 0, sw);
+  int bi = bias(b, "conv_bias", 4, sx, sw, TRUE);
+  int c = qh_check_builder_value(b, "conv_out");
+  QhNode *n = qh_check_builder_node(b, "conv", "Conv", 3, (int[]){x, w, bi}, c);
+  static const int64_t pads[4] = {1, 1, 1, 1}, ks[2] = {3, 3};
+  qh_node_set_attr_ints(n, "pads", 4, pads);
+  qh_node_set_attr_ints(n, "kernel_shape", 2, ks);
+  int skip = input(b, "skip", 4, fmap, 0.03f, 120);
+  int s = qh_check_builder_value(b, "add_out");
+  qh_check_builder_node(b, "add", "Add", 2, (int[]){c, skip}, s);
+  if (with_relu)
+    output(b, relu(b, s), 0.06f, 4);
+  else
+    output(b, s, 0.07f, 125);
+}
+static void g_conv_add_relu(Builder *b) { conv_add(b, TRUE); }
+static void g_conv_add(Builder *b) { conv_add(b, FALSE); }
 static void g_conv_relu(Builder *b) { conv(b, TAIL_RELU, 1); }
 static void g_conv_qdq_clip(Builder *b) { conv(b, TAIL_QDQ_CLIP, 1); }
 static void g_conv(Builder *b) { conv(b, TAIL_NONE, 2); }
@@ -284,25 +316,18 @@ static const QhCheckGraph graphs[] = {
     {"maxpool", g_maxpool, FALSE},       {"avgpool", g_avgpool, FALSE},
     {"global_avgpool", g_gap, FALSE},    {"concat", g_concat, FALSE},
     {"sigmoid", g_sigmoid, FALSE},
+    {"conv_add", g_conv_add, FALSE},     {"conv_add_relu", g_conv_add_relu, FALSE},
 };
 
-/* The graph with every value's dtype and shape filled in (as a loaded model's shape
- * inference leaves them), so the plugin's accept sees what it would on a real model.
- * NULL (error set) if the host cannot plan it. */
-static QhGraph *build_graph(const QhCheckGraph *lg, Builder *info, GError **error) {
-  Builder b = {qh_graph_new(), g_rand_new_with_seed(SEED), 0, 0, 0, -1};
-  qh_graph_set_opset(b.g, "", 13);
-  lg->build(&b);
-  g_rand_free(b.rng);
-  b.rng = NULL;
-  *info = b;
-  QhPlan *shapes = qh_plan_new(b.g, NULL, TRUE, error);
-  if (shapes == NULL) {
-    qh_graph_free(b.g);
-    return NULL;
-  }
-  for (int i = 0; i < qh_graph_n_values(b.g); i++) {
-    QhValue *v = qh_graph_value(b.g, i);
+/* Every value's dtype and shape filled in (as a loaded model's shape inference leaves
+ * them), so the plugin's accept sees what it would on a real model. FALSE (error set) if
+ * the host cannot plan the graph. */
+static gboolean fill_shapes(QhGraph *g, GError **error) {
+  QhPlan *shapes = qh_plan_new(g, NULL, TRUE, error);
+  if (shapes == NULL)
+    return FALSE;
+  for (int i = 0; i < qh_graph_n_values(g); i++) {
+    QhValue *v = qh_graph_value(g, i);
     const QhTensor *info = qh_plan_value_info(shapes, i);
     if (v && info && v->shape.rank < 0) {
       v->dtype = info->dtype;
@@ -310,7 +335,56 @@ static QhGraph *build_graph(const QhCheckGraph *lg, Builder *info, GError **erro
     }
   }
   qh_plan_free(shapes);
+  return TRUE;
+}
+
+/* A built-in graph, shapes filled in; NULL (error set) if the host cannot plan it. */
+static QhGraph *build_graph(const QhCheckGraph *lg, Builder *info, GError **error) {
+  Builder b = {qh_graph_new(), g_rand_new_with_seed(SEED), 0, 0, 0, -1, 0};
+  qh_graph_set_opset(b.g, "", 13);
+  lg->build(&b);
+  g_rand_free(b.rng);
+  b.rng = NULL;
+  *info = b;
+  if (!fill_shapes(b.g, error)) {
+    qh_graph_free(b.g);
+    return NULL;
+  }
   return b.g;
+}
+
+/* The initializer of node input slot, or NULL. */
+static const QhTensor *input_constant(const QhGraph *g, const QhNode *n, int slot) {
+  int id = qh_node_input(n, slot);
+  return id >= 0 ? qh_graph_value(g, id)->initializer : NULL;
+}
+
+/* A QDQ file qhost quantize wrote, loaded with shapes filled in, and *info describing
+ * its first output's quantization (pre_quant -1 when the output is not the
+ * DequantizeLinear of a per-tensor QuantizeLinear). NULL with error set. */
+static QhGraph *load_qdq(const char *path, Builder *info, GError **error) {
+  QhGraph *g = qh_onnx_load(path, error);
+  if (g == NULL || !fill_shapes(g, error)) {
+    qh_graph_free(g);
+    return NULL;
+  }
+  *info = (Builder){g, NULL, 1.0f, 0, 0, -1, 0};
+  const QhValue *out = g->outputs->len ? qh_graph_value(g, g_array_index(g->outputs, int, 0)) : NULL;
+  const QhNode *dq = out && out->producer >= 0 ? qh_graph_node(g, out->producer) : NULL;
+  const QhValue *qv = dq && strcmp(dq->op_type, "DequantizeLinear") == 0 ? qh_graph_value(g, qh_node_input(dq, 0))
+                                                                           : NULL;
+  const QhNode *q = qv && qv->producer >= 0 ? qh_graph_node(g, qv->producer) : NULL;
+  if (q == NULL || strcmp(q->op_type, "QuantizeLinear") != 0)
+    return g;
+  const QhTensor *scale = input_constant(g, q, 1), *zp = input_constant(g, q, 2);
+  if (scale == NULL || scale->dtype != QH_DTYPE_F32 || qh_tensor_numel(scale) != 1 || zp == NULL ||
+      qh_tensor_numel(zp) != 1 || (zp->dtype != QH_DTYPE_S8 && zp->dtype != QH_DTYPE_U8))
+    return g;
+  info->out_scale = *(const float *)scale->data;
+  info->out_signed = zp->dtype == QH_DTYPE_S8;
+  info->out_zero_point = info->out_signed ? *(const int8_t *)zp->data : *(const uint8_t *)zp->data;
+  info->pre_quant = qh_node_input(q, 0);
+  return g;
 }
 
 /* ---- running and comparing ---- */
@@ -359,6 +433,25 @@ static QhTensor **run_plan(QhPlan *plan, int threads, QhTensor **inputs, GError 
 
 /* The worst element over all outputs, in output steps; *where describes it. *same and
  * *total count the elements bit-identical to the reference and all elements. */
+/* Whether g has a node of op. */
+static gboolean has_op(const QhGraph *g, const char *op) {
+  for (guint i = 0; i < g->nodes->len; i++)
+    if (strcmp(qh_graph_node(g, (int)i)->op_type, op) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+/* The step a float output is compared in: 8 units in the last place of float32 at the
+ * output's largest magnitude (the rescale by x_scale * w_scale may be multiplied in
+ * another order than the host's). */
+static float float_output_step(const QhTensor *ref) {
+  const float *r = ref->data;
+  float top = 0;
+  for (int64_t i = 0; i < qh_tensor_numel(ref); i++)
+    top = fmaxf(top, fabsf(r[i]));
+  return top > 0 ? top * 0x1p-20f : FLT_MIN;
+}
+
 static double worst_steps(const QhGraph *g, QhTensor **ref, QhTensor **low, float step, char **where,
                           int64_t *same, int64_t *total) {
   double worst = -1;
@@ -469,20 +562,61 @@ static char *own_mismatch(const QhTensor *low, const QhTensor *own, const QhTens
   return NULL;
 }
 
+/* What each declared pattern did over every graph: the units it claimed and how often
+ * its kernels ran; and the reasons units were declined. */
+typedef struct {
+  GString *claims; /* "graph (unit 'u')", joined */
+  int runs;        /* lowered runs of the plans holding its units, one per unit */
+  char *untried;   /* why its generated graph could not be made or quantized, or NULL */
+} PatternTally;
+
+typedef struct {
+  GHashTable *patterns; /* id -> PatternTally* */
+  GHashTable *declines; /* the host rows' reasons */
+} Tally;
+
+static void pattern_tally_free(gpointer p) {
+  PatternTally *t = p;
+  g_string_free(t->claims, TRUE);
+  g_free(t->untried);
+  g_free(t);
+}
+
+static PatternTally *tally_of(Tally *tally, const char *id) {
+  PatternTally *t = g_hash_table_lookup(tally->patterns, id);
+  if (t == NULL) {
+    t = g_new0(PatternTally, 1);
+    t->claims = g_string_new(NULL);
+    g_hash_table_insert(tally->patterns, g_strdup(id), t);
+  }
+  return t;
+}
+
+/* A run of l's plan completed: every claimed unit's kernel ran once. */
+static void count_runs(Tally *tally, const QhLowering *l) {
+  const GPtrArray *rows = qh_lowering_rows(l);
+  for (guint i = 0; i < rows->len; i++) {
+    const QhLoweringRow *r = rows->pdata[i];
+    if (r->kernel && r->pattern)
+      tally_of(tally, r->pattern)->runs++;
+  }
+}
+
 static const char *const run_names[RUNS] = {"first run", "second run (packed weights reused)",
                                             "run on 2 threads"};
 
-/* Lower one graph and compare it with the reference; claims[pattern] collects what
- * each pattern claimed, declines the host rows' reasons. A graph whose units are all
- * claimed by patterns in covered (those the uint8 family exercised) is left alone. */
-static void check_graph(QhCheckRun *run, const Family *fam, const QhCheckGraph *lg, GHashTable *covered,
-                        GHashTable *claims, GHashTable *declines, int *n_claimed) {
-  char *check = g_strdup_printf("lowering on %s%s", fam->prefix, lg->name);
-  GError *error = NULL;
-  Builder info;
-  QhGraph *ref_graph = build_graph(lg, &info, &error);
-  QhGraph *low_graph = ref_graph ? build_graph(lg, &info, &error) : NULL;
+/* Lower one graph (low_graph; ref_graph is the same graph for the reference, both
+ * taken; NULL with error set when they could not be made) and compare it with the
+ * reference. name names the graph, label (or NULL) the family in PASS lines; exact
+ * says the reference's fp32 math is exact on it. A graph whose units are all claimed
+ * by patterns in covered is left alone. Returns TRUE when a unit was claimed. */
+static gboolean check_pair(QhCheckRun *run, const char *name, const char *label, QhGraph *ref_graph,
+                           QhGraph *low_graph, const Builder *infop, gboolean lg_exact, GError *error,
+                           GHashTable *covered, Tally *tally) {
+  char *check = g_strdup_printf("lowering on %s", name);
+  Builder info = *infop;
   float step = info.out_scale;
+  gboolean claimed = FALSE;
   QhPlan *ref_plan = NULL;
   QhLowering *l = NULL;
   QhTensor **inputs = NULL, **ref = NULL, *own = NULL;
@@ -491,10 +625,15 @@ static void check_graph(QhCheckRun *run, const Family *fam, const QhCheckGraph *
    * sit at its ties, and on an exact graph the plugin's own fake_quantize of it is what
    * the kernel must give */
   gboolean has_pre = ref_graph && info.pre_quant >= 0;
-  gboolean exact = lg->exact && has_pre;
+  gboolean exact = lg_exact && has_pre;
   if (has_pre) {
     qh_graph_value(ref_graph, info.pre_quant)->is_output = TRUE;
     g_array_append_val(ref_graph->outputs, info.pre_quant);
+  }
+  if (ref_graph && info.pre_quant < 0 && !info.float_output) {
+    qh_check_add(run, QH_CHECK_SKIP, check, "its output is not the DequantizeLinear of a per-tensor "
+                 "QuantizeLinear: no quantization step to compare in");
+    goto done;
   }
   if (low_graph == NULL || (ref_plan = qh_plan_new(ref_graph, NULL, FALSE, &error)) == NULL) {
     qh_check_add(run, QH_CHECK_FAIL, check, "the host cannot plan its own graph: %s", error->message);
@@ -518,17 +657,15 @@ static void check_graph(QhCheckRun *run, const Family *fam, const QhCheckGraph *
       continue; /* its patterns were checked on the uint8 family already */
     } else if (r->pattern) {
       any = TRUE;
-      GString *s = g_hash_table_lookup(claims, r->pattern);
-      if (s == NULL)
-        g_hash_table_insert(claims, g_strdup(r->pattern), s = g_string_new(NULL));
-      g_string_append_printf(s, "%s%s%s (unit '%s')", s->len ? ", " : "", fam->prefix, lg->name, r->name);
-    } else if (r->reason && !g_hash_table_contains(declines, r->reason)) {
-      g_hash_table_add(declines, g_strdup(r->reason));
+      GString *s = tally_of(tally, r->pattern)->claims;
+      g_string_append_printf(s, "%s%s (unit '%s')", s->len ? ", " : "", name, r->name);
+    } else if (r->reason && !g_hash_table_contains(tally->declines, r->reason)) {
+      g_hash_table_add(tally->declines, g_strdup(r->reason));
     }
   }
   if (!any)
     goto done; /* nothing claimed: nothing of the plugin's to check */
-  (*n_claimed)++;
+  claimed = TRUE;
   units = claimed_units(l);
   if (!qh_lowering_build(l, &error)) {
     qh_check_add(run, QH_CHECK_FAIL, check, "%s: %s", units, error->message);
@@ -540,6 +677,8 @@ static void check_graph(QhCheckRun *run, const Family *fam, const QhCheckGraph *
     goto done;
   }
   guint n_out = low_graph->outputs->len;
+  if (info.float_output)
+    step = float_output_step(ref[0]);
   if (exact)
     own = own_numerics(run, &info, ref[n_out], &own_why);
   double worst = 0, tie_max = 0;
@@ -550,6 +689,7 @@ static void check_graph(QhCheckRun *run, const Family *fam, const QhCheckGraph *
       qh_check_add(run, QH_CHECK_FAIL, check, "%s: %s: %s", units, run_names[k], error->message);
       goto done;
     }
+    count_runs(tally, l);
     char *where = NULL;
     double w = worst_steps(low_graph, ref, low, step, &where, &same, &total);
     const char *out0 = qh_graph_value(low_graph, g_array_index(low_graph->outputs, int, 0))->name;
@@ -588,8 +728,7 @@ static void check_graph(QhCheckRun *run, const Family *fam, const QhCheckGraph *
   qh_check_add(run, QH_CHECK_PASS, check,
                "%s: %d runs (packed weights reused, one on 2 threads) within one step of the host's "
                "reference (worst %.2f steps of %g%s)%s%s%s",
-               units, RUNS, worst, (double)step, share, also, fam->label ? "; " : "",
-               fam->label ? fam->label : "");
+               units, RUNS, worst, (double)step, share, also, label ? "; " : "", label ? label : "");
   g_free(share);
   g_free(also);
 done:
@@ -607,11 +746,23 @@ done:
   qh_plan_free(ref_plan);
   qh_graph_free(low_graph);
   qh_graph_free(ref_graph);
+  return claimed;
 }
 
-static void string_free(gpointer s) { g_string_free(s, TRUE); }
+/* A built-in graph of family fam, built twice. */
+static void check_graph(QhCheckRun *run, const Family *fam, const QhCheckGraph *lg, GHashTable *covered,
+                        Tally *tally, int *n_claimed) {
+  GError *error = NULL;
+  Builder info = {0};
+  QhGraph *ref_graph = build_graph(lg, &info, &error);
+  QhGraph *low_graph = ref_graph ? build_graph(lg, &info, &error) : NULL;
+  char *name = g_strdup_printf("%s%s", fam->prefix, lg->name);
+  if (check_pair(run, name, fam->label, ref_graph, low_graph, &info, lg->exact, error, covered, tally))
+    (*n_claimed)++;
+  g_free(name);
+}
 
-/* The reasons the plugin gave pattern id for declining built-in units ("id: why"). */
+/* The reasons the plugin gave pattern id for declining units ("id: why"). */
 static char *declined_reasons(GHashTable *declines, const char *id) {
   GString *s = g_string_new(NULL);
   char *prefix = g_strdup_printf("%s: ", id);
@@ -629,45 +780,131 @@ static char *declined_reasons(GHashTable *declines, const char *id) {
   return g_string_free(s, FALSE);
 }
 
+/* Each declared pattern's generated graphs, variant after variant until one of them
+ * claims a unit with that pattern. Returns how many graphs claimed something. */
+static int check_generated(QhCheckRun *run, const char *dir, Tally *tally) {
+  const QhLoweringOps *lo = run->desc->lowering;
+  int n_claimed = 0;
+  for (size_t i = 0; i < lo->n_patterns; i++) {
+    const QhLoweringPattern *p = lo->patterns[i];
+    for (int v = 0; v < qh_check_pattern_n_variants(); v++) {
+      char *label = NULL, *why = NULL;
+      char *qdq = qh_check_pattern_quantize(run, p, v, dir, &label, &why);
+      if (qdq == NULL && why == NULL)
+        continue; /* the same graph as variant 0 */
+      PatternTally *t = tally_of(tally, p->id);
+      if (qdq == NULL) {
+        gboolean no_graph = label == NULL; /* no graph for its ops at all */
+        if (t->untried == NULL)
+          t->untried = g_strdup_printf("%s: %s", label ? label : "its generated graph", why);
+        g_free(label);
+        g_free(why);
+        if (no_graph)
+          break;
+        continue;
+      }
+      GError *error = NULL;
+      Builder info = {0};
+      QhGraph *ref_graph = load_qdq(qdq, &info, &error);
+      Builder low_info = {0};
+      QhGraph *low_graph = ref_graph ? load_qdq(qdq, &low_info, &error) : NULL;
+      g_unlink(qdq);
+      g_free(qdq);
+      if (ref_graph && info.pre_quant < 0 && has_op(ref_graph, "DynamicQuantizeLinear"))
+        info.float_output = low_info.float_output = 1;
+      if (ref_graph && info.pre_quant < 0 && !info.float_output) {
+        /* the plugin left it float: not a graph of this pattern; the next variant */
+        if (t->untried == NULL)
+          t->untried = g_strdup_printf("%s: its quantization left the output float", label);
+        qh_graph_free(ref_graph);
+        qh_graph_free(low_graph);
+        g_free(label);
+        continue;
+      }
+      /* the pattern alone: the graph's other ops stay on the host, so what is compared
+       * is this pattern's kernel (a tie rounded apart upstream would grow downstream) */
+      qh_backend_restrict_lowering(run->backend, i);
+      if (check_pair(run, label, NULL, ref_graph, low_graph, &info, FALSE, error, NULL, tally))
+        n_claimed++;
+      qh_backend_restrict_lowering(run->backend, SIZE_MAX);
+      g_free(label);
+      if (tally_of(tally, p->id)->claims->len > 0)
+        break;
+    }
+  }
+  return n_claimed;
+}
+
 void qh_check_lowering(QhCheckRun *run) {
   const QhLoweringOps *lo = run->desc->lowering;
-  GHashTable *claims = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, string_free);
-  GHashTable *declines = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-  /* The int8 power-of-two graphs check only patterns the uint8 ones left unexercised:
-   * a uint8 backend's report stays as it was, a DPU-like one gets its kernels checked. */
+  Tally tally = {g_hash_table_new_full(g_str_hash, g_str_equal, g_free, pattern_tally_free),
+                 g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL)};
+  GError *error = NULL;
+  const QhPluginDesc *d = run->desc;
+  gboolean quantizes = (QH_HAS_FIELD(d, QhPluginDesc, backend_config) && d->backend_config) ||
+                       (QH_HAS_FIELD(d, QhPluginDesc, annotate) && d->annotate);
+  char *dir = quantizes ? g_dir_make_tmp("qhost-plugin-check-XXXXXX", &error) : NULL;
+  int n_generated = 0;
+  if (!quantizes) {
+    /* a lowering-only plugin runs QDQ files others made: the built-in graphs only */
+  } else if (dir == NULL) {
+    qh_check_add(run, QH_CHECK_FAIL, "lowering", "cannot make a temporary directory: %s", error->message);
+    g_clear_error(&error);
+  } else {
+    n_generated = check_generated(run, dir, &tally);
+    g_rmdir(dir);
+    g_free(dir);
+  }
+  /* The built-in families after: the uint8 one always (zero points, per-channel weights,
+   * ties), the int8 power-of-two one only for patterns nothing else exercised. */
   Family fams[2] = {{"", NULL, graphs, G_N_ELEMENTS(graphs)},
                     {"int8_pow2 ", "int8 power-of-two family", NULL, 0}};
   fams[1].graphs = qh_check_pow2_graphs(&fams[1].n);
   int n_claimed[2] = {0, 0};
   for (size_t i = 0; i < fams[0].n; i++)
-    check_graph(run, &fams[0], &fams[0].graphs[i], NULL, claims, declines, &n_claimed[0]);
+    check_graph(run, &fams[0], &fams[0].graphs[i], NULL, &tally, &n_claimed[0]);
   GHashTable *covered = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   GHashTableIter it;
-  gpointer key;
-  g_hash_table_iter_init(&it, claims);
-  while (g_hash_table_iter_next(&it, &key, NULL))
-    g_hash_table_add(covered, g_strdup(key));
+  gpointer key, val;
+  g_hash_table_iter_init(&it, tally.patterns);
+  while (g_hash_table_iter_next(&it, &key, &val))
+    if (((PatternTally *)val)->claims->len > 0)
+      g_hash_table_add(covered, g_strdup(key));
   for (size_t i = 0; i < fams[1].n; i++)
-    check_graph(run, &fams[1], &fams[1].graphs[i], covered, claims, declines, &n_claimed[1]);
+    check_graph(run, &fams[1], &fams[1].graphs[i], covered, &tally, &n_claimed[1]);
   g_hash_table_destroy(covered);
   for (size_t i = 0; i < lo->n_patterns; i++) {
     const char *id = lo->patterns[i]->id;
     char *check = g_strdup_printf("lowering pattern %s", id);
-    GString *s = g_hash_table_lookup(claims, id);
-    if (s) {
-      qh_check_add(run, QH_CHECK_PASS, check, "claimed %s", s->str);
+    PatternTally *t = tally_of(&tally, id);
+    if (t->runs > 0) {
+      qh_check_add(run, QH_CHECK_PASS, check, "%d kernel run%s; claimed %s", t->runs, t->runs == 1 ? "" : "s",
+                   t->claims->str);
     } else {
-      char *why = declined_reasons(declines, id);
-      qh_check_add(run, QH_CHECK_SKIP, check, "no built-in graph for pattern %s%s%s", id,
-                   *why ? "; declined: " : "", why);
+      char *why = declined_reasons(tally.declines, id);
+      qh_check_add(run, QH_CHECK_FAIL, check, "its kernel never ran: %s%s%s%s%s",
+                   t->claims->len ? "it claimed " : "no generated or built-in graph it claimed",
+                   t->claims->str, *why ? "; declined: " : "", why,
+                   t->untried ? "; " : "");
+      if (t->untried) {
+        QhCheckResult *r = run->report->results->pdata[run->report->results->len - 1];
+        char *detail = g_strconcat(r->detail, t->untried, NULL);
+        g_free(r->detail);
+        r->detail = detail;
+      }
+      g_ptr_array_add(run->report->unrun_patterns, g_strdup(id));
       g_free(why);
     }
     g_free(check);
   }
+  char *generated = quantizes ? g_strdup_printf("%d generated graphs", n_generated)
+                              : g_strdup("no generated graphs (without a backend_config or annotate it cannot "
+                                         "quantize one)");
   qh_check_add(run, QH_CHECK_PASS, "lowering",
-               "%zu patterns validated at load; %d of %zu uint8 and %d of %zu int8 power-of-two built-in "
+               "%zu patterns validated at load; %s, %d of %zu uint8 and %d of %zu int8 power-of-two built-in "
                "graphs checked",
-               lo->n_patterns, n_claimed[0], fams[0].n, n_claimed[1], fams[1].n);
-  g_hash_table_destroy(claims);
-  g_hash_table_destroy(declines);
+               lo->n_patterns, generated, n_claimed[0], fams[0].n, n_claimed[1], fams[1].n);
+  g_free(generated);
+  g_hash_table_destroy(tally.patterns);
+  g_hash_table_destroy(tally.declines);
 }

@@ -12,6 +12,8 @@ typedef struct {
   QhCheckReport *report;
   QhBackend *backend;       /* the gateway: every call into the plugin goes through it */
   const QhPluginDesc *desc; /* its descriptor, for the groups' data */
+  const QhPluginSearch *search; /* where quantize finds the plugin again (per-pattern graphs) */
+  char *const *backend_opts;    /* the user's options, for that instance too */
 } QhCheckRun;
 
 void qh_check_add(QhCheckRun *run, QhCheckVerdict verdict, const char *name, const char *fmt, ...)
@@ -34,6 +36,9 @@ typedef struct {
   int out_signed;  /* int8 output (else uint8) */
   int out_zero_point;
   int pre_quant;   /* the value the output's QuantizeLinear reads */
+  /* a dynamic graph's float output (DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul):
+   * compared in float32 rounding steps at the output's range, not quantization steps */
+  int float_output;
 } QhCheckBuilder;
 
 typedef struct {
@@ -62,6 +67,16 @@ int qh_check_builder_input(QhCheckBuilder *b, const char *name, int rank, const 
  * scale and zero_point, as the graph's output. */
 void qh_check_builder_output(QhCheckBuilder *b, int pre, int out, float scale, int is_signed,
                              int zero_point);
+
+/* Pattern p's float graph (variant `variant` of its extra operands) quantized by
+ * qh_quantize with the plugin, as `qhost quantize` does, into a QDQ file in dir: the
+ * file's path (g_free; the caller removes the file), with *label naming the graph. NULL
+ * when the variant is variant 0's graph again (*why NULL: the pattern has no operand it
+ * changes) or could not be made (*why says why, g_free; *label NULL when the pattern's
+ * ops have no generated graph at all). Variants are 0 .. qh_check_pattern_n_variants()-1. */
+int qh_check_pattern_n_variants(void);
+char *qh_check_pattern_quantize(QhCheckRun *run, const QhLoweringPattern *p, int variant, const char *dir,
+                                char **label, char **why);
 
 /* The int8 power-of-two family (check-graphs-pow2.c): symmetric int8, zero point 0,
  * scale 2^-pos for activations, weights and bias, with DPU-legal positions. */

@@ -390,7 +390,8 @@ QhCheckReport *qh_plugin_check(const QhPluginSearch *search, const char *name_or
   QhCheckReport *report = g_new0(QhCheckReport, 1);
   report->results = g_ptr_array_new();
   report->findings = g_ptr_array_new_with_free_func(g_free);
-  QhCheckRun run = {report, NULL, NULL};
+  report->unrun_patterns = g_ptr_array_new_with_free_func(g_free);
+  QhCheckRun run = {report, NULL, NULL, search, backend_opts};
   GError *local = NULL;
   report->info = scan_target(&run, search, name_or_path, &local);
   if (local) {
@@ -470,6 +471,7 @@ void qh_check_report_free(QhCheckReport *report) {
   }
   g_ptr_array_unref(report->results);
   g_ptr_array_unref(report->findings);
+  g_ptr_array_unref(report->unrun_patterns);
   qh_plugin_info_free(report->info);
   g_free(report);
 }

@@ -25,6 +25,7 @@ typedef struct {
   QhPluginInfo *info;  /* NULL when the plugin could not be scanned */
   GPtrArray *results;  /* QhCheckResult* in the order run */
   GPtrArray *findings; /* char*: what the plugin logged or reported during the run */
+  GPtrArray *unrun_patterns; /* char*: declared lowering patterns whose kernel never ran */
 } QhCheckReport;
 
 /* Run every check on the plugin `name_or_path` (a name, or a path with a '/').
@@ -33,6 +34,7 @@ typedef struct {
  * report with failed checks. */
 QhCheckReport *qh_plugin_check(const QhPluginSearch *search, const char *name_or_path,
                                char *const *backend_opts, GError **error);
+/* No check failed (a lowering pattern whose kernel never ran is a failed check). */
 gboolean qh_check_report_conforms(const QhCheckReport *report);
 void qh_check_report_free(QhCheckReport *report);
 

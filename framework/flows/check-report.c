@@ -39,6 +39,11 @@ static void print_json(FILE *out, const QhCheckReport *report, gboolean conforms
   for (guint i = 0; i < report->findings->len; i++)
     json_builder_add_string_value(b, report->findings->pdata[i]);
   json_builder_end_array(b);
+  json_builder_set_member_name(b, "patterns_never_ran");
+  json_builder_begin_array(b);
+  for (guint i = 0; i < report->unrun_patterns->len; i++)
+    json_builder_add_string_value(b, report->unrun_patterns->pdata[i]);
+  json_builder_end_array(b);
   json_builder_set_member_name(b, "conforms");
   json_builder_add_boolean_value(b, conforms);
   json_builder_end_object(b);
@@ -58,6 +63,13 @@ static void print_text(FILE *out, const QhCheckReport *report, gboolean conforms
   }
   for (guint i = 0; i < report->findings->len; i++)
     fprintf(out, "  plugin said: %s\n", (const char *)report->findings->pdata[i]);
+  if (report->unrun_patterns->len > 0) {
+    GString *names = g_string_new(NULL);
+    for (guint i = 0; i < report->unrun_patterns->len; i++)
+      g_string_append_printf(names, "%s%s", i ? ", " : "", (const char *)report->unrun_patterns->pdata[i]);
+    fprintf(out, "lowering patterns whose kernel never ran: %s\n", names->str);
+    g_string_free(names, TRUE);
+  }
   fprintf(out, "conforms: %s (%d passed, %d failed, %d skipped)\n", conforms ? "yes" : "no", counts[0],
          counts[1], counts[2]);
 }

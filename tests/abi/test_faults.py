@@ -50,6 +50,7 @@ EXACT = {
 # faulty.c's point after "deploy": its Relu kernel's run (kernel_run:off: two steps off).
 KERNEL_RUN = len(POINTS) + 1
 LOWERED_RELU = "lowering on relu"
+GENERATED_RELU = "lowering on generated relu"
 
 SUPPLIES = ("transform_for_annotation, backend_config, annotate, observers, refine, "
             "reference_numerics, lowering, deploy")
@@ -81,7 +82,13 @@ def case_conforming(env):
     assert re.match(r"unit 'op' \(Relu, pattern relu, kernel relu_any_qu8\): 3 runs .* within one step "
                     r"of the host's reference \(worst 0\.00 steps of 0\.016\)$",
                     passed.get(LOWERED_RELU, "")), out
-    assert passed.get("lowering pattern relu") == "claimed relu (unit 'op')", out
+    # and the Relu graph plugin-check generated from its pattern, quantized by its own
+    # BackendConfig and observers
+    assert re.match(r"unit 'relu_2' \(Relu, pattern relu, kernel relu_any_qu8\): 3 runs .* within one step "
+                    r"of the host's reference \(worst 0\.00 steps of \S+\)$",
+                    passed.get(GENERATED_RELU, "")), out
+    assert passed.get("lowering pattern relu") == \
+        "6 kernel runs; claimed generated relu (unit 'relu_2'), relu (unit 'op')", out
     assert not check_lines(lines, "FAIL"), out
     assert lines[-1].startswith("conforms: yes"), out
 
@@ -129,14 +136,19 @@ def bad_data_case(fault, name, detail):
 
 
 def case_lowering_run_error(env):
-    """An error from a kernel's run is a FAIL for the graph that names plugin, kernel
-    and node and carries the message; the pattern still counts as claimed."""
+    """An error from a kernel's run is a FAIL for each graph that names plugin, kernel
+    and node and carries the message; the pattern claimed its graphs but its kernel
+    never completed a run: a FAIL too, named above the verdict."""
     rc, lines, out, _ = check_faulty(env, "kernel_run")
     failed = check_lines(lines, "FAIL")
-    want = (LOWERED_RELU, "unit 'op' (Relu, pattern relu, kernel relu_any_qu8): first run: plugin 'faulty': "
-            f"kernel 'relu_any_qu8' (node 'op'): run: injected fault {KERNEL_RUN}")
-    assert failed == [want], out
-    assert ("lowering pattern relu", "claimed relu (unit 'op')") in check_lines(lines, "PASS"), out
+    want = [(GENERATED_RELU, "unit 'relu_2' (Relu, pattern relu, kernel relu_any_qu8): first run: plugin "
+             f"'faulty': kernel 'relu_any_qu8' (node 'relu_2'): run: injected fault {KERNEL_RUN}"),
+            (LOWERED_RELU, "unit 'op' (Relu, pattern relu, kernel relu_any_qu8): first run: plugin 'faulty': "
+             f"kernel 'relu_any_qu8' (node 'op'): run: injected fault {KERNEL_RUN}"),
+            ("lowering pattern relu",
+             "its kernel never ran: it claimed generated relu (unit 'relu_2'), relu (unit 'op')")]
+    assert failed == want, out
+    assert lines[-2] == "lowering patterns whose kernel never ran: relu", out
 
 
 def case_lowering_wrong_numbers(env):
@@ -144,10 +156,13 @@ def case_lowering_wrong_numbers(env):
     element with both values (in steps of the output scale)."""
     rc, lines, out, _ = check_faulty(env, "kernel_run:off")
     failed = check_lines(lines, "FAIL")
-    assert len(failed) == 1 and failed[0][0] == LOWERED_RELU, out
+    # its kernel ran (wrongly): the pattern is not among the never-run ones
+    assert len(failed) == 2 and failed[0][0] == GENERATED_RELU and failed[1][0] == LOWERED_RELU, out
+    assert re.match(r"unit 'relu_2' \(Relu, pattern relu, kernel relu_any_qu8\): first run: output '\S+' element "
+                    r"\d+ is \S+, the host's \S+: 2(\.0+)? steps of \S+ from the host's reference$", failed[0][1]), out
     m = re.match(r"unit 'op' \(Relu, pattern relu, kernel relu_any_qu8\): first run: output 'y_dequantized' "
                  r"element (\d+) is (\S+), the host's (\S+): (\S+) steps of 0\.016 from the host's reference$",
-                 failed[0][1])
+                 failed[1][1])
     assert m, out
     lowered, host, steps = float(m.group(2)), float(m.group(3)), float(m.group(4))
     assert abs(steps - 2) < 1e-3 and abs((lowered - host) / 0.016 - 2) < 1e-2, out

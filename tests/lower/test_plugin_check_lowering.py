@@ -1,37 +1,39 @@
 #!/usr/bin/env python3
 """`qhost plugin-check` on the lowering group: the scalar_int8 test plugin's kernels
-(tests/lower/plugins/scalar_int8.c) run on the host's built-in QDQ graphs and are
-compared with the host's reference path.
+(tests/lower/plugins/scalar_int8.c) run on the host's built-in QDQ graphs, and every
+plugin that can quantize also on graphs generated from its own declared patterns
+(quantized by `qhost quantize`'s flow with its own BackendConfig, annotate and
+observers), each compared with the host's reference path; every declared pattern needs
+a kernel run.
 
-- without options it conforms: each graph one of its seven patterns claims (Conv,
-  Conv+Relu, Gemm, Gemm+Relu, MatMul, Add, Add+Relu; the Conv of Conv -> Q/DQ -> Clip)
-  gets a PASS within one output step, each pattern a line naming what it claimed, and
-  graphs nobody claims (Relu, pools, Concat, Sigmoid) no line; the x86 plugin, whose
-  conv_clip pattern crosses a Q/DQ pair on the output's grid, claims that graph whole;
+- without options scalar_int8 conforms: each graph one of its seven patterns claims
+  (Conv, Conv+Relu, Gemm, Gemm+Relu, MatMul, Add, Add+Relu; the Conv of Conv -> Q/DQ ->
+  Clip) gets a PASS within one output step, each pattern a line with its kernel-run
+  count and what it claimed, and graphs nobody claims (Relu, pools, Concat, Sigmoid,
+  Conv -> Add) no line; it has no BackendConfig or annotate, so no generated graphs;
 - --backend-opt fail=create|reshape|run makes every claimed graph FAIL with the
-  plugin's message naming kernel and node; fail_node limits that to one unit;
+  plugin's message naming kernel and node, and every pattern FAIL (its kernel never
+  completed a run); fail_node limits that to one unit and its patterns;
 - --backend-opt bug=zero_point|floor|truncate plants a kernel that is one step off away
-  from ties (its output zero point one off; floor, or truncation toward zero, for round
-  half to even), in a plugin that declares no reference_numerics: every claimed graph
-  must FAIL, naming an element whose value before rounding is more than 2^-10 of a step
-  from a tie;
-- decline=PATTERN leaves that pattern untested: a SKIP with the plugin's reason;
+  from ties, in a plugin that declares no reference_numerics: every claimed graph must
+  FAIL, naming an element whose value before rounding is more than 2^-10 of a step from
+  a tie;
+- decline=PATTERN: that pattern's kernel never runs, a FAIL with the plugin's reason,
+  named again above the verdict; the plugin does not conform;
+- shared_scale_npu (the same kernels as an NPU whose Add takes both inputs on one grid,
+  with a BackendConfig saying so) declines the built-in Add graphs but runs its Add
+  kernels on its generated graphs and conforms; with decline=* every pattern FAILs;
 - a plugin without a lowering group (the BackendConfig tutorial's my_backend) gets no
   lowering line;
-- the qnnpack plugin claims the Gemm (+Relu), MatMul, Add (+Relu), Relu, MaxPool,
-  AveragePool, GlobalAveragePool and Sigmoid graphs, and the Clip of conv_qdq_clip, on
-  XNNPACK's operators within one step of the host, and declines the built-in Conv graphs
-  (per-channel weights: XNNPACK's qu8 operators take one weight scale) with that reason;
-- the fbgemm plugin claims the Conv, linear, Add (+Relu), MaxPool and GlobalAveragePool
-  graphs (Conv -> Q/DQ -> Clip whole, as x86 does) within one step on every kernel path the CPU has, QHOST_CPU_DISABLE forcing AVX2 (whose exact variant takes these
-  full-range uint8 inputs) and the portable C one;
-- example_vitis (symmetric int8, power-of-two scales) declines the uint8 graphs and
-  claims every int8 power-of-two one, each a PASS that differs from the host's
-  reference only at ties and, where the reference's fp32 math is exact, bit for bit what its own
-  fake_quantize (round half up) gives; the graphs with ties must show them (fewer than
-  100% of elements bit-identical with ONNX's half-to-even), or a tie-rounding bug in its
-  kernels would go unseen. scalar_int8 takes uint8 activations only, so it claims none
-  of them.
+- qnnpack runs every pattern (its Conv patterns on the generated graphs, whose weights
+  its own qconfig quantizes per tensor; the built-in per-channel Conv graphs are
+  declined); fbgemm on every kernel path the CPU has (QHOST_CPU_DISABLE); x86 including
+  the patterns its default config never produces (Conv -> Add on the built-in graph,
+  x * sigmoid(x), Pad and Slice on generated variants);
+- example_vitis (symmetric int8, power-of-two scales, from its own annotate) declines the
+  uint8 graphs, runs each pattern on its generated graph within one step (differences
+  only exactly at ties), and the int8 power-of-two built-in graphs only for the two
+  patterns with the DPU's AveragePool factor.
 """
 
 import argparse
@@ -61,8 +63,10 @@ CLAIMED = {
     "add_relu": ("add", "Add+Relu", "add_relu", "add_qu8"),
     "add": ("add", "Add", "add", "add_qu8"),
 }
-UNCLAIMED = ("relu", "maxpool", "avgpool", "global_avgpool", "concat", "sigmoid")
+UNCLAIMED = ("relu", "maxpool", "avgpool", "global_avgpool", "concat", "sigmoid", "conv_add", "conv_add_relu")
 N_UINT8 = len(CLAIMED) + len(UNCLAIMED)
+SCALAR_PATTERNS = ("linear_relu", "linear", "matmul", "conv_relu", "conv", "add_relu", "add")
+NO_GENERATED = "no generated graphs (without a backend_config or annotate it cannot quantize one)"
 # int8 power-of-two graph -> (unit, ops, example_vitis pattern, kernel suffix, exact, has ties)
 VITIS = {
     "conv_relu": ("conv", "Conv+Relu", "conv_relu", "conv2d_nchw", True, True),
@@ -103,6 +107,7 @@ class Runner:
     def __init__(self, opts):
         self.qhost = opts.qhost
         self.plugin = os.path.join(opts.lower_plugins, "libqhost-scalar_int8.so")
+        self.npu = os.path.join(opts.lower_plugins, "libqhost-shared_scale_npu.so")
         self.build_plugins = opts.build_plugins
         self.no_lowering = opts.no_lowering_plugin
         self.env = {k: v for k, v in os.environ.items()
@@ -154,10 +159,12 @@ def case_conforms(r):
     for graph, (unit, _, pattern, _) in CLAIMED.items():
         claims.setdefault(pattern, []).append(f"{graph} (unit '{unit}')")
     for pattern, what in claims.items():
-        assert res.get(("PASS", f"lowering pattern {pattern}")) == "claimed " + ", ".join(what), out
+        # 3 runs of each graph, each running the unit's kernel once
+        assert res.get(("PASS", f"lowering pattern {pattern}")) == \
+            f"{3 * len(what)} kernel runs; claimed " + ", ".join(what), out
     assert res.get(("PASS", "lowering")) == (
-        f"7 patterns validated at load; {len(CLAIMED)} of {N_UINT8} uint8 and 0 of {len(VITIS)} int8 "
-        "power-of-two built-in graphs checked"), out
+        f"7 patterns validated at load; {NO_GENERATED}, {len(CLAIMED)} of {N_UINT8} uint8 and 0 of "
+        f"{len(VITIS)} int8 power-of-two built-in graphs checked"), out
     assert out.splitlines()[-1] == f"conforms: yes ({len(CLAIMED) + 14} passed, 0 failed, 0 skipped)", out
 
 
@@ -165,14 +172,18 @@ def failure_case(phase, run_name=None):
     def run(r):
         res, out = r.scalar(f"fail={phase}", expect_rc=1)
         failed = {k[1]: v for k, v in res.items() if k[0] == "FAIL"}
-        assert sorted(failed) == sorted(f"lowering on {g}" for g in CLAIMED), out
+        # every claimed graph fails, and no pattern's kernel ever completed a run
+        assert sorted(failed) == sorted([f"lowering on {g}" for g in CLAIMED] +
+                                        [f"lowering pattern {p}" for p in SCALAR_PATTERNS]), out
         for graph, (unit, _, _, kernel) in CLAIMED.items():
             where = f"{run_name}: " if run_name else ""
             assert failed[f"lowering on {graph}"] == (
                 f"{unit_text(graph)}: {where}plugin 'scalar_int8': kernel '{kernel}' (node '{unit}'): "
                 f"{phase}: injected failure in {phase}"), out
-        # the patterns still claimed their graphs, and the other checks are unaffected
-        assert len([k for k in res if k[0] == "PASS" and k[1].startswith("lowering pattern ")]) == 7, out
+        for pattern in SCALAR_PATTERNS:
+            # the patterns still claimed their graphs
+            assert failed[f"lowering pattern {pattern}"].startswith("its kernel never ran: it claimed "), out
+        assert out.splitlines()[-2] == "lowering patterns whose kernel never ran: " + ", ".join(SCALAR_PATTERNS), out
         assert ("PASS", "quiet callbacks") in res, out
     return run
 
@@ -195,20 +206,27 @@ def bug_case(bug):
 def case_fail_one_node(r):
     res, out = r.scalar("fail=run", "fail_node=fc", expect_rc=1)
     failed = sorted(k[1] for k in res if k[0] == "FAIL")
-    assert failed == ["lowering on gemm", "lowering on gemm_relu"], out
+    assert failed == ["lowering on gemm", "lowering on gemm_relu", "lowering pattern linear",
+                      "lowering pattern linear_relu"], out
     for graph in ("conv_relu", "conv", "matmul", "add_relu", "add"):
         assert ("PASS", f"lowering on {graph}") in res, out
 
 
 def case_decline(r):
-    res, out = r.scalar("decline=conv_relu", expect_rc=0)
-    assert res.get(("SKIP", "lowering pattern conv_relu")) == \
-        "no built-in graph for pattern conv_relu; declined: declined by option decline=conv_relu", out
+    """A pattern whose accept declines every unit never runs its kernel: not conforming,
+    and the report names it."""
+    res, out = r.scalar("decline=conv_relu", expect_rc=1)
+    assert res.get(("FAIL", "lowering pattern conv_relu")) == \
+        "its kernel never ran: no generated or built-in graph it claimed; declined: declined by option " \
+        "decline=conv_relu", out
     # Conv+Relu falls back to the host: nothing of the plugin's to check there
     assert not [k for k in res if k[1] == "lowering on conv_relu"], out
+    assert [k[1] for k in res if k[0] == "FAIL"] == ["lowering pattern conv_relu"], out
     assert res.get(("PASS", "lowering")) == (
-        f"7 patterns validated at load; {len(CLAIMED) - 1} of {N_UINT8} uint8 and 0 of {len(VITIS)} int8 "
-        "power-of-two built-in graphs checked"), out
+        f"7 patterns validated at load; {NO_GENERATED}, {len(CLAIMED) - 1} of {N_UINT8} uint8 and 0 of "
+        f"{len(VITIS)} int8 power-of-two built-in graphs checked"), out
+    assert out.splitlines()[-2:] == ["lowering patterns whose kernel never ran: conv_relu",
+                                     "conforms: no (20 passed, 1 failed, 0 skipped)"], out
 
 
 def case_json(r):
@@ -217,7 +235,9 @@ def case_json(r):
     report = json.loads(proc.stdout)
     assert proc.returncode == 1 and report["conforms"] is False, proc.stdout
     fails = [c["name"] for c in report["checks"] if c["verdict"] == "FAIL"]
-    assert sorted(fails) == sorted(f"lowering on {g}" for g in CLAIMED), fails
+    assert sorted(fails) == sorted([f"lowering on {g}" for g in CLAIMED] +
+                                   [f"lowering pattern {p}" for p in SCALAR_PATTERNS]), fails
+    assert report["patterns_never_ran"] == list(SCALAR_PATTERNS), report
 
 
 def case_no_lowering(r):
@@ -262,6 +282,7 @@ def case_fbgemm(r):
                 m = PASS_DETAIL.match(detail)
                 assert m and m.group(1) == f"unit '{unit}' ({ops}, pattern {pattern}, kernel {kernel})", detail
                 assert float(m.group(2)) <= 1.0, detail
+            assert_generated_all(res, out)
             assert out.splitlines()[-1].startswith("conforms: yes ("), out
     finally:
         r.env = env
@@ -284,6 +305,19 @@ QNNPACK = {
 }
 
 
+def assert_generated_all(res, out):
+    """Every declared pattern's kernel ran, and each generated graph that ran is a PASS."""
+    assert not [k for k in res if k[0] == "FAIL"], out
+    assert "never ran" not in out, out
+    patterns = [k[1][len("lowering pattern "):] for k in res if k[1].startswith("lowering pattern ")]
+    assert patterns, out
+    for p in patterns:
+        detail = res[("PASS", f"lowering pattern {p}")]
+        assert re.match(r"^\d+ kernel runs?; claimed ", detail), detail
+    generated = [k for k in res if k[1].startswith("lowering on generated ")]
+    assert generated and all(k[0] == "PASS" for k in generated), out
+
+
 def case_qnnpack(r):
     """qnnpack's XNNPACK kernels within one step of the host; per-channel convs declined."""
     res, out = r.check("qnnpack", "--plugin-dir", r.build_plugins, expect_rc=0)
@@ -296,9 +330,12 @@ def case_qnnpack(r):
         assert float(m.group(2)) <= 1.0, detail
     for graph in ("conv_relu", "conv"):
         assert ("PASS", f"lowering on {graph}") not in res, out
+    # the built-in Conv graphs' per-channel weights are declined; its own qconfig's
+    # per-tensor weights (the generated graphs) run
     for pattern in ("conv_relu", "conv"):
-        why = res.get(("SKIP", f"lowering pattern {pattern}"), "")
-        assert "per-channel weights are not supported" in why, out
+        assert res.get(("PASS", f"lowering pattern {pattern}")) == \
+            f"3 kernel runs; claimed generated {pattern} (unit 'conv_4')", out
+    assert_generated_all(res, out)
     assert out.splitlines()[-1].startswith("conforms: yes ("), out
 
 
@@ -317,44 +354,89 @@ def case_x86(r):
         detail
     assert float(m.group(2)) <= 1.0, detail
     assert "conv_qdq_clip (unit 'conv')" in res.get(("PASS", "lowering pattern conv_clip"), ""), out
+    # the patterns its own quantizer=fx config never produces run on other graphs: Conv ->
+    # Add (X86InductorQuantizer's form) on the built-in one, x * sigmoid(x) behind a Conv,
+    # Pad and Slice between two Convs
+    assert res.get(("PASS", "lowering pattern conv_add")) == "3 kernel runs; claimed conv_add (unit 'conv')", out
+    for pattern, variant in (("act_mul", "x * act(x), x a Conv's output"), ("pad", "between two Convs"),
+                             ("slice_channels", "between two Convs")):
+        assert f"claimed generated {pattern} ({variant})" in res.get(("PASS", f"lowering pattern {pattern}"), ""), out
+    assert_generated_all(res, out)
+    assert out.splitlines()[-1].startswith("conforms: yes ("), out
 
 
 OWN = ", and bit for bit what the plugin's own fake_quantize gives (activations round half up, "
 
 
 def case_example_vitis(r):
+    """example_vitis's kernels on graphs of its own patterns, quantized by its own annotate
+    (symmetric int8, power-of-two scales); the int8 power-of-two built-in graphs only for
+    the two patterns those graphs cannot give (its accept wants the DPU's factor)."""
     if not os.path.exists(os.path.join(r.build_plugins, "libqhost-example_vitis.so")):
         raise Skip("example_vitis is not built")
     res, out = r.check("example_vitis", "--plugin-dir", r.build_plugins, expect_rc=0)
-    assert not [k for k in res if k[0] == "FAIL"], out
+    assert_generated_all(res, out)
     # it declines every uint8 graph (zero points, non-power-of-two scales)
     for graph in list(CLAIMED) + list(UNCLAIMED):
         assert not [k for k in res if k[1] == f"lowering on {graph}"], out
-    claimed = {}
-    for graph, (unit, ops, pattern, kernel, exact, ties) in VITIS.items():
-        detail = res.get(("PASS", f"lowering on int8_pow2 {graph}"))
-        assert detail is not None, f"no PASS for {graph}\n{out}"
-        m = PASS_DETAIL.match(detail)
+    from_pow2 = ("avgpool_dpu_factor", "global_avgpool_dpu_factor")
+    patterns = {v[2] for v in VITIS.values()}
+    for pattern in sorted(patterns - set(from_pow2)):
+        detail = [v for k, v in res.items() if k[0] == "PASS" and
+                  re.match(rf"^lowering on generated {pattern}( \(.*\))?$", k[1])]
+        assert len(detail) == 1, f"{pattern}: {detail}\n{out}"
+        m = PASS_DETAIL.match(detail[0])
         assert m, detail
-        assert m.group(1) == f"unit '{unit}' ({ops}, pattern {pattern}, kernel dpu_{kernel}_qs8_shift)", detail
-        assert float(m.group(2)) <= 1.0 and m.group(7) == "int8 power-of-two", detail
-        # a power-of-two step, as the graph's output quantizer has it
-        step = float(m.group(3))
+        assert re.match(rf"^unit '\S+' \(\S+, pattern {pattern}, kernel dpu_\w+_qs8_shift\)$", m.group(1)), detail
+        step = float(m.group(3))  # its own power-of-two output step
         assert step > 0 and (1 / step).is_integer() and (int(1 / step) & (int(1 / step) - 1)) == 0, detail
-        share = float(m.group(4)) if m.group(4) else 100.0
-        assert (share < 100.0) == ties, f"{graph}: {share}% bit-identical, ties expected: {ties}\n{detail}"
-        assert (m.group(2) == "1.00") == ties, detail
-        assert share > 50.0, detail  # only ties may differ
-        # power-of-two graphs are exact: a difference sits exactly at a half step
-        assert m.group(5) is None or float(m.group(5)) == 0.0, detail
-        assert m.group(6).startswith(OWN) == exact, detail
-        claimed.setdefault(pattern, []).append(f"int8_pow2 {graph} (unit '{unit}')")
-    for pattern, graphs in claimed.items():
-        assert res.get(("PASS", f"lowering pattern {pattern}")) == "claimed " + ", ".join(graphs), out
-    assert not [k for k in res if k[0] == "SKIP" and k[1].startswith("lowering")], out
+        # only ties may differ (it rounds half up, ONNX half to even), and on these grids a
+        # difference sits exactly at a half step
+        assert float(m.group(2)) <= 1.0 and (m.group(5) is None or float(m.group(5)) == 0.0), detail
+    pow2 = sorted(k[1] for k in res if k[1].startswith("lowering on int8_pow2 "))
+    assert pow2 == [f"lowering on int8_pow2 {g}" for g in from_pow2], out
+    for graph in from_pow2:
+        unit, ops, pattern, kernel, exact, ties = VITIS[graph]
+        m = PASS_DETAIL.match(res[("PASS", f"lowering on int8_pow2 {graph}")])
+        assert m and m.group(1) == f"unit '{unit}' ({ops}, pattern {pattern}, kernel dpu_{kernel}_qs8_shift)", m
+        assert m.group(7) == "int8 power-of-two" and (m.group(2) == "1.00") == ties, m.group(0)
+        assert res[("PASS", f"lowering pattern {pattern}")] == \
+            f"3 kernel runs; claimed int8_pow2 {graph} (unit '{unit}')", out
     assert res.get(("PASS", "lowering")) == (
-        f"21 patterns validated at load; 0 of {N_UINT8} uint8 and {len(VITIS)} of {len(VITIS)} int8 "
+        f"21 patterns validated at load; 19 generated graphs, 0 of {N_UINT8} uint8 and 2 of {len(VITIS)} int8 "
         "power-of-two built-in graphs checked"), out
+
+
+def case_own_conventions(r):
+    """shared_scale_npu's Add takes both inputs on one grid: it declines the built-in Add
+    graphs (inputs on two scales) but its kernels run on graphs of its own patterns,
+    quantized with its own BackendConfig (shared_inputs_mask)."""
+    res, out = r.check(r.npu, expect_rc=0)
+    assert_generated_all(res, out)
+    for graph in ("add", "add_relu"):
+        assert not [k for k in res if k[1] == f"lowering on {graph}"], out
+    for pattern in ("add", "add_relu"):
+        assert res.get(("PASS", f"lowering pattern {pattern}")) == \
+            f"3 kernel runs; claimed generated {pattern} (unit 'add_3')", out
+        m = PASS_DETAIL.match(res[("PASS", f"lowering on generated {pattern}")])
+        assert m and m.group(2) == "0.00", out  # its kernels are the host's int8 twin
+    assert res.get(("PASS", "lowering")) == (
+        f"7 patterns validated at load; 7 generated graphs, 6 of {N_UINT8} uint8 and 0 of {len(VITIS)} int8 "
+        "power-of-two built-in graphs checked"), out
+
+
+def case_never_runs(r):
+    """A plugin whose accept declines every unit of its own patterns is not conforming:
+    every pattern FAILs naming its decline, and the report lists them."""
+    res, out = r.check(r.npu, "--backend-opt", "decline=*", expect_rc=1)
+    failed = sorted(k[1] for k in res if k[0] == "FAIL")
+    assert failed == sorted(f"lowering pattern {p}" for p in SCALAR_PATTERNS), out
+    for p in SCALAR_PATTERNS:
+        assert res[("FAIL", f"lowering pattern {p}")] == (
+            "its kernel never ran: no generated or built-in graph it claimed; declined: declined by option "
+            "decline=*"), out
+    assert out.splitlines()[-2:] == ["lowering patterns whose kernel never ran: " + ", ".join(SCALAR_PATTERNS),
+                                     "conforms: no (8 passed, 7 failed, 0 skipped)"], out
 
 
 CASES = {
@@ -373,6 +455,8 @@ CASES = {
     "no_lowering": case_no_lowering,
     "example_vitis": case_example_vitis,
     "x86": case_x86,
+    "own_conventions": case_own_conventions,
+    "never_runs": case_never_runs,
 }
 
 

@@ -10,7 +10,14 @@
  * shapes) so the host's error paths can be exercised, and plant numeric bugs (bug: the
  * output zero point one off, floor for round, or truncation toward zero for round) that
  * plugin-check must catch; the plugin declares no reference_numerics, so only the host's
- * reference can catch them. */
+ * reference can catch them. decline=* declines every unit: kernels that never run.
+ *
+ * Built with SHARED_SCALE_NPU it is shared_scale_npu, a backend for an imaginary NPU
+ * whose Add takes both inputs on one grid (the same scale and zero point; accept
+ * declines others) and which says so in its BackendConfig (ABI 1.2's
+ * shared_inputs_mask), with int32 biases at input x weight scale: plugin-check's
+ * built-in uint8 Add graphs (inputs on different scales) are declined, the graphs it
+ * generates from the plugin's own patterns and BackendConfig are not. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -354,6 +361,11 @@ static const char *analyze_add(const QhHostApi *host, const QhGraphView *g, cons
   int32_t ra = known_shape(host, g, u->inputs[0], a), rb = known_shape(host, g, u->inputs[1], b);
   if (ra >= 0 && rb >= 0 && (ra != rb || memcmp(a, b, (size_t)ra * sizeof *a) != 0))
     return "broadcasting add is not supported";
+#ifdef SHARED_SCALE_NPU
+  if (u->input_qparams[0]->scale[0] != u->input_qparams[1]->scale[0] ||
+      u->input_qparams[0]->zero_point[0] != u->input_qparams[1]->zero_point[0])
+    return "the NPU's Add takes both inputs on one grid (one scale and zero point)";
+#endif
   in->xq = u->input_qparams[0];
   in->x2q = u->input_qparams[1];
   in->yq = u->output_qparams[0];
@@ -368,7 +380,7 @@ static QhStatus *analyze(void *instance, const QhHostApi *host, const QhGraphVie
     return host->status_new(QH_ERR_INVALID_ARGUMENT, p);
   memset(in, 0, sizeof *in);
   if (inst && inst->decline[0] && u->pattern_id &&
-      strcmp(inst->decline, u->pattern_id) == 0)
+      (strcmp(inst->decline, u->pattern_id) == 0 || strcmp(inst->decline, "*") == 0))
     return qh_status_newf(host, QH_ERR_UNSUPPORTED, "declined by option decline=%s", inst->decline);
   if (inst && inst->max_batch > 0) {
     /* ABI 1.2: accept sees the planned tensors; the reason spells out what it saw */
@@ -772,7 +784,7 @@ static const QhOptionDecl opt_fail_node = {
     .default_value = "", .help = "only fail the unit whose first node has this name (empty: every unit)"};
 static const QhOptionDecl opt_decline = {
     QH_STRUCT_HEADER(QhOptionDecl), .name = "decline", .type = QH_OPTION_STRING,
-    .default_value = "", .help = "decline every unit of this pattern id"};
+    .default_value = "", .help = "decline every unit of this pattern id (*: of every pattern)"};
 static const QhOptionDecl opt_bug = {
     QH_STRUCT_HEADER(QhOptionDecl), .name = "bug", .type = QH_OPTION_ENUM, .default_value = "none",
     .help = "plant a numeric bug: the output zero point one off, floor or truncation instead of round half to even",
@@ -842,9 +854,55 @@ static QhStatus *instance_create(const QhHostApi *host, const QhInstanceInfo *in
   return NULL;
 }
 
+#ifdef SHARED_SCALE_NPU
+/* ---- the NPU's BackendConfig: its patterns, its Add's one grid, int32 biases ---- */
+static const QhDTypeConstraint quint8 = {QH_STRUCT_HEADER(QhDTypeConstraint), .dtype = QH_DTYPE_UINT8};
+static const QhDTypeConstraint qint8 = {QH_STRUCT_HEADER(QhDTypeConstraint), .dtype = QH_DTYPE_INT8};
+static const QhDTypeConstraint qint32 = {QH_STRUCT_HEADER(QhDTypeConstraint), .dtype = QH_DTYPE_INT32};
+static const QhDTypeConfig weighted = {QH_STRUCT_HEADER(QhDTypeConfig), .name = "npu_weighted",
+                                       .input = &quint8, .output = &quint8, .weight = &qint8,
+                                       .bias = &qint32, .bias_derivation = QH_BIAS_INT32_INPUT_TIMES_WEIGHT};
+static const QhDTypeConfig unweighted = {QH_STRUCT_HEADER(QhDTypeConfig), .name = "npu_unweighted",
+                                         .input = &quint8, .output = &quint8};
+static const QhDTypeConfig *const weighted_configs[] = {&weighted}, *const unweighted_configs[] = {&unweighted};
+
+#define CONFIG(id, configs, mask, ...)                                                             \
+  static const char *const id##_cfg_ops[] = {__VA_ARGS__};                                         \
+  static const QhBackendPatternConfig id##_cfg = {                                                 \
+      QH_STRUCT_HEADER(QhBackendPatternConfig), .ops = id##_cfg_ops,                               \
+      .n_ops = sizeof id##_cfg_ops / sizeof id##_cfg_ops[0],                                       \
+      .observation_type = QH_OBS_OUTPUT_USE_DIFFERENT_OBSERVER_AS_INPUT, .dtype_configs = configs, \
+      .n_dtype_configs = 1, .fuser = QH_FUSER_NONE, .shared_inputs_mask = mask}
+CONFIG(linear_relu, weighted_configs, 0, "Gemm", "Relu");
+CONFIG(linear, weighted_configs, 0, "Gemm");
+CONFIG(matmul, weighted_configs, 0, "MatMul");
+CONFIG(conv_relu, weighted_configs, 0, "Conv", "Relu");
+CONFIG(conv, weighted_configs, 0, "Conv");
+CONFIG(add_relu, unweighted_configs, 0x3, "Add", "Relu");
+CONFIG(add, unweighted_configs, 0x3, "Add");
+static const QhBackendPatternConfig *const configs[] = {&linear_relu_cfg, &linear_cfg, &matmul_cfg,
+                                                        &conv_relu_cfg, &conv_cfg, &add_relu_cfg, &add_cfg};
+static const QhQuantSpec activation = {QH_STRUCT_HEADER(QhQuantSpec), .kind = QH_SPEC_QUANTIZE,
+                                       .dtype = QH_DTYPE_UINT8, .qscheme = QH_QSCHEME_PER_TENSOR_AFFINE,
+                                       .ch_axis = -1, .observer = "MinMaxObserver"};
+static const QhQConfigEntry global = {QH_STRUCT_HEADER(QhQConfigEntry), .match = QH_QCONFIG_MATCH_GLOBAL,
+                                      .activation = &activation};
+static const QhQConfigEntry *const qconfig[] = {&global};
+static const QhBackendConfig backend_config = {QH_STRUCT_HEADER(QhBackendConfig), .name = "shared_scale_npu",
+                                               .patterns = configs, .n_patterns = sizeof configs / sizeof configs[0],
+                                               .default_qconfig = qconfig, .n_default_qconfig = 1};
+#endif
+
 static const QhPluginDesc desc = {
-    QH_STRUCT_HEADER(QhPluginDesc), .name = "scalar_int8", .version = "1.0",
+    QH_STRUCT_HEADER(QhPluginDesc),
+#ifdef SHARED_SCALE_NPU
+    .name = "shared_scale_npu", .version = "1.0",
+    .description = "test backend: an NPU whose Add takes both inputs on one grid (scalar int8 kernels)",
+    .backend_config = &backend_config,
+#else
+    .name = "scalar_int8", .version = "1.0",
     .description = "test backend: scalar int8 linear, conv and add kernels with fault injection",
+#endif
     .options = options, .n_options = sizeof options / sizeof options[0],
     .instance_create = instance_create, .instance_destroy = free,
     .lowering = &lowering};
