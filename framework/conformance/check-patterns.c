@@ -161,7 +161,7 @@ static int append_op(Gen *gen, const QhLoweringPattern *p, size_t i, int x, QhSh
     out.dims[1] = 8;
     EMIT(op);
     qh_node_set_attr_int(n, "transB", 1);
-  } else if (strcmp(op, "MatMul") == 0 && s->rank >= 2 && gen->variant == EXTRA_INPUT && i == 0 && s->rank == 3) {
+  } else if (strcmp(op, "MatMul") == 0 && s->rank == 3 && gen->variant == EXTRA_INPUT && i == 0) {
     /* two activations (attention's scores and context): the right one [1, K, 8] */
     const int64_t w[3] = {1, s->dims[2], 8};
     in[1] = graph_input(gen, 3, w);
