@@ -83,7 +83,8 @@ int qh_spin_for_this_machine(int threads, const char **why) {
     /* This process is one of the runnable tasks. */
     int now = running > 0 ? running - 1 : 0;
     others = (sample == 0 || now < others) ? now : others;
-    nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+    if (sample < 4)
+      nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
   }
   int spin = qh_spin_choose(threads, others, (int)cpus);
   *why = others < 0             ? "the machine's load could not be read"
