@@ -1,7 +1,7 @@
 /* The QhHostApi table: the only way plugins reach the host. This file fills the
  * frozen base (status creation, logging) and the functions that are not about
  * graphs: statuses, reports, host facts, buffers, deploy artefacts and threads;
- * host-graph.c fills the graph, annotation and qparams slots. Every function checks
+ * host-graph.c and host-quant.c fill the graph slots. Every function checks
  * the handles a plugin passes (magic numbers) before using them. */
 #include <errno.h>
 #include <string.h>
@@ -310,6 +310,7 @@ const QhHostApi *qh_host_api_get(void) {
     table.artifact_write_model = api_artifact_write_model;
     table.artifact_source_digest = api_artifact_source_digest;
     qh_host_api_fill_graph(&table);
+    qh_host_api_fill_quant(&table);
     g_once_init_leave(&once, 1);
   }
   return &table;

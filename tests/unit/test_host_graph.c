@@ -1,4 +1,4 @@
-/* Unit tests of the graph half of the host table (host-graph.c, graph-view.c):
+/* Unit tests of the graph half of the host table (host-graph.c, host-quant.c, graph-view.c):
  * every query on a small conv -> relu -> add graph with a removed node, the invalid
  * id / NULL / foreign-handle / wrong-permission cases (out-parameters untouched),
  * the rewrites (checked with qh_graph_topo_order), annotation, qconfig and qparams
