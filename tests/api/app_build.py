@@ -15,35 +15,15 @@ import os
 import re
 import shlex
 import shutil
-import subprocess
 import sys
 import tempfile
 
-
-class Failure(Exception):
-    pass
-
-
-def run(cmd, **kwargs):
-    shown = cmd if isinstance(cmd, str) else " ".join(shlex.quote(c) for c in cmd)
-    proc = subprocess.run(cmd, capture_output=True, text=True, **kwargs)
-    if proc.returncode != 0:
-        raise Failure(f"command failed ({proc.returncode}): {shown}\n{proc.stdout}{proc.stderr}")
-    return proc.stdout
-
-
-def clean_env():
-    env = dict(os.environ)
-    for key in ("QHOST_PLUGIN_PATH", "PKG_CONFIG_PATH", "CMAKE_PREFIX_PATH", "QHost_DIR"):
-        env.pop(key, None)
-    return env
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "sdk"))
+from installed_sdk import Failure, cmake_build, install_moved, run, vendor_env  # noqa: E402
 
 
 def install_prefix(args, scratch):
-    staging = os.path.join(scratch, "staging")
-    run([args.cmake, "--install", args.build_dir, "--prefix", staging])
-    prefix = os.path.join(scratch, "prefix")
-    os.rename(staging, prefix)
+    prefix = install_moved(args, scratch)
     for path in ("include/qhost/qhost.h", f"{args.libdir}/pkgconfig/qhost.pc",
                  f"{args.libdir}/cmake/QHost/QHostConfig.cmake"):
         if not os.path.exists(os.path.join(prefix, path)):
@@ -61,15 +41,8 @@ def install_prefix(args, scratch):
 
 def build_with_cmake(args, prefix, src, scratch, env):
     build = os.path.join(scratch, "build")
-    run([args.cmake, "-S", src, "-B", build, f"-DCMAKE_PREFIX_PATH={prefix}", f"-DCMAKE_C_COMPILER={args.cc}",
-         f"-DCMAKE_C_FLAGS=-Wall -Wextra -Werror -pedantic {args.cflags}",
-         f"-DCMAKE_EXE_LINKER_FLAGS={args.cflags}"], env=env)
-    cache = open(os.path.join(build, "CMakeCache.txt"), encoding="utf-8").read()
-    found = re.search(r"^QHost_DIR:PATH=(.*)$", cache, re.M)
-    want = os.path.join(prefix, args.libdir, "cmake", "QHost")
-    if not found or os.path.realpath(found.group(1)) != os.path.realpath(want):
-        raise Failure(f"find_package(QHost) used {found.group(1) if found else None}, not {want}")
-    run([args.cmake, "--build", build], env=env)
+    cmake_build(args, prefix, src, build, env, cflags=f"-Wall -Wextra -Werror -pedantic {args.cflags}",
+                linker_flags=args.cflags)
     return os.path.join(build, "app")
 
 
@@ -94,7 +67,7 @@ def main():
     ap.add_argument("--libdir", default="lib")
     ap.add_argument("--datadir", default="share")
     args = ap.parse_args()
-    env = clean_env()
+    env = vendor_env()
     with tempfile.TemporaryDirectory(prefix=f"qhost-app-{args.mode}-") as scratch:
         try:
             prefix = install_prefix(args, scratch)

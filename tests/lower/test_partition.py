@@ -30,7 +30,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "sdk"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 sys.path.insert(0, HERE)
-from template_build import Failure, install_prefix, run, vendor_env  # noqa: E402
+from installed_sdk import Failure, cmake_build, find_built, install_prefix, run, vendor_env  # noqa: E402
 import qhtest  # noqa: E402
 import partition_models  # noqa: E402
 
@@ -69,27 +69,13 @@ def qdq_output_scales(path):
             if n.op_type == "DequantizeLinear" and n.output[0] in outs}
 
 
-def find_plugin(build):
-    for d, _, files in os.walk(build):
-        if "libqhost-example_npu.so" in files:
-            return os.path.join(d, "libqhost-example_npu.so")
-    raise Failure(f"no libqhost-example_npu.so under {build}")
-
-
 def build_plugin(args, scratch, env):
     prefix = install_prefix(args, scratch)
     src = os.path.join(scratch, "example_npu")
     shutil.copytree(os.path.join(prefix, args.datadir, "qhost", "examples", "example_npu"), src)
     build = os.path.join(scratch, "build")
-    run([args.cmake, "-S", src, "-B", build, f"-DCMAKE_PREFIX_PATH={prefix}",
-         f"-DCMAKE_C_COMPILER={args.cc}", "-DCMAKE_C_FLAGS=-Wall -Wextra -Werror"], env=env)
-    cache = open(os.path.join(build, "CMakeCache.txt"), encoding="utf-8").read()
-    found = re.search(r"^QHost_DIR:PATH=(.*)$", cache, re.M)
-    want = os.path.join(prefix, args.libdir, "cmake", "QHost")
-    if not found or os.path.realpath(found.group(1)) != os.path.realpath(want):
-        raise Failure(f"find_package(QHost) used {found.group(1) if found else None}")
-    run([args.cmake, "--build", build, "-j2"], env=env)
-    return os.path.join(prefix, args.bindir, "qhost"), os.path.dirname(find_plugin(build))
+    cmake_build(args, prefix, src, build, env)
+    return os.path.join(prefix, args.bindir, "qhost"), os.path.dirname(find_built(build, "libqhost-example_npu.so"))
 
 
 def ok(r, *a):

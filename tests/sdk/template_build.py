@@ -18,71 +18,17 @@ import os
 import re
 import shlex
 import shutil
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check_exports import export_problem  # noqa: E402
-
-
-class Failure(Exception):
-    pass
-
-
-def run(cmd, **kwargs):
-    """Run cmd; on failure raise with its output, so ctest shows why."""
-    shown = cmd if isinstance(cmd, str) else " ".join(shlex.quote(c) for c in cmd)
-    proc = subprocess.run(cmd, capture_output=True, text=True, **kwargs)
-    if proc.returncode != 0:
-        raise Failure(f"command failed ({proc.returncode}): {shown}\n{proc.stdout}{proc.stderr}")
-    return proc.stdout
-
-
-def vendor_env():
-    """The environment minus anything that could point qhost or the build elsewhere."""
-    env = dict(os.environ)
-    for key in ("QHOST_PLUGIN_PATH", "PKG_CONFIG_PATH", "CMAKE_PREFIX_PATH", "QHost_DIR"):
-        env.pop(key, None)
-    return env
-
-
-def install_prefix(args, scratch):
-    """Install the build tree, then move the prefix: both packages must be relocatable."""
-    staging = os.path.join(scratch, "staging")
-    run([args.cmake, "--install", args.build_dir, "--prefix", staging])
-    prefix = os.path.join(scratch, "prefix")
-    os.rename(staging, prefix)
-    expected = [
-        "include/qhost/qhost-plugin.h",
-        "include/qhost/abi.h",
-        f"{args.datadir}/qhost/qhost-plugin.map",
-        f"{args.datadir}/qhost/template/template.c",
-        f"{args.libdir}/cmake/QHost/QHostConfig.cmake",
-        f"{args.libdir}/cmake/QHost/QHostConfigVersion.cmake",
-        f"{args.libdir}/cmake/QHost/QhostPlugin.cmake",
-        f"{args.libdir}/pkgconfig/qhost-plugin.pc",
-        f"{args.libdir}/qhost/plugins",
-        f"{args.docdir}/PLUGIN_GUIDE.md",
-        f"{args.docdir}/VITIS_TUTORIAL.md",
-    ]
-    missing = [p for p in expected if not os.path.exists(os.path.join(prefix, p))]
-    if missing:
-        raise Failure(f"not installed into {prefix}: {', '.join(missing)}")
-    return prefix
+from installed_sdk import Failure, cmake_build, install_prefix, run, vendor_env  # noqa: E402
 
 
 def build_with_cmake(args, prefix, src, scratch, env):
     build = os.path.join(scratch, "build")
-    run([args.cmake, "-S", src, "-B", build, f"-DCMAKE_PREFIX_PATH={prefix}",
-         f"-DCMAKE_C_COMPILER={args.cc}", "-DCMAKE_C_FLAGS=-Wall -Wextra -Werror"], env=env)
-    # The package found must be the installed one, not the build tree's.
-    cache = open(os.path.join(build, "CMakeCache.txt"), encoding="utf-8").read()
-    found = re.search(r"^QHost_DIR:PATH=(.*)$", cache, re.M)
-    want = os.path.join(prefix, args.libdir, "cmake", "QHost")
-    if not found or os.path.realpath(found.group(1)) != os.path.realpath(want):
-        raise Failure(f"find_package(QHost) used {found.group(1) if found else None}, not {want}")
-    run([args.cmake, "--build", build], env=env)
+    cmake_build(args, prefix, src, build, env)
     return build
 
 

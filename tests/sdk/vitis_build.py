@@ -25,16 +25,9 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "deploy"))
-from template_build import Failure, install_prefix, run, vendor_env  # noqa: E402
+from installed_sdk import Failure, cmake_build, find_built, install_prefix, run, vendor_env  # noqa: E402
 import qhtest  # noqa: E402
 import vitis_models  # noqa: E402
-
-
-def find_plugin(build):
-    for d, _, files in os.walk(build):
-        if "libqhost-example_vitis.so" in files:
-            return os.path.join(d, "libqhost-example_vitis.so")
-    raise Failure(f"no libqhost-example_vitis.so under {build}")
 
 
 def main():
@@ -56,16 +49,9 @@ def main():
             # the installed example, as a vendor gets it
             shutil.copytree(os.path.join(prefix, args.datadir, "qhost", "examples", "example_vitis"), src)
             build = os.path.join(scratch, "build")
-            run([args.cmake, "-S", src, "-B", build, f"-DCMAKE_PREFIX_PATH={prefix}",
-                 f"-DCMAKE_C_COMPILER={args.cc}", "-DCMAKE_C_FLAGS=-Wall -Wextra -Werror"], env=env)
-            cache = open(os.path.join(build, "CMakeCache.txt"), encoding="utf-8").read()
-            found = re.search(r"^QHost_DIR:PATH=(.*)$", cache, re.M)
-            want = os.path.join(prefix, args.libdir, "cmake", "QHost")
-            if not found or os.path.realpath(found.group(1)) != os.path.realpath(want):
-                raise Failure(f"find_package(QHost) used {found.group(1) if found else None}")
-            run([args.cmake, "--build", build, "-j2"], env=env)
+            cmake_build(args, prefix, src, build, env)
             print(run([args.ctest, "--output-on-failure"], cwd=build, env=env).strip().splitlines()[-1])
-            plugin = find_plugin(build)
+            plugin = find_built(build, "libqhost-example_vitis.so")
             pdir = os.path.dirname(plugin)
             qhost = os.path.join(prefix, args.bindir, "qhost")
             listing = json.loads(run([qhost, "plugins", "--json", "--plugin-dir", pdir], env=env))
