@@ -1,9 +1,10 @@
 /* The fbgemm plugin's AVX-512 VNNI micro-kernel: 6 rows of A by up to 4 panels of 16
  * output channels (24 zmm accumulators), one vpdpbusd per row and panel for every 4
- * reduction bytes (u8 x s8 into int32, exact for any uint8), then kernels.h's output rule
- * in registers: column offsets, float bias and multiplier, clamp, round half to even
- * (vcvtps2dq under the default MXCSR), zero point, and a masked store of the valid
- * channels. Built with AVX-512 flags of its own (CMakeLists.txt); the plugin calls it
+ * reduction bytes (u8 x s8 into int32, exact for any uint8) into accumulators that start
+ * at the column offsets, then kernels.h's output rule in registers: float bias and
+ * multiplier, clamp, round half to even (vcvtps2dq under the default MXCSR), zero point,
+ * and a masked store of the valid channels (4 panels: saturating packs, one store per
+ * row). Built with AVX-512 flags of its own (CMakeLists.txt); the plugin calls it
  * only when the host reports avx512f/bw/vl and avx512vnni. */
 #include <immintrin.h>
 #include <string.h>
@@ -20,45 +21,115 @@ static inline __attribute__((always_inline)) __m512i dpbusd(__m512i acc, __m512i
   return acc;
 }
 
+/* The output rule for one row of 4 full panels (64 channels), narrowed with saturating
+ * packs instead of one vpmovdb and one store per 16 channels. Only the upper bound is
+ * applied in float: below it, vcvtps2dq gives at most hi, or a negative number
+ * (0x80000000 for a value past int32, which adding zo <= 255 cannot wrap), which the
+ * saturating packs turn into 0 and the byte maximum with lo into lo. Bounds are
+ * integers, so clamping after the rounding equals clamping before it (kernels.h), and
+ * the bytes are the twin's. The packs interleave 128-bit lanes (lane i holds dwords
+ * 4i..4i+3 of each of the 4 vectors), which one vpermd puts back in channel order. */
+static inline __attribute__((always_inline)) void store_row4(const __m512i acc[4], const float *bias,
+                                                              const float *mult, __m512 hi, __m512i zo16,
+                                                              __m512i lo8, __m512i perm, uint8_t *dst,
+                                                              __mmask64 mask) {
+  __m512i q[4];
+  _Pragma("GCC unroll 4")
+  for (int v = 0; v < 4; v++) {
+    __m512 f = _mm512_cvtepi32_ps(acc[v]);
+    f = _mm512_mul_ps(_mm512_add_ps(f, _mm512_load_ps(bias + 16 * v)), _mm512_load_ps(mult + 16 * v));
+    q[v] = _mm512_cvtps_epi32(_mm512_min_ps(f, hi));
+  }
+  __m512i w01 = _mm512_adds_epi16(_mm512_packs_epi32(q[0], q[1]), zo16);
+  __m512i w23 = _mm512_adds_epi16(_mm512_packs_epi32(q[2], q[3]), zo16);
+  __m512i u8 = _mm512_max_epu8(_mm512_packus_epi16(w01, w23), lo8);
+  _mm512_mask_storeu_epi8(dst, mask, _mm512_permutexvar_epi32(perm, u8));
+}
+
 static inline __attribute__((always_inline)) void tile(const uint8_t *a, size_t lda, const FbPacked *pk,
                                                        int64_t pan, uint8_t *y, size_t ldy, const int mr,
                                                        const int nv) {
   const int64_t k4n = pk->kp / 4;
   const int8_t *b = pk->b + pan * k4n * 64;
   const size_t pstride = (size_t)k4n * 64;
+  /* the accumulators start at -zx * colsum (the column offsets), so the epilogue has
+   * nothing to subtract */
   __m512i acc[MR][4];
   _Pragma("GCC unroll 8")
   for (int r = 0; r < mr; r++)
     _Pragma("GCC unroll 8")
     for (int v = 0; v < nv; v++)
-      acc[r][v] = _mm512_setzero_si512();
-  for (int64_t q = 0; q < k4n; q++) {
-    __m512i bv[4];
+      acc[r][v] = _mm512_load_si512((const void *)(pk->nzcol + (pan + v) * FB_NR));
+  if (mr == 1) {
+    /* One row (M = 1 linear layers, row tails): nv chains alone would wait on vpdpbusd's
+     * latency, so even and odd reduction groups go to two sets of accumulators, summed
+     * (exactly, in int32) before the epilogue. */
+    __m512i acc1[4];
     _Pragma("GCC unroll 8")
     for (int v = 0; v < nv; v++)
-      bv[v] = _mm512_load_si512((const void *)(b + v * pstride + q * 64));
-    _Pragma("GCC unroll 8")
-    for (int r = 0; r < mr; r++) {
-      int32_t a4;
-      memcpy(&a4, a + r * lda + q * 4, 4);
-      __m512i av = _mm512_set1_epi32(a4);
+      acc1[v] = _mm512_setzero_si512();
+    int64_t q = 0;
+    for (; q + 2 <= k4n; q += 2) {
+      int32_t a0, a1;
+      memcpy(&a0, a + q * 4, 4);
+      memcpy(&a1, a + q * 4 + 4, 4);
+      __m512i av0 = _mm512_set1_epi32(a0), av1 = _mm512_set1_epi32(a1);
+      _Pragma("GCC unroll 8")
+      for (int v = 0; v < nv; v++) {
+        acc[0][v] = dpbusd(acc[0][v], av0, _mm512_load_si512((const void *)(b + v * pstride + q * 64)));
+        acc1[v] = dpbusd(acc1[v], av1, _mm512_load_si512((const void *)(b + v * pstride + q * 64 + 64)));
+      }
+    }
+    if (q < k4n) {
+      int32_t a0;
+      memcpy(&a0, a + q * 4, 4);
+      __m512i av0 = _mm512_set1_epi32(a0);
       _Pragma("GCC unroll 8")
       for (int v = 0; v < nv; v++)
-        acc[r][v] = dpbusd(acc[r][v], av, bv[v]);
+        acc[0][v] = dpbusd(acc[0][v], av0, _mm512_load_si512((const void *)(b + v * pstride + q * 64)));
+    }
+    _Pragma("GCC unroll 8")
+    for (int v = 0; v < nv; v++)
+      acc[0][v] = _mm512_add_epi32(acc[0][v], acc1[v]);
+  } else {
+    for (int64_t q = 0; q < k4n; q++) {
+      __m512i bv[4];
+      _Pragma("GCC unroll 8")
+      for (int v = 0; v < nv; v++)
+        bv[v] = _mm512_load_si512((const void *)(b + v * pstride + q * 64));
+      _Pragma("GCC unroll 8")
+      for (int r = 0; r < mr; r++) {
+        int32_t a4;
+        memcpy(&a4, a + r * lda + q * 4, 4);
+        __m512i av = _mm512_set1_epi32(a4);
+        _Pragma("GCC unroll 8")
+        for (int v = 0; v < nv; v++)
+          acc[r][v] = dpbusd(acc[r][v], av, bv[v]);
+      }
     }
   }
   const __m512 lo = _mm512_set1_ps(pk->lo), hi = _mm512_set1_ps(pk->hi);
   const __m512i zo = _mm512_set1_epi32(pk->zo);
+  if (nv == 4) {
+    int64_t c0 = pan * FB_NR, valid = pk->n - c0 < 4 * FB_NR ? pk->n - c0 : 4 * FB_NR;
+    __mmask64 mask = valid == 64 ? ~(__mmask64)0 : ((__mmask64)1 << valid) - 1;
+    const __m512i zo16 = _mm512_set1_epi16((short)pk->zo);
+    const __m512i lo8 = _mm512_set1_epi8((char)(uint8_t)((int32_t)pk->lo + pk->zo)); /* in [0, 255] */
+    const __m512i perm = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < mr; r++)
+      store_row4(acc[r], pk->bias + c0, pk->mult + c0, hi, zo16, lo8, perm, y + r * ldy + c0, mask);
+    return;
+  }
   _Pragma("GCC unroll 8")
   for (int v = 0; v < nv; v++) {
     int64_t c0 = (pan + v) * FB_NR;
     int64_t valid = pk->n - c0 < FB_NR ? pk->n - c0 : FB_NR;
     __mmask16 mask = (__mmask16)((1u << valid) - 1u);
-    __m512i zc = _mm512_load_si512((const void *)(pk->zcol + c0));
     __m512 bias = _mm512_load_ps(pk->bias + c0), mult = _mm512_load_ps(pk->mult + c0);
     _Pragma("GCC unroll 8")
     for (int r = 0; r < mr; r++) {
-      __m512 f = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc[r][v], zc));
+      __m512 f = _mm512_cvtepi32_ps(acc[r][v]);
       f = _mm512_mul_ps(_mm512_add_ps(f, bias), mult);
       f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
       __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(f), zo);

@@ -4,8 +4,9 @@
  * C micro-kernel over that layout, and the driver that splits a convolution into blocks
  * of output rows, builds each block's im2col rows in the worker's own slice of the
  * workspace just before its GEMM (PackAWithIm2Col's idea, fused per block so the rows are
- * still in cache), and hands the blocks to the ISA's micro-kernel. 1x1 stride-1
- * unpadded convolutions and linear layers read their input in place. */
+ * still in cache), and hands the blocks to the ISA's micro-kernel. 1x1 unpadded
+ * convolutions (strided ones one output row at a time) and linear layers read their
+ * input in place. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,9 +22,10 @@ void fb_pack_free(FbPacked *p) {
     return;
   free(p->b);
   free(p->zcol);
+  free(p->nzcol);
   free(p->bias);
   free(p->mult);
-  p->b = NULL, p->zcol = NULL, p->bias = p->mult = NULL;
+  p->b = NULL, p->zcol = p->nzcol = NULL, p->bias = p->mult = NULL;
 }
 
 int fb_pack(FbPacked *p, const int8_t *w, int64_t n, int64_t k, const FbRequant *rq) {
@@ -38,9 +40,10 @@ int fb_pack_for(FbIsa isa, FbPacked *p, const int8_t *w, int64_t n, int64_t k, c
   size_t cols = (size_t)(p->npanel * FB_NR);
   p->b = alloc64((size_t)p->npanel * (size_t)p->kp * FB_NR);
   p->zcol = alloc64(cols * sizeof *p->zcol);
+  p->nzcol = alloc64(cols * sizeof *p->nzcol);
   p->bias = alloc64(cols * sizeof *p->bias);
   p->mult = alloc64(cols * sizeof *p->mult);
-  if (!p->b || !p->zcol || !p->bias || !p->mult) {
+  if (!p->b || !p->zcol || !p->nzcol || !p->bias || !p->mult) {
     fb_pack_free(p);
     return -1;
   }
@@ -56,6 +59,7 @@ int fb_pack_for(FbIsa isa, FbPacked *p, const int8_t *w, int64_t n, int64_t k, c
         sum += v;
       }
     p->zcol[c] = rq->zx * sum;
+    p->nzcol[c] = -p->zcol[c];
     p->bias[c] = c < n ? rq->bias[c] : 0.0f;
     p->mult[c] = c < n ? rq->mult[c] : 0.0f;
   }
@@ -117,6 +121,21 @@ static int direct(const FbConv *c, const FbPacked *pk) {
          c->oh == c->ih && c->ow == c->iw && pk->kp - pk->k <= 3;
 }
 
+/* A strided 1x1 unpadded convolution (resnet's downsample shortcuts) reads its input in
+ * place too: the rows of one output row are pixels sw * ic bytes apart, which is the
+ * micro-kernels' lda, so each output row is one call and no im2col copy is made. Not
+ * for an AMX pack (its K padded to 64 needs im2col's zeroed rows), nor where a bottom or
+ * right pad would put a row's pixel outside the image, nor for output rows shorter than
+ * FB_STRIDED_MIN_OW: their row tails leave the 6-row tiles mostly empty, which cost more
+ * than the copy (qhost-fbgemm-shapes, resnet18's 14->7 downsample: 86% of the peak with
+ * im2col, 72% in place; 56->28: 52% with im2col, 65% in place). */
+#define FB_STRIDED_MIN_OW 16
+static int strided_direct(const FbConv *c, const FbPacked *pk) {
+  return c->kh == 1 && c->kw == 1 && c->pt == 0 && c->pl == 0 && !direct(c, pk) && pk->kp - pk->k <= 3 &&
+         pk->mq != 32 && c->ow >= FB_STRIDED_MIN_OW && (c->oh - 1) * c->sh < c->ih &&
+         (c->ow - 1) * c->sw < c->iw;
+}
+
 /* AMX's gathered path: a stride-1 undilated convolution whose channels are a multiple of
  * 64, so each 64-byte chunk of the reduction lies within one tap. The tiles read the
  * rows straight from a padded copy of the input (fb_block_amx_gather), which is written
@@ -135,7 +154,7 @@ static size_t padded_bytes(const FbConv *c) {
 }
 
 size_t fb_conv_workspace(const FbConv *c, const FbPacked *pk, uint32_t n_workers) {
-  if (direct(c, pk))
+  if (direct(c, pk) || strided_direct(c, pk))
     return 0;
   size_t rows = (size_t)(n_workers ? n_workers : 1) * (size_t)(block_rows(pk, c->n * c->oh * c->ow) * pk->kp);
   /* an AMX pack may also run on a vector path (kernels.h), which takes the im2col rows */
@@ -152,6 +171,7 @@ typedef struct {
   uint8_t *ws;
   FbBlockFn block;
   int64_t m, mb, nsplit;
+  int strided; /* strided_direct: one call per output row, read in place */
   size_t slot;
   /* the gathered path (AMX): the padded input, the chunk offsets and the output map */
   const uint8_t *padded;
@@ -288,6 +308,21 @@ static void task(void *user, size_t i, uint32_t worker) {
                         &j->map, m0);
     return;
   }
+  if (j->strided) {
+    const FbConv *c = j->c;
+    for (int64_t m = m0, end = m0 + mr; m < end;) {
+      int64_t ox = m % c->ow, rest = m / c->ow, oy = rest % c->oh, b = rest / c->oh;
+      int64_t len = c->ow - ox < end - m ? c->ow - ox : end - m;
+      const uint8_t *a = j->x + ((b * c->ih + oy * c->sh) * c->iw + ox * c->sw) * c->ic;
+      size_t lda = (size_t)(c->sw * c->ic);
+      FbBlockFn fn = j->block;
+      if (fn == fb_block_avx2 && fb_rows_above_127(a, lda, len, j->pk->k))
+        fn = fb_block_avx2_exact;
+      fn(a, lda, len, j->pk, p0, p1, j->y + m * j->pk->n, (size_t)j->pk->n);
+      m += len;
+    }
+    return;
+  }
   const uint8_t *a;
   size_t lda;
   if (j->ws) {
@@ -333,6 +368,10 @@ void fb_conv_packed(FbIsa isa, const FbConv *c, const FbPacked *pk, const uint8_
      * rows and every row's last kw - 1 pixels are computed and dropped */
     j.m = (c->n - 1) * ph * pw + c->oh * pw;
     j.mb = block_rows(pk, j.m);
+  } else if (strided_direct(c, pk)) {
+    /* blocks of whole output rows, so that no call gets a row's ragged end */
+    j.strided = 1;
+    j.mb = (j.mb + c->ow - 1) / c->ow * c->ow;
   } else if (!direct(c, pk)) {
     j.ws = ws, j.slot = (size_t)(j.mb * pk->kp);
   }

@@ -66,13 +66,15 @@ void fb_conv_ref(const FbConv *c, const uint8_t *x, const int8_t *w, const FbReq
  * ((p * kp / 4 + k4) * 16 + j) * 4 + t is w[p*16 + j][k4*4 + t], zero beyond n or k.
  * One 64-byte row is one zmm, or two ymm of 8 channels for AVX2; 16 rows (64 reduction
  * bytes) are one AMX B tile as tdpbusd reads it, so for AMX kp is padded to a multiple of
- * 64. The requantization arrays are padded to the panels; zcol[c] = zx * sum_k w[c][k].
- * mq: rows per GEMM block are a multiple of it (the micro-kernels' row tiles). */
+ * 64. The requantization arrays are padded to the panels; zcol[c] = zx * sum_k w[c][k],
+ * nzcol[c] = -zcol[c] (the AVX-512 kernel starts its accumulators there: a load instead
+ * of a subtraction per output vector). mq: rows per GEMM block are a multiple of it (the
+ * micro-kernels' row tiles). */
 #define FB_NR 16
 typedef struct {
   int64_t n, k, kp, npanel, mq;
   int8_t *b;
-  int32_t *zcol;
+  int32_t *zcol, *nzcol;
   float *bias, *mult;
   float lo, hi; /* clamp bounds relative to zo */
   int32_t zx, zo;
@@ -140,7 +142,8 @@ typedef struct {
 } FbPool;
 
 /* Workspace bytes fb_conv_packed needs with n_workers workers (0 when the input is read
- * in place: 1x1 stride-1 unpadded convolutions and linear layers). */
+ * in place: 1x1 unpadded convolutions, strided ones too except on an AMX pack, and
+ * linear layers). */
 size_t fb_conv_workspace(const FbConv *c, const FbPacked *pk, uint32_t n_workers);
 /* The convolution on packed weights with isa's micro-kernel (not FB_ISA_REF): im2col of
  * one block of rows at a time into the worker's slice of ws, then the block's GEMM
