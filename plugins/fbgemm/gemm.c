@@ -104,7 +104,7 @@ static int64_t block_rows(const FbPacked *pk, int64_t m) {
   int64_t q = pk->mq > 0 ? pk->mq : 12;
   /* AMX: up to 512 KiB, so that layer4's 49 rows of K = 4608 are one block and its
    * 2.4 MiB of weights stream once, not once per 32 rows */
-  int64_t cap = (q == 32 ? 512 * 1024 : 256 * 1024) / pk->kp / q * q;
+  int64_t cap = (q == 32 ? 512 * 1024 : 384 * 1024) / pk->kp / q * q;
   cap = cap < q ? q : cap > 480 ? 480 / q * q : cap;
   int64_t blocks = (m + cap - 1) / cap;
   if (blocks < 1)
@@ -146,6 +146,23 @@ static int gathered(const FbConv *c, const FbPacked *pk) {
          c->kh * c->kw > 1 && pk->kp == pk->k;
 }
 
+/* The AVX-512 VNNI tap path: a convolution larger than 1x1 whose channels are a multiple
+ * of 4 (each tap's ic bytes are whole reduction groups) and whose output rows have 16
+ * pixels or more reads its rows straight from a padded copy of the input, one run of ic
+ * bytes per tap (fb_block_avx512vnni_taps), any stride and dilation: the copy writes each
+ * input pixel once where im2col writes it kh * kw / (sh * sw) times. Not for an AMX pack
+ * (its K is padded to 64), nor for short output rows (the row tails, as strided_direct). */
+static int tap_path(const FbConv *c, const FbPacked *pk) {
+  return pk->mq != 32 && c->kh * c->kw > 1 && c->ic % 4 == 0 && pk->kp == pk->k && c->ow >= FB_STRIDED_MIN_OW;
+}
+/* The padded input the tap path reads: every pixel a tap reaches, padding included. */
+static int64_t tap_ph(const FbConv *c) { return (c->oh - 1) * c->sh + (c->kh - 1) * c->dh + 1; }
+static int64_t tap_pw(const FbConv *c) { return (c->ow - 1) * c->sw + (c->kw - 1) * c->dw + 1; }
+static size_t toff_bytes(const FbConv *c) { return ((size_t)(c->kh * c->kw) * sizeof(int64_t) + 63) / 64 * 64; }
+static size_t tap_bytes(const FbConv *c) {
+  return toff_bytes(c) + (size_t)(c->n * tap_ph(c) * tap_pw(c) * c->ic);
+}
+
 /* The gathered path's workspace: the chunk offsets, then the padded images and kw pixels
  * of slack (the last rows' taps reach past the last image). */
 static size_t koff_bytes(const FbPacked *pk) { return ((size_t)(pk->kp / 64) * sizeof(int64_t) + 63) / 64 * 64; }
@@ -160,6 +177,9 @@ size_t fb_conv_workspace(const FbConv *c, const FbPacked *pk, uint32_t n_workers
   /* an AMX pack may also run on a vector path (kernels.h), which takes the im2col rows */
   if (gathered(c, pk) && koff_bytes(pk) + padded_bytes(c) > rows)
     return koff_bytes(pk) + padded_bytes(c);
+  /* the tap path runs on AVX-512 VNNI only; the other paths take the im2col rows */
+  if (tap_path(c, pk) && tap_bytes(c) > rows)
+    return tap_bytes(c);
   return rows;
 }
 
@@ -172,6 +192,10 @@ typedef struct {
   FbBlockFn block;
   int64_t m, mb, nsplit;
   int strided; /* strided_direct: one call per output row, read in place */
+  /* the tap path: the padded input, its dimensions, the taps' offsets in it */
+  const uint8_t *tpad;
+  const int64_t *toff;
+  int64_t tph, tpw;
   size_t slot;
   /* the gathered path (AMX): the padded input, the chunk offsets and the output map */
   const uint8_t *padded;
@@ -275,10 +299,11 @@ static void im2col(const Job *j, int64_t m0, int64_t mr, uint8_t *dst) {
   }
 }
 
-/* The gathered path's copy of the input: n images of ph x pw pixels, the padding zx, then
- * kw pixels of zx slack. */
-static void pad_input(const FbConv *c, const uint8_t *x, uint8_t zx, uint8_t *pad) {
-  int64_t ph = c->oh + c->kh - 1, pw = c->ow + c->kw - 1, ic = c->ic;
+/* The gathered and tap paths' copy of the input: n images of ph x pw pixels, the padding
+ * zx, then slack pixels of zx. */
+static void pad_input(const FbConv *c, const uint8_t *x, uint8_t zx, uint8_t *pad, int64_t ph, int64_t pw,
+                      int64_t slack) {
+  int64_t ic = c->ic;
   int64_t cols = c->iw < pw - c->pl ? c->iw : pw - c->pl; /* input columns inside */
   for (int64_t b = 0; b < c->n; b++)
     for (int64_t py = 0; py < ph; py++) {
@@ -292,7 +317,7 @@ static void pad_input(const FbConv *c, const uint8_t *x, uint8_t zx, uint8_t *pa
       memcpy(d + c->pl * ic, x + (b * c->ih + iy) * c->iw * ic, (size_t)(cols * ic));
       memset(d + (c->pl + cols) * ic, zx, (size_t)((pw - c->pl - cols) * ic));
     }
-  memset(pad + c->n * ph * pw * ic, zx, (size_t)(c->kw * ic));
+  memset(pad + c->n * ph * pw * ic, zx, (size_t)(slack * ic));
 }
 
 static void task(void *user, size_t i, uint32_t worker) {
@@ -306,6 +331,17 @@ static void task(void *user, size_t i, uint32_t worker) {
     size_t ic = (size_t)j->c->ic;
     fb_block_amx_gather(j->padded + (size_t)m0 * ic, ic, j->koff, mr, j->pk, p0, p1, j->y, (size_t)j->pk->n,
                         &j->map, m0);
+    return;
+  }
+  if (j->toff) {
+    const FbConv *c = j->c;
+    size_t ic = (size_t)c->ic, ntaps = (size_t)(c->kh * c->kw);
+    for (int64_t m = m0, end = m0 + mr; m < end; m += c->ow) { /* blocks are whole output rows */
+      int64_t oy = m / c->ow % c->oh, b = m / c->ow / c->oh;
+      const uint8_t *a = j->tpad + (size_t)((b * j->tph + oy * c->sh) * j->tpw) * ic;
+      fb_block_avx512vnni_taps(a, (size_t)c->sw * ic, j->toff, (int64_t)ntaps, c->ow, j->pk, p0, p1,
+                               j->y + m * j->pk->n, (size_t)j->pk->n);
+    }
     return;
   }
   if (j->strided) {
@@ -356,7 +392,7 @@ void fb_conv_packed(FbIsa isa, const FbConv *c, const FbPacked *pk, const uint8_
     return;
   uint32_t workers = pool && pool->run && pool->n_workers > 1 ? pool->n_workers : 1;
   if (isa == FB_ISA_AMX && gathered(c, pk)) {
-    pad_input(c, x, (uint8_t)pk->zx, (uint8_t *)ws + koff_bytes(pk));
+    pad_input(c, x, (uint8_t)pk->zx, (uint8_t *)ws + koff_bytes(pk), c->oh + c->kh - 1, c->ow + c->kw - 1, c->kw);
     int64_t *koff = ws, chunks = c->ic / 64, pw = c->ow + c->kw - 1, ph = c->oh + c->kh - 1;
     for (int64_t q = 0; q < pk->kp / 64; q++) { /* reduction order (ky, kx, ci), as packed */
       int64_t tap = q / chunks, ky = tap / c->kw, kx = tap % c->kw;
@@ -368,6 +404,15 @@ void fb_conv_packed(FbIsa isa, const FbConv *c, const FbPacked *pk, const uint8_
      * rows and every row's last kw - 1 pixels are computed and dropped */
     j.m = (c->n - 1) * ph * pw + c->oh * pw;
     j.mb = block_rows(pk, j.m);
+  } else if (isa == FB_ISA_AVX512VNNI && tap_path(c, pk)) {
+    j.tph = tap_ph(c), j.tpw = tap_pw(c);
+    pad_input(c, x, (uint8_t)pk->zx, (uint8_t *)ws + toff_bytes(c), j.tph, j.tpw, 0);
+    int64_t *toff = ws;
+    for (int64_t ky = 0; ky < c->kh; ky++) /* reduction order (ky, kx, ci), as packed */
+      for (int64_t kx = 0; kx < c->kw; kx++)
+        toff[ky * c->kw + kx] = (ky * c->dh * j.tpw + kx * c->dw) * c->ic;
+    j.toff = toff, j.tpad = (const uint8_t *)ws + toff_bytes(c);
+    j.mb = (j.mb + c->ow - 1) / c->ow * c->ow;
   } else if (strided_direct(c, pk)) {
     /* blocks of whole output rows, so that no call gets a row's ragged end */
     j.strided = 1;

@@ -105,6 +105,9 @@ static int gathered_cases;
 /* Cases the vector paths read in place one output row at a time (gemm.c's strided 1x1:
  * unpadded, a stride above 1, output rows of 16 pixels or more), likewise reported. */
 static int strided_cases;
+/* Cases AVX-512 VNNI runs on its tap path (a kernel larger than 1x1, channels a multiple
+ * of 4, output rows of 16 pixels or more), likewise. */
+static int tap_cases;
 
 /* One random case; returns 0 when every path agrees with the twin. */
 static int run_case(int idx, const FbIsa *isas, size_t n_isas) {
@@ -132,13 +135,20 @@ static int run_case(int idx, const FbIsa *isas, size_t n_isas) {
       c.sh = c.sw = c.dh = c.dw = 1;
   }
   c.oc = rnd() % 2 ? rnd_in(1, 20) : rnd_in(21, 150);
-  /* every eighth convolution a strided 1x1 with output rows long enough (16 pixels or
-   * more) to be read in place (gemm.c's strided_direct) */
-  int strided1x1 = !linear && rnd() % 8 == 0;
-  if (strided1x1) {
-    c.kh = c.kw = c.dh = c.dw = 1;
-    c.sh = rnd_in(1, 3), c.sw = rnd_in(2, 3);
+  /* every eighth convolution has output rows long enough (16 pixels or more) for the
+   * paths that read their input in place a row at a time: half of them strided 1x1
+   * (gemm.c's strided_direct), half larger kernels on channels a multiple of 4 (its tap
+   * path, on AVX-512 VNNI) */
+  int long_rows = !linear && rnd() % 8 == 0, strided1x1 = long_rows && rnd() % 2;
+  if (long_rows) {
     c.ih = rnd_in(1, 5), c.iw = rnd_in(31, 60);
+    if (strided1x1) {
+      c.kh = c.kw = c.dh = c.dw = 1;
+      c.sh = rnd_in(1, 3), c.sw = rnd_in(2, 3);
+    } else {
+      c.ic = 4 * rnd_in(1, 40);
+      c.sw = rnd_in(1, 2), c.dw = rnd() % 3 == 0 ? 2 : 1;
+    }
   }
   int64_t pb = 0, pr = 0;
   if (!linear && !strided1x1 && rnd() % 3) {
@@ -153,6 +163,8 @@ static int run_case(int idx, const FbIsa *isas, size_t n_isas) {
     gathered_cases++;
   if (c.kh == 1 && c.kw == 1 && c.pt == 0 && c.pl == 0 && c.sh * c.sw > 1 && c.ow >= 16)
     strided_cases++;
+  if (c.kh * c.kw > 1 && c.ic % 4 == 0 && c.ow >= 16)
+    tap_cases++;
   int64_t k = c.kh * c.kw * c.ic, xn = c.n * c.ih * c.iw * c.ic, yn = c.n * c.oh * c.ow * c.oc;
 
   uint8_t *x = malloc((size_t)xn + 64); /* the host's 64 bytes of slack */
@@ -402,6 +414,11 @@ int main(int argc, char **argv) {
   printf("%d of the %d cases are strided 1x1 convolutions read in place\n", strided_cases, cases);
   if (strided_cases == 0 && cases >= 100) {
     fprintf(stderr, "no case reached the strided 1x1 path\n");
+    return 1;
+  }
+  printf("%d of the %d cases have the shape of AVX-512 VNNI's tap path\n", tap_cases, cases);
+  if (tap_cases == 0 && cases >= 100) {
+    fprintf(stderr, "no case reached the tap path\n");
     return 1;
   }
   if (failed)
