@@ -55,20 +55,25 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"), unused)) static double qh_
   return (double)iters * QH_PEAK_NACC * 64.0;
 }
 
-/* vpmaddubsw + vpmaddwd + vpaddd zmm (AVX-512BW without VNNI). The u8 operand is the
- * accumulator itself: with one shared operand pair the compiler computes the product once
- * per iteration and the loop measures vpaddd. */
+/* vpmaddubsw + vpmaddwd + vpaddd zmm (AVX-512BW without VNNI). The products must not
+ * depend on the accumulators (an int8 kernel's do not: each chain would otherwise wait
+ * for maddubs + maddwd + add, 11 cycles, and 10-16 chains read 10% below what a kernel
+ * reaches), and must not fold into one product per iteration either (one shared operand
+ * pair: the loop then measures vpaddd). So the u8 operand passes through an empty
+ * volatile asm before each product: no instruction, but a value the compiler cannot
+ * reuse. */
 __attribute__((target("avx512f,avx512bw"), unused)) static double qh_peak_madd512(long iters) {
   __m512i acc[QH_PEAK_NACC];
-  __m512i b = _mm512_set1_epi8(-2), one = _mm512_set1_epi16(1);
+  __m512i a = _mm512_set1_epi8(3), b = _mm512_set1_epi8(-2), one = _mm512_set1_epi16(1);
   QH_PEAK_UNROLL
   for (int i = 0; i < QH_PEAK_NACC; i++)
     acc[i] = _mm512_set1_epi32(i);
   for (long it = 0; it < iters; it++) {
     QH_PEAK_UNROLL
-    for (int i = 0; i < QH_PEAK_NACC; i++)
-      acc[i] = _mm512_add_epi32(acc[i], _mm512_madd_epi16(_mm512_maddubs_epi16(acc[i], b), one));
-    __asm__ volatile("" : "+v"(b));
+    for (int i = 0; i < QH_PEAK_NACC; i++) {
+      __asm__ volatile("" : "+v"(a));
+      acc[i] = _mm512_add_epi32(acc[i], _mm512_madd_epi16(_mm512_maddubs_epi16(a, b), one));
+    }
   }
   __m512i s = acc[0];
   QH_PEAK_UNROLL
@@ -79,18 +84,19 @@ __attribute__((target("avx512f,avx512bw"), unused)) static double qh_peak_madd51
 }
 
 /* vpmaddubsw + vpmaddwd + vpaddd ymm (AVX2): the multiply the fbgemm plugin's AVX2 path
- * uses, hence its bar's peak. */
+ * uses, hence its bar's peak. Products independent of the accumulators, as above. */
 __attribute__((target("avx2"), unused)) static double qh_peak_madd256(long iters) {
   __m256i acc[QH_PEAK_NACC_MADD256];
-  __m256i b = _mm256_set1_epi8(-2), one = _mm256_set1_epi16(1);
+  __m256i a = _mm256_set1_epi8(3), b = _mm256_set1_epi8(-2), one = _mm256_set1_epi16(1);
   QH_PEAK_UNROLL
   for (int i = 0; i < QH_PEAK_NACC_MADD256; i++)
     acc[i] = _mm256_set1_epi32(i);
   for (long it = 0; it < iters; it++) {
     QH_PEAK_UNROLL
-    for (int i = 0; i < QH_PEAK_NACC_MADD256; i++)
-      acc[i] = _mm256_add_epi32(acc[i], _mm256_madd_epi16(_mm256_maddubs_epi16(acc[i], b), one));
-    __asm__ volatile("" : "+x"(b));
+    for (int i = 0; i < QH_PEAK_NACC_MADD256; i++) {
+      __asm__ volatile("" : "+x"(a));
+      acc[i] = _mm256_add_epi32(acc[i], _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), one));
+    }
   }
   __m256i s = acc[0];
   QH_PEAK_UNROLL
