@@ -9,6 +9,7 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "gemm-avx512-store.h"
 #include "kernels.h"
 
 #define MR 6
@@ -19,31 +20,6 @@
 static inline __attribute__((always_inline)) __m512i dpbusd(__m512i acc, __m512i a, __m512i b) {
   __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
   return acc;
-}
-
-/* The output rule for one row of 4 full panels (64 channels), narrowed with saturating
- * packs instead of one vpmovdb and one store per 16 channels. Only the upper bound is
- * applied in float: below it, vcvtps2dq gives at most hi, or a negative number
- * (0x80000000 for a value past int32, which adding zo <= 255 cannot wrap), which the
- * saturating packs turn into 0 and the byte maximum with lo into lo. Bounds are
- * integers, so clamping after the rounding equals clamping before it (kernels.h), and
- * the bytes are the twin's. The packs interleave 128-bit lanes (lane i holds dwords
- * 4i..4i+3 of each of the 4 vectors), which one vpermd puts back in channel order. */
-static inline __attribute__((always_inline)) void store_row4(const __m512i acc[4], const float *bias,
-                                                              const float *mult, __m512 hi, __m512i zo16,
-                                                              __m512i lo8, __m512i perm, uint8_t *dst,
-                                                              __mmask64 mask) {
-  __m512i q[4];
-  _Pragma("GCC unroll 4")
-  for (int v = 0; v < 4; v++) {
-    __m512 f = _mm512_cvtepi32_ps(acc[v]);
-    f = _mm512_mul_ps(_mm512_add_ps(f, _mm512_load_ps(bias + 16 * v)), _mm512_load_ps(mult + 16 * v));
-    q[v] = _mm512_cvtps_epi32(_mm512_min_ps(f, hi));
-  }
-  __m512i w01 = _mm512_adds_epi16(_mm512_packs_epi32(q[0], q[1]), zo16);
-  __m512i w23 = _mm512_adds_epi16(_mm512_packs_epi32(q[2], q[3]), zo16);
-  __m512i u8 = _mm512_max_epu8(_mm512_packus_epi16(w01, w23), lo8);
-  _mm512_mask_storeu_epi8(dst, mask, _mm512_permutexvar_epi32(perm, u8));
 }
 
 /* The reduction as runs: run t is k4 groups of 4 bytes at row + off[t] (one run at 0 for
@@ -128,12 +104,12 @@ static inline __attribute__((always_inline)) void tile(const uint8_t *a, size_t 
   if (nv == 4) {
     int64_t c0 = pan * FB_NR, valid = pk->n - c0 < 4 * FB_NR ? pk->n - c0 : 4 * FB_NR;
     __mmask64 mask = valid == 64 ? ~(__mmask64)0 : ((__mmask64)1 << valid) - 1;
-    const __m512i zo16 = _mm512_set1_epi16((short)pk->zo);
-    const __m512i lo8 = _mm512_set1_epi8((char)(uint8_t)((int32_t)pk->lo + pk->zo)); /* in [0, 255] */
-    const __m512i perm = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    __m512 hv;
+    __m512i zo16, lo8, perm;
+    fb_store64_consts(pk->lo, pk->hi, pk->zo, &hv, &zo16, &lo8, &perm);
     _Pragma("GCC unroll 8")
     for (int r = 0; r < mr; r++)
-      store_row4(acc[r], pk->bias + c0, pk->mult + c0, hi, zo16, lo8, perm, y + r * ldy + c0, mask);
+      fb_store64_avx512(acc[r], pk->bias + c0, pk->mult + c0, hv, zo16, lo8, perm, y + r * ldy + c0, mask);
     return;
   }
   _Pragma("GCC unroll 8")
