@@ -14,6 +14,7 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "gemm-avx512-store.h"
 #include "kernels.h"
 
 /* vpdpbusd through asm, as in gemm-avx512vnni.c (GCC 12 copies the accumulator around the
@@ -86,7 +87,35 @@ static inline __attribute__((always_inline)) void compute_row(const FbConv *c, c
   const int64_t ow = c->ow, oc = c->oc, cp = p->cp, sw = c->sw, dw = c->dw, ncol = fb_dw_cols(c);
   const __m512 lo = _mm512_set1_ps(p->lo), hi = _mm512_set1_ps(p->hi);
   const __m512i zo = _mm512_set1_epi32(p->zo);
-  for (int64_t cb = 0; cb < oc; cb += 16) {
+  int64_t cb = 0;
+  if (kw_c == 3 && ng_c == 1) {
+    /* 3x3 on 64 channels at a time: 12 independent vpdpbusd per pixel against weights
+     * held in registers, and the 64 bytes leave through one packed store (the epilogue
+     * was most of the work per pixel: 3 vpdpbusd against about 10 operations). */
+    __m512 hv;
+    __m512i zo16, lo8, perm;
+    fb_store64_consts(p->lo, p->hi, p->zo, &hv, &zo16, &lo8, &perm);
+    for (; cb + 64 <= oc; cb += 64) {
+      __m512i wv[4][3], nzs[4];
+      _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) {
+        nzs[u] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_load_si512((const void *)(p->zsum + cb + 16 * u)));
+        _Pragma("GCC unroll 3") for (int kx = 0; kx < 3; kx++)
+          wv[u][kx] = _mm512_load_si512((const void *)(p->w4 + (kx * cp + cb + 16 * u) * 4));
+      }
+      for (int64_t ox = 0; ox < ow; ox++) {
+        const int32_t *vc = v + ox * sw * cp + cb;
+        __m512i acc[4];
+        _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) {
+          acc[u] = nzs[u];
+          _Pragma("GCC unroll 3") for (int kx = 0; kx < 3; kx++)
+            acc[u] = dpbusd(acc[u], _mm512_load_si512((const void *)(vc + kx * dw * cp + 16 * u)), wv[u][kx]);
+        }
+        fb_store64_avx512(acc, p->bias + cb, p->mult + cb, hv, zo16, lo8, perm, orow + ox * oc + cb,
+                          ~(__mmask64)0);
+      }
+    }
+  }
+  for (; cb < oc; cb += 16) {
     int64_t n = oc - cb < 16 ? oc - cb : 16;
     __mmask16 mask = (__mmask16)((1u << n) - 1u);
     const __m512i nzs = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_load_si512((const void *)(p->zsum + cb)));

@@ -22,10 +22,13 @@ static inline __attribute__((always_inline)) void tile(const uint8_t *a, size_t 
   const int64_t k4n = pk->kp / 4;
   const int8_t *b = pk->b + pan * k4n * 64;
   const __m256i ones = _mm256_set1_epi16(1), low7 = _mm256_set1_epi8(0x7f), bit0 = _mm256_set1_epi8(1);
+  /* the accumulators start at -zx * colsum (the column offsets): no subtraction after */
+  const __m256i nz0 = _mm256_load_si256((const __m256i *)(pk->nzcol + pan * FB_NR));
+  const __m256i nz1 = _mm256_load_si256((const __m256i *)(pk->nzcol + pan * FB_NR + 8));
   __m256i acc[MR][2];
   _Pragma("GCC unroll 8")
   for (int r = 0; r < mr; r++)
-    acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+    acc[r][0] = nz0, acc[r][1] = nz1;
   for (int64_t q = 0; q < k4n; q++) {
     __m256i b0 = _mm256_load_si256((const __m256i *)(b + q * 64));
     __m256i b1 = _mm256_load_si256((const __m256i *)(b + q * 64 + 32));
@@ -52,14 +55,13 @@ static inline __attribute__((always_inline)) void tile(const uint8_t *a, size_t 
   int64_t valid = pk->n - c0 < FB_NR ? pk->n - c0 : FB_NR;
   _Pragma("GCC unroll 8")
   for (int h = 0; h < 2; h++) {
-    __m256i zc = _mm256_load_si256((const __m256i *)(pk->zcol + c0 + 8 * h));
     __m256 bias = _mm256_load_ps(pk->bias + c0 + 8 * h), mult = _mm256_load_ps(pk->mult + c0 + 8 * h);
     int64_t n8 = valid - 8 * h;
     if (n8 <= 0)
       break;
     _Pragma("GCC unroll 8")
     for (int r = 0; r < mr; r++) {
-      __m256 f = _mm256_cvtepi32_ps(_mm256_sub_epi32(acc[r][h], zc));
+      __m256 f = _mm256_cvtepi32_ps(acc[r][h]);
       f = _mm256_mul_ps(_mm256_add_ps(f, bias), mult);
       f = _mm256_min_ps(_mm256_max_ps(f, lo), hi);
       __m256i q = _mm256_add_epi32(_mm256_cvtps_epi32(f), zo);

@@ -1,13 +1,15 @@
 /* The fbgemm plugin's AVX-512 VNNI micro-kernel: 6 rows of A by up to 4 panels of 16
  * output channels (24 zmm accumulators), one vpdpbusd per row and panel for every 4
- * reduction bytes (u8 x s8 into int32, exact for any uint8), then kernels.h's output rule
- * in registers: column offsets, float bias and multiplier, clamp, round half to even
- * (vcvtps2dq under the default MXCSR), zero point, and a masked store of the valid
- * channels. Built with AVX-512 flags of its own (CMakeLists.txt); the plugin calls it
+ * reduction bytes (u8 x s8 into int32, exact for any uint8) into accumulators that start
+ * at the column offsets, then kernels.h's output rule in registers: float bias and
+ * multiplier, clamp, round half to even (vcvtps2dq under the default MXCSR), zero point,
+ * and a masked store of the valid channels (4 panels: saturating packs, one store per
+ * row). Built with AVX-512 flags of its own (CMakeLists.txt); the plugin calls it
  * only when the host reports avx512f/bw/vl and avx512vnni. */
 #include <immintrin.h>
 #include <string.h>
 
+#include "gemm-avx512-store.h"
 #include "kernels.h"
 
 #define MR 6
@@ -20,45 +22,105 @@ static inline __attribute__((always_inline)) __m512i dpbusd(__m512i acc, __m512i
   return acc;
 }
 
-static inline __attribute__((always_inline)) void tile(const uint8_t *a, size_t lda, const FbPacked *pk,
-                                                       int64_t pan, uint8_t *y, size_t ldy, const int mr,
-                                                       const int nv) {
+/* The reduction as runs: run t is k4 groups of 4 bytes at row + off[t] (one run at 0 for
+ * a plain row of kp bytes; a tap's ic bytes for fb_block_avx512vnni_taps), the packed
+ * weights continuing from one run to the next. */
+typedef struct {
+  const int64_t *off;
+  int64_t n, k4;
+} Runs;
+
+static inline __attribute__((always_inline)) void tile(const uint8_t *a, size_t lda, const Runs *runs,
+                                                       const FbPacked *pk, int64_t pan, uint8_t *y, size_t ldy,
+                                                       const int mr, const int nv) {
   const int64_t k4n = pk->kp / 4;
-  const int8_t *b = pk->b + pan * k4n * 64;
   const size_t pstride = (size_t)k4n * 64;
+  /* the accumulators start at -zx * colsum (the column offsets), so the epilogue has
+   * nothing to subtract */
   __m512i acc[MR][4];
   _Pragma("GCC unroll 8")
   for (int r = 0; r < mr; r++)
     _Pragma("GCC unroll 8")
     for (int v = 0; v < nv; v++)
-      acc[r][v] = _mm512_setzero_si512();
-  for (int64_t q = 0; q < k4n; q++) {
-    __m512i bv[4];
+      acc[r][v] = _mm512_load_si512((const void *)(pk->nzcol + (pan + v) * FB_NR));
+  if (mr == 1) {
+    /* One row (M = 1 linear layers, row tails): nv chains alone would wait on vpdpbusd's
+     * latency, so even and odd reduction groups go to two sets of accumulators, summed
+     * (exactly, in int32) before the epilogue. */
+    __m512i acc1[4];
     _Pragma("GCC unroll 8")
     for (int v = 0; v < nv; v++)
-      bv[v] = _mm512_load_si512((const void *)(b + v * pstride + q * 64));
+      acc1[v] = _mm512_setzero_si512();
+    for (int64_t t = 0; t < runs->n; t++) {
+      const uint8_t *at = a + runs->off[t];
+      const int8_t *b = pk->b + pan * pstride + (size_t)(t * runs->k4) * 64;
+      int64_t q = 0, k4 = runs->k4;
+      for (; q + 2 <= k4; q += 2) {
+        int32_t a0, a1;
+        memcpy(&a0, at + q * 4, 4);
+        memcpy(&a1, at + q * 4 + 4, 4);
+        __m512i av0 = _mm512_set1_epi32(a0), av1 = _mm512_set1_epi32(a1);
+        _Pragma("GCC unroll 8")
+        for (int v = 0; v < nv; v++) {
+          acc[0][v] = dpbusd(acc[0][v], av0, _mm512_load_si512((const void *)(b + v * pstride + q * 64)));
+          acc1[v] = dpbusd(acc1[v], av1, _mm512_load_si512((const void *)(b + v * pstride + q * 64 + 64)));
+        }
+      }
+      if (q < k4) {
+        int32_t a0;
+        memcpy(&a0, at + q * 4, 4);
+        __m512i av0 = _mm512_set1_epi32(a0);
+        _Pragma("GCC unroll 8")
+        for (int v = 0; v < nv; v++)
+          acc[0][v] = dpbusd(acc[0][v], av0, _mm512_load_si512((const void *)(b + v * pstride + q * 64)));
+      }
+    }
     _Pragma("GCC unroll 8")
-    for (int r = 0; r < mr; r++) {
-      int32_t a4;
-      memcpy(&a4, a + r * lda + q * 4, 4);
-      __m512i av = _mm512_set1_epi32(a4);
-      _Pragma("GCC unroll 8")
-      for (int v = 0; v < nv; v++)
-        acc[r][v] = dpbusd(acc[r][v], av, bv[v]);
+    for (int v = 0; v < nv; v++)
+      acc[0][v] = _mm512_add_epi32(acc[0][v], acc1[v]);
+  } else {
+    for (int64_t t = 0; t < runs->n; t++) {
+      const uint8_t *at = a + runs->off[t];
+      const int8_t *b = pk->b + pan * pstride + (size_t)(t * runs->k4) * 64;
+      for (int64_t q = 0; q < runs->k4; q++) {
+        __m512i bv[4];
+        _Pragma("GCC unroll 8")
+        for (int v = 0; v < nv; v++)
+          bv[v] = _mm512_load_si512((const void *)(b + v * pstride + q * 64));
+        _Pragma("GCC unroll 8")
+        for (int r = 0; r < mr; r++) {
+          int32_t a4;
+          memcpy(&a4, at + r * lda + q * 4, 4);
+          __m512i av = _mm512_set1_epi32(a4);
+          _Pragma("GCC unroll 8")
+          for (int v = 0; v < nv; v++)
+            acc[r][v] = dpbusd(acc[r][v], av, bv[v]);
+        }
+      }
     }
   }
   const __m512 lo = _mm512_set1_ps(pk->lo), hi = _mm512_set1_ps(pk->hi);
   const __m512i zo = _mm512_set1_epi32(pk->zo);
+  if (nv == 4) {
+    int64_t c0 = pan * FB_NR, valid = pk->n - c0 < 4 * FB_NR ? pk->n - c0 : 4 * FB_NR;
+    __mmask64 mask = valid == 64 ? ~(__mmask64)0 : ((__mmask64)1 << valid) - 1;
+    __m512 hv;
+    __m512i zo16, lo8, perm;
+    fb_store64_consts(pk->lo, pk->hi, pk->zo, &hv, &zo16, &lo8, &perm);
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < mr; r++)
+      fb_store64_avx512(acc[r], pk->bias + c0, pk->mult + c0, hv, zo16, lo8, perm, y + r * ldy + c0, mask);
+    return;
+  }
   _Pragma("GCC unroll 8")
   for (int v = 0; v < nv; v++) {
     int64_t c0 = (pan + v) * FB_NR;
     int64_t valid = pk->n - c0 < FB_NR ? pk->n - c0 : FB_NR;
     __mmask16 mask = (__mmask16)((1u << valid) - 1u);
-    __m512i zc = _mm512_load_si512((const void *)(pk->zcol + c0));
     __m512 bias = _mm512_load_ps(pk->bias + c0), mult = _mm512_load_ps(pk->mult + c0);
     _Pragma("GCC unroll 8")
     for (int r = 0; r < mr; r++) {
-      __m512 f = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc[r][v], zc));
+      __m512 f = _mm512_cvtepi32_ps(acc[r][v]);
       f = _mm512_mul_ps(_mm512_add_ps(f, bias), mult);
       f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
       __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(f), zo);
@@ -69,17 +131,17 @@ static inline __attribute__((always_inline)) void tile(const uint8_t *a, size_t 
 
 #define ROWS(nv)                                                                                   \
   switch (mr) {                                                                                    \
-  case 6: tile(a, lda, pk, pan, y, ldy, 6, nv); break;                                             \
-  case 5: tile(a, lda, pk, pan, y, ldy, 5, nv); break;                                             \
-  case 4: tile(a, lda, pk, pan, y, ldy, 4, nv); break;                                             \
-  case 3: tile(a, lda, pk, pan, y, ldy, 3, nv); break;                                             \
-  case 2: tile(a, lda, pk, pan, y, ldy, 2, nv); break;                                             \
-  default: tile(a, lda, pk, pan, y, ldy, 1, nv); break;                                            \
+  case 6: tile(a, lda, runs, pk, pan, y, ldy, 6, nv); break;                                       \
+  case 5: tile(a, lda, runs, pk, pan, y, ldy, 5, nv); break;                                       \
+  case 4: tile(a, lda, runs, pk, pan, y, ldy, 4, nv); break;                                       \
+  case 3: tile(a, lda, runs, pk, pan, y, ldy, 3, nv); break;                                       \
+  case 2: tile(a, lda, runs, pk, pan, y, ldy, 2, nv); break;                                       \
+  default: tile(a, lda, runs, pk, pan, y, ldy, 1, nv); break;                                      \
   }
 
 /* One tile with compile-time row and panel counts, so the accumulators stay in registers. */
-static void run_tile(const uint8_t *a, size_t lda, int mr, const FbPacked *pk, int64_t pan, int nv,
-                     uint8_t *y, size_t ldy) {
+static void run_tile(const uint8_t *a, size_t lda, const Runs *runs, int mr, const FbPacked *pk, int64_t pan,
+                     int nv, uint8_t *y, size_t ldy) {
   switch (nv) {
   case 4: ROWS(4); break;
   case 3: ROWS(3); break;
@@ -88,15 +150,28 @@ static void run_tile(const uint8_t *a, size_t lda, int mr, const FbPacked *pk, i
   }
 }
 
-void fb_block_avx512vnni(const uint8_t *a, size_t lda, int64_t m, const FbPacked *pk, int64_t p0,
-                         int64_t p1, uint8_t *y, size_t ldy) {
+static void block(const uint8_t *a, size_t lda, const Runs *runs, int64_t m, const FbPacked *pk, int64_t p0,
+                  int64_t p1, uint8_t *y, size_t ldy) {
   /* Panels outer: one group of weights is reused by every row tile of the block while
    * it is in L1 (the block's rows stay in L2). */
   for (int64_t pan = p0; pan < p1; pan += 4) {
     int nv = p1 - pan < 4 ? (int)(p1 - pan) : 4;
     for (int64_t r0 = 0; r0 < m; r0 += MR) {
       int mr = m - r0 < MR ? (int)(m - r0) : MR;
-      run_tile(a + (size_t)r0 * lda, lda, mr, pk, pan, nv, y + (size_t)r0 * ldy, ldy);
+      run_tile(a + (size_t)r0 * lda, lda, runs, mr, pk, pan, nv, y + (size_t)r0 * ldy, ldy);
     }
   }
+}
+
+void fb_block_avx512vnni(const uint8_t *a, size_t lda, int64_t m, const FbPacked *pk, int64_t p0,
+                         int64_t p1, uint8_t *y, size_t ldy) {
+  static const int64_t zero = 0;
+  Runs runs = {&zero, 1, pk->kp / 4};
+  block(a, lda, &runs, m, pk, p0, p1, y, ldy);
+}
+
+void fb_block_avx512vnni_taps(const uint8_t *a, size_t lda, const int64_t *toff, int64_t ntaps, int64_t m,
+                              const FbPacked *pk, int64_t p0, int64_t p1, uint8_t *y, size_t ldy) {
+  Runs runs = {toff, ntaps, pk->k / ntaps / 4};
+  block(a, lda, &runs, m, pk, p0, p1, y, ldy);
 }

@@ -4,8 +4,9 @@
  * C micro-kernel over that layout, and the driver that splits a convolution into blocks
  * of output rows, builds each block's im2col rows in the worker's own slice of the
  * workspace just before its GEMM (PackAWithIm2Col's idea, fused per block so the rows are
- * still in cache), and hands the blocks to the ISA's micro-kernel. 1x1 stride-1
- * unpadded convolutions and linear layers read their input in place. */
+ * still in cache), and hands the blocks to the ISA's micro-kernel. 1x1 unpadded
+ * convolutions (strided ones one output row at a time) and linear layers read their
+ * input in place. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,9 +22,10 @@ void fb_pack_free(FbPacked *p) {
     return;
   free(p->b);
   free(p->zcol);
+  free(p->nzcol);
   free(p->bias);
   free(p->mult);
-  p->b = NULL, p->zcol = NULL, p->bias = p->mult = NULL;
+  p->b = NULL, p->zcol = p->nzcol = NULL, p->bias = p->mult = NULL;
 }
 
 int fb_pack(FbPacked *p, const int8_t *w, int64_t n, int64_t k, const FbRequant *rq) {
@@ -38,9 +40,10 @@ int fb_pack_for(FbIsa isa, FbPacked *p, const int8_t *w, int64_t n, int64_t k, c
   size_t cols = (size_t)(p->npanel * FB_NR);
   p->b = alloc64((size_t)p->npanel * (size_t)p->kp * FB_NR);
   p->zcol = alloc64(cols * sizeof *p->zcol);
+  p->nzcol = alloc64(cols * sizeof *p->nzcol);
   p->bias = alloc64(cols * sizeof *p->bias);
   p->mult = alloc64(cols * sizeof *p->mult);
-  if (!p->b || !p->zcol || !p->bias || !p->mult) {
+  if (!p->b || !p->zcol || !p->nzcol || !p->bias || !p->mult) {
     fb_pack_free(p);
     return -1;
   }
@@ -56,6 +59,7 @@ int fb_pack_for(FbIsa isa, FbPacked *p, const int8_t *w, int64_t n, int64_t k, c
         sum += v;
       }
     p->zcol[c] = rq->zx * sum;
+    p->nzcol[c] = -p->zcol[c];
     p->bias[c] = c < n ? rq->bias[c] : 0.0f;
     p->mult[c] = c < n ? rq->mult[c] : 0.0f;
   }
@@ -92,15 +96,16 @@ void fb_block_c(const uint8_t *a, size_t lda, int64_t m, const FbPacked *pk, int
 }
 
 /* Rows per block: a multiple of the micro-kernels' row tiles (pk->mq: 12 for the 6- and
- * 4-row vector kernels, 32 for AMX's two 16-row tiles), with at most ~256 KiB of im2col
- * rows (well inside L2, next to the weight panels the block streams), and the rows spread
- * evenly over the blocks so that a small image (resnet18's 7x7 layer4, M = 49) is one or
- * two blocks rather than many thin ones that each re-read all weights. */
+ * 4-row vector kernels, 32 for AMX's two 16-row tiles), with at most ~384 KiB of im2col
+ * rows (inside L2, next to the weight panels the block streams), and the rows spread
+ * evenly over the blocks so that a small image (resnet18's 7x7 layer4, M = 49) is one
+ * block rather than thin ones that each re-read all weights (at 256 KiB it was two, and
+ * its 2.4 MiB of weights streamed twice: 75-76% of the peak against 80% as one block). */
 static int64_t block_rows(const FbPacked *pk, int64_t m) {
   int64_t q = pk->mq > 0 ? pk->mq : 12;
-  /* AMX: up to 512 KiB, so that layer4's 49 rows of K = 4608 are one block and its
-   * 2.4 MiB of weights stream once, not once per 32 rows */
-  int64_t cap = (q == 32 ? 512 * 1024 : 256 * 1024) / pk->kp / q * q;
+  /* AMX: up to 512 KiB, so that layer4's 49 rows of K = 4608 are one block (32-row
+   * multiples: 64 rows) and its weights stream once, not once per 32 rows */
+  int64_t cap = (q == 32 ? 512 * 1024 : 384 * 1024) / pk->kp / q * q;
   cap = cap < q ? q : cap > 480 ? 480 / q * q : cap;
   int64_t blocks = (m + cap - 1) / cap;
   if (blocks < 1)
@@ -117,6 +122,21 @@ static int direct(const FbConv *c, const FbPacked *pk) {
          c->oh == c->ih && c->ow == c->iw && pk->kp - pk->k <= 3;
 }
 
+/* A strided 1x1 unpadded convolution (resnet's downsample shortcuts) reads its input in
+ * place too: the rows of one output row are pixels sw * ic bytes apart, which is the
+ * micro-kernels' lda, so each output row is one call and no im2col copy is made. Not
+ * for an AMX pack (its K padded to 64 needs im2col's zeroed rows), nor where a bottom or
+ * right pad would put a row's pixel outside the image, nor for output rows shorter than
+ * FB_STRIDED_MIN_OW: their row tails leave the 6-row tiles mostly empty, which cost more
+ * than the copy (qhost-fbgemm-shapes, resnet18's 14->7 downsample: 86% of the peak with
+ * im2col, 72% in place; 56->28: 52% with im2col, 65% in place). */
+#define FB_STRIDED_MIN_OW 16
+static int strided_direct(const FbConv *c, const FbPacked *pk) {
+  return c->kh == 1 && c->kw == 1 && c->pt == 0 && c->pl == 0 && !direct(c, pk) && pk->kp - pk->k <= 3 &&
+         pk->mq != 32 && c->ow >= FB_STRIDED_MIN_OW && (c->oh - 1) * c->sh < c->ih &&
+         (c->ow - 1) * c->sw < c->iw;
+}
+
 /* AMX's gathered path: a stride-1 undilated convolution whose channels are a multiple of
  * 64, so each 64-byte chunk of the reduction lies within one tap. The tiles read the
  * rows straight from a padded copy of the input (fb_block_amx_gather), which is written
@@ -127,6 +147,23 @@ static int gathered(const FbConv *c, const FbPacked *pk) {
          c->kh * c->kw > 1 && pk->kp == pk->k;
 }
 
+/* The AVX-512 VNNI tap path: a convolution larger than 1x1 whose channels are a multiple
+ * of 4 (each tap's ic bytes are whole reduction groups) and whose output rows have 16
+ * pixels or more reads its rows straight from a padded copy of the input, one run of ic
+ * bytes per tap (fb_block_avx512vnni_taps), any stride and dilation: the copy writes each
+ * input pixel once where im2col writes it kh * kw / (sh * sw) times. Not for an AMX pack
+ * (its K is padded to 64), nor for short output rows (the row tails, as strided_direct). */
+static int tap_path(const FbConv *c, const FbPacked *pk) {
+  return pk->mq != 32 && c->kh * c->kw > 1 && c->ic % 4 == 0 && pk->kp == pk->k && c->ow >= FB_STRIDED_MIN_OW;
+}
+/* The padded input the tap path reads: every pixel a tap reaches, padding included. */
+static int64_t tap_ph(const FbConv *c) { return (c->oh - 1) * c->sh + (c->kh - 1) * c->dh + 1; }
+static int64_t tap_pw(const FbConv *c) { return (c->ow - 1) * c->sw + (c->kw - 1) * c->dw + 1; }
+static size_t toff_bytes(const FbConv *c) { return ((size_t)(c->kh * c->kw) * sizeof(int64_t) + 63) / 64 * 64; }
+static size_t tap_bytes(const FbConv *c) {
+  return toff_bytes(c) + (size_t)(c->n * tap_ph(c) * tap_pw(c) * c->ic);
+}
+
 /* The gathered path's workspace: the chunk offsets, then the padded images and kw pixels
  * of slack (the last rows' taps reach past the last image). */
 static size_t koff_bytes(const FbPacked *pk) { return ((size_t)(pk->kp / 64) * sizeof(int64_t) + 63) / 64 * 64; }
@@ -135,12 +172,15 @@ static size_t padded_bytes(const FbConv *c) {
 }
 
 size_t fb_conv_workspace(const FbConv *c, const FbPacked *pk, uint32_t n_workers) {
-  if (direct(c, pk))
+  if (direct(c, pk) || strided_direct(c, pk))
     return 0;
   size_t rows = (size_t)(n_workers ? n_workers : 1) * (size_t)(block_rows(pk, c->n * c->oh * c->ow) * pk->kp);
   /* an AMX pack may also run on a vector path (kernels.h), which takes the im2col rows */
   if (gathered(c, pk) && koff_bytes(pk) + padded_bytes(c) > rows)
     return koff_bytes(pk) + padded_bytes(c);
+  /* the tap path runs on AVX-512 VNNI only; the other paths take the im2col rows */
+  if (tap_path(c, pk) && tap_bytes(c) > rows)
+    return tap_bytes(c);
   return rows;
 }
 
@@ -152,6 +192,11 @@ typedef struct {
   uint8_t *ws;
   FbBlockFn block;
   int64_t m, mb, nsplit;
+  int strided; /* strided_direct: one call per output row, read in place */
+  /* the tap path: the padded input, its dimensions, the taps' offsets in it */
+  const uint8_t *tpad;
+  const int64_t *toff;
+  int64_t tph, tpw;
   size_t slot;
   /* the gathered path (AMX): the padded input, the chunk offsets and the output map */
   const uint8_t *padded;
@@ -255,10 +300,11 @@ static void im2col(const Job *j, int64_t m0, int64_t mr, uint8_t *dst) {
   }
 }
 
-/* The gathered path's copy of the input: n images of ph x pw pixels, the padding zx, then
- * kw pixels of zx slack. */
-static void pad_input(const FbConv *c, const uint8_t *x, uint8_t zx, uint8_t *pad) {
-  int64_t ph = c->oh + c->kh - 1, pw = c->ow + c->kw - 1, ic = c->ic;
+/* The gathered and tap paths' copy of the input: n images of ph x pw pixels, the padding
+ * zx, then slack pixels of zx. */
+static void pad_input(const FbConv *c, const uint8_t *x, uint8_t zx, uint8_t *pad, int64_t ph, int64_t pw,
+                      int64_t slack) {
+  int64_t ic = c->ic;
   int64_t cols = c->iw < pw - c->pl ? c->iw : pw - c->pl; /* input columns inside */
   for (int64_t b = 0; b < c->n; b++)
     for (int64_t py = 0; py < ph; py++) {
@@ -272,7 +318,7 @@ static void pad_input(const FbConv *c, const uint8_t *x, uint8_t zx, uint8_t *pa
       memcpy(d + c->pl * ic, x + (b * c->ih + iy) * c->iw * ic, (size_t)(cols * ic));
       memset(d + (c->pl + cols) * ic, zx, (size_t)((pw - c->pl - cols) * ic));
     }
-  memset(pad + c->n * ph * pw * ic, zx, (size_t)(c->kw * ic));
+  memset(pad + c->n * ph * pw * ic, zx, (size_t)(slack * ic));
 }
 
 static void task(void *user, size_t i, uint32_t worker) {
@@ -286,6 +332,32 @@ static void task(void *user, size_t i, uint32_t worker) {
     size_t ic = (size_t)j->c->ic;
     fb_block_amx_gather(j->padded + (size_t)m0 * ic, ic, j->koff, mr, j->pk, p0, p1, j->y, (size_t)j->pk->n,
                         &j->map, m0);
+    return;
+  }
+  if (j->toff) {
+    const FbConv *c = j->c;
+    size_t ic = (size_t)c->ic, ntaps = (size_t)(c->kh * c->kw);
+    for (int64_t m = m0, end = m0 + mr; m < end; m += c->ow) { /* blocks are whole output rows */
+      int64_t oy = m / c->ow % c->oh, b = m / c->ow / c->oh;
+      const uint8_t *a = j->tpad + (size_t)((b * j->tph + oy * c->sh) * j->tpw) * ic;
+      fb_block_avx512vnni_taps(a, (size_t)c->sw * ic, j->toff, (int64_t)ntaps, c->ow, j->pk, p0, p1,
+                               j->y + m * j->pk->n, (size_t)j->pk->n);
+    }
+    return;
+  }
+  if (j->strided) {
+    const FbConv *c = j->c;
+    for (int64_t m = m0, end = m0 + mr; m < end;) {
+      int64_t ox = m % c->ow, rest = m / c->ow, oy = rest % c->oh, b = rest / c->oh;
+      int64_t len = c->ow - ox < end - m ? c->ow - ox : end - m;
+      const uint8_t *a = j->x + ((b * c->ih + oy * c->sh) * c->iw + ox * c->sw) * c->ic;
+      size_t lda = (size_t)(c->sw * c->ic);
+      FbBlockFn fn = j->block;
+      if (fn == fb_block_avx2 && fb_rows_above_127(a, lda, len, j->pk->k))
+        fn = fb_block_avx2_exact;
+      fn(a, lda, len, j->pk, p0, p1, j->y + m * j->pk->n, (size_t)j->pk->n);
+      m += len;
+    }
     return;
   }
   const uint8_t *a;
@@ -321,7 +393,7 @@ void fb_conv_packed(FbIsa isa, const FbConv *c, const FbPacked *pk, const uint8_
     return;
   uint32_t workers = pool && pool->run && pool->n_workers > 1 ? pool->n_workers : 1;
   if (isa == FB_ISA_AMX && gathered(c, pk)) {
-    pad_input(c, x, (uint8_t)pk->zx, (uint8_t *)ws + koff_bytes(pk));
+    pad_input(c, x, (uint8_t)pk->zx, (uint8_t *)ws + koff_bytes(pk), c->oh + c->kh - 1, c->ow + c->kw - 1, c->kw);
     int64_t *koff = ws, chunks = c->ic / 64, pw = c->ow + c->kw - 1, ph = c->oh + c->kh - 1;
     for (int64_t q = 0; q < pk->kp / 64; q++) { /* reduction order (ky, kx, ci), as packed */
       int64_t tap = q / chunks, ky = tap / c->kw, kx = tap % c->kw;
@@ -333,6 +405,19 @@ void fb_conv_packed(FbIsa isa, const FbConv *c, const FbPacked *pk, const uint8_
      * rows and every row's last kw - 1 pixels are computed and dropped */
     j.m = (c->n - 1) * ph * pw + c->oh * pw;
     j.mb = block_rows(pk, j.m);
+  } else if (isa == FB_ISA_AVX512VNNI && tap_path(c, pk)) {
+    j.tph = tap_ph(c), j.tpw = tap_pw(c);
+    pad_input(c, x, (uint8_t)pk->zx, (uint8_t *)ws + toff_bytes(c), j.tph, j.tpw, 0);
+    int64_t *toff = ws;
+    for (int64_t ky = 0; ky < c->kh; ky++) /* reduction order (ky, kx, ci), as packed */
+      for (int64_t kx = 0; kx < c->kw; kx++)
+        toff[ky * c->kw + kx] = (ky * c->dh * j.tpw + kx * c->dw) * c->ic;
+    j.toff = toff, j.tpad = (const uint8_t *)ws + toff_bytes(c);
+    j.mb = (j.mb + c->ow - 1) / c->ow * c->ow;
+  } else if (strided_direct(c, pk)) {
+    /* blocks of whole output rows, so that no call gets a row's ragged end */
+    j.strided = 1;
+    j.mb = (j.mb + c->ow - 1) / c->ow * c->ow;
   } else if (!direct(c, pk)) {
     j.ws = ws, j.slot = (size_t)(j.mb * pk->kp);
   }

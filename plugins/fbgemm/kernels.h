@@ -66,13 +66,15 @@ void fb_conv_ref(const FbConv *c, const uint8_t *x, const int8_t *w, const FbReq
  * ((p * kp / 4 + k4) * 16 + j) * 4 + t is w[p*16 + j][k4*4 + t], zero beyond n or k.
  * One 64-byte row is one zmm, or two ymm of 8 channels for AVX2; 16 rows (64 reduction
  * bytes) are one AMX B tile as tdpbusd reads it, so for AMX kp is padded to a multiple of
- * 64. The requantization arrays are padded to the panels; zcol[c] = zx * sum_k w[c][k].
- * mq: rows per GEMM block are a multiple of it (the micro-kernels' row tiles). */
+ * 64. The requantization arrays are padded to the panels; zcol[c] = zx * sum_k w[c][k],
+ * nzcol[c] = -zcol[c] (the AVX-512 kernel starts its accumulators there: a load instead
+ * of a subtraction per output vector). mq: rows per GEMM block are a multiple of it (the
+ * micro-kernels' row tiles). */
 #define FB_NR 16
 typedef struct {
   int64_t n, k, kp, npanel, mq;
   int8_t *b;
-  int32_t *zcol;
+  int32_t *zcol, *nzcol;
   float *bias, *mult;
   float lo, hi; /* clamp bounds relative to zo */
   int32_t zx, zo;
@@ -103,6 +105,12 @@ void fb_block_avxvnni(const uint8_t *a, size_t lda, int64_t m, const FbPacked *p
                       uint8_t *y, size_t ldy);
 void fb_block_avx512vnni(const uint8_t *a, size_t lda, int64_t m, const FbPacked *pk, int64_t p0,
                          int64_t p1, uint8_t *y, size_t ldy);
+/* The AVX-512 VNNI kernel with the reduction in ntaps runs of k / ntaps bytes (a multiple
+ * of 4; needs pk->kp == pk->k): run t of row r at a + r * lda + toff[t]. gemm.c's tap
+ * path reads a convolution's rows this way straight from a padded copy of its input (one
+ * run per kernel tap, lda = sw * ic along an output row), without im2col. */
+void fb_block_avx512vnni_taps(const uint8_t *a, size_t lda, const int64_t *toff, int64_t ntaps, int64_t m,
+                              const FbPacked *pk, int64_t p0, int64_t p1, uint8_t *y, size_t ldy);
 /* AMX: 32 rows by 2 panels per step (4 int32 accumulator tiles), tdpbusd per 64 reduction
  * bytes; needs pk->kp % 64 == 0 (fb_pack_for(FB_ISA_AMX, ...)) and rows of kp readable
  * bytes. Loads its own tile configuration on entry and releases the tiles on return, so it
@@ -140,7 +148,8 @@ typedef struct {
 } FbPool;
 
 /* Workspace bytes fb_conv_packed needs with n_workers workers (0 when the input is read
- * in place: 1x1 stride-1 unpadded convolutions and linear layers). */
+ * in place: 1x1 unpadded convolutions, strided ones too except on an AMX pack, and
+ * linear layers). */
 size_t fb_conv_workspace(const FbConv *c, const FbPacked *pk, uint32_t n_workers);
 /* The convolution on packed weights with isa's micro-kernel (not FB_ISA_REF): im2col of
  * one block of rows at a time into the worker's slice of ws, then the block's GEMM

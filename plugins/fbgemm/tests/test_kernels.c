@@ -102,6 +102,12 @@ static int isa_available(FbIsa isa) {
 /* Cases AMX runs on its gathered path (gemm.c: stride 1, no dilation, ic % 64 == 0, a
  * kernel larger than 1x1), reported so that a change of the generator cannot drop them. */
 static int gathered_cases;
+/* Cases the vector paths read in place one output row at a time (gemm.c's strided 1x1:
+ * unpadded, a stride above 1, output rows of 16 pixels or more), likewise reported. */
+static int strided_cases;
+/* Cases AVX-512 VNNI runs on its tap path (a kernel larger than 1x1, channels a multiple
+ * of 4, output rows of 16 pixels or more), likewise. */
+static int tap_cases;
 
 /* One random case; returns 0 when every path agrees with the twin. */
 static int run_case(int idx, const FbIsa *isas, size_t n_isas) {
@@ -129,8 +135,23 @@ static int run_case(int idx, const FbIsa *isas, size_t n_isas) {
       c.sh = c.sw = c.dh = c.dw = 1;
   }
   c.oc = rnd() % 2 ? rnd_in(1, 20) : rnd_in(21, 150);
+  /* every eighth convolution has output rows long enough (16 pixels or more) for the
+   * paths that read their input in place a row at a time: half of them strided 1x1
+   * (gemm.c's strided_direct), half larger kernels on channels a multiple of 4 (its tap
+   * path, on AVX-512 VNNI) */
+  int long_rows = !linear && rnd() % 8 == 0, strided1x1 = long_rows && rnd() % 2;
+  if (long_rows) {
+    c.ih = rnd_in(1, 5), c.iw = rnd_in(31, 60);
+    if (strided1x1) {
+      c.kh = c.kw = c.dh = c.dw = 1;
+      c.sh = rnd_in(1, 3), c.sw = rnd_in(2, 3);
+    } else {
+      c.ic = 4 * rnd_in(1, 40);
+      c.sw = rnd_in(1, 2), c.dw = rnd() % 3 == 0 ? 2 : 1;
+    }
+  }
   int64_t pb = 0, pr = 0;
-  if (!linear && rnd() % 3) {
+  if (!linear && !strided1x1 && rnd() % 3) {
     c.pt = rnd_in(0, c.kh), c.pl = rnd_in(0, c.kw), pb = rnd_in(0, c.kh), pr = rnd_in(0, c.kw);
   }
   int64_t eh = c.ih + c.pt + pb - ((c.kh - 1) * c.dh + 1), ew = c.iw + c.pl + pr - ((c.kw - 1) * c.dw + 1);
@@ -140,6 +161,10 @@ static int run_case(int idx, const FbIsa *isas, size_t n_isas) {
   c.oh = eh / c.sh + 1, c.ow = ew / c.sw + 1;
   if (c.sh == 1 && c.sw == 1 && c.dh == 1 && c.dw == 1 && c.ic % 64 == 0 && c.kh * c.kw > 1)
     gathered_cases++;
+  if (c.kh == 1 && c.kw == 1 && c.pt == 0 && c.pl == 0 && c.sh * c.sw > 1 && c.ow >= 16)
+    strided_cases++;
+  if (c.kh * c.kw > 1 && c.ic % 4 == 0 && c.ow >= 16)
+    tap_cases++;
   int64_t k = c.kh * c.kw * c.ic, xn = c.n * c.ih * c.iw * c.ic, yn = c.n * c.oh * c.ow * c.oc;
 
   uint8_t *x = malloc((size_t)xn + 64); /* the host's 64 bytes of slack */
@@ -217,6 +242,8 @@ static int run_dw_case(int idx, const FbIsa *isas, size_t n_isas) {
   int x_max = rnd() % 2 ? 255 : 127;
   c.n = rnd_in(1, 2);
   c.ic = c.oc = rnd() % 2 ? rnd_in(1, 20) : rnd_in(21, 70);
+  if (rnd() % 5 == 0) /* and past 64, where the AVX-512 3x3 kernel takes 64 channels at a time */
+    c.ic = c.oc = rnd_in(64, 200);
   c.kh = rnd() % 2 ? 3 : rnd_in(1, 5);
   c.kw = rnd() % 2 ? c.kh : rnd_in(1, 5);
   c.sh = rnd_in(1, 3), c.sw = rnd() % 2 ? c.sh : rnd_in(1, 3);
@@ -384,6 +411,16 @@ int main(int argc, char **argv) {
   printf("%d of the %d cases have the shape of AMX's gathered stride-1 path\n", gathered_cases, cases);
   if (gathered_cases == 0 && cases >= 100) {
     fprintf(stderr, "no case reached AMX's gathered path\n");
+    return 1;
+  }
+  printf("%d of the %d cases are strided 1x1 convolutions read in place\n", strided_cases, cases);
+  if (strided_cases == 0 && cases >= 100) {
+    fprintf(stderr, "no case reached the strided 1x1 path\n");
+    return 1;
+  }
+  printf("%d of the %d cases have the shape of AVX-512 VNNI's tap path\n", tap_cases, cases);
+  if (tap_cases == 0 && cases >= 100) {
+    fprintf(stderr, "no case reached the tap path\n");
     return 1;
   }
   if (failed)
