@@ -34,8 +34,7 @@ typedef struct {
   int reshaped, in_rank;
   int64_t m, in_dims[QH_MAX_RANK];
   size_t scale_count;
-  dnnl_primitive_t prim;
-  dnnl_memory_t src, wei, dst;
+  X86Prim p;
 } DynLinear;
 
 enum { IN_X, IN_W, IN_XZP, IN_WZP, IN_SCALE, IN_BIAS };
@@ -145,13 +144,7 @@ QhStatus *x86_accept_dynamic_linear(void *instance, const QhHostApi *host, const
 static size_t unit_inputs(const DynLinear *k) { return k->bias ? IN_BIAS + 1 : IN_SCALE + 1; }
 
 static void release(DynLinear *k) {
-  if (k->prim)
-    dnnl_primitive_destroy(k->prim);
-  dnnl_memory_t *m[] = {&k->src, &k->wei, &k->dst};
-  for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
-    if (*m[i])
-      dnnl_memory_destroy(*m[i]), *m[i] = NULL;
-  k->prim = NULL;
+  x86_prim_release(&k->p);
   k->reshaped = 0;
 }
 
@@ -199,57 +192,21 @@ static QhStatus *create(void *instance, const QhHostApi *host, const QhGraphView
   return NULL;
 }
 
-#define CK(call, what)                                   \
-  do {                                                   \
-    QhStatus *ck_ = x86_dnnl_status(host, (call), what); \
-    if (ck_)                                             \
-      return ck_;                                        \
-  } while (0)
-
-/* The primitive for [M, K] x [K, N] and the weights reordered once into its format. */
+/* The primitive for [M, K] x [K, N] -> s32 and the weights reordered once into its format. */
 static QhStatus *build(DynLinear *k, const QhHostApi *host) {
-  dnnl_engine_t eng = k->inst->engine;
   dnnl_dims_t sd = {k->m, k->k}, wd = {k->k, k->n}, dd = {k->m, k->n};
   dnnl_memory_desc_t src, wany, wuser, dst;
-  CK(dnnl_memory_desc_init_by_tag(&src, 2, sd, dnnl_u8, dnnl_ab), "memory_desc_init(src)");
-  CK(dnnl_memory_desc_init_by_tag(&wany, 2, wd, dnnl_s8, dnnl_format_tag_any), "memory_desc_init(weights)");
-  CK(dnnl_memory_desc_init_by_tag(&wuser, 2, wd, dnnl_s8, dnnl_ab), "memory_desc_init(weights)");
-  CK(dnnl_memory_desc_init_by_tag(&dst, 2, dd, dnnl_s32, dnnl_ab), "memory_desc_init(dst)");
+  X86_CK(dnnl_memory_desc_init_by_tag(&src, 2, sd, dnnl_u8, dnnl_ab), "memory_desc_init(src)");
+  X86_CK(dnnl_memory_desc_init_by_tag(&wany, 2, wd, dnnl_s8, dnnl_format_tag_any), "memory_desc_init(weights)");
+  X86_CK(dnnl_memory_desc_init_by_tag(&wuser, 2, wd, dnnl_s8, dnnl_ab), "memory_desc_init(weights)");
+  X86_CK(dnnl_memory_desc_init_by_tag(&dst, 2, dd, dnnl_s32, dnnl_ab), "memory_desc_init(dst)");
   dnnl_matmul_desc_t md;
-  CK(dnnl_matmul_desc_init(&md, &src, &wany, NULL, &dst), "matmul_desc_init");
+  X86_CK(dnnl_matmul_desc_init(&md, &src, &wany, NULL, &dst), "matmul_desc_init");
   dnnl_primitive_desc_t pd = NULL;
-  CK(dnnl_primitive_desc_create(&pd, &md, NULL, eng, NULL), "u8 x s8 matmul");
-  const dnnl_memory_desc_t *want = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-  dnnl_memory_t from = NULL;
-  dnnl_primitive_desc_t rpd = NULL;
-  dnnl_primitive_t r = NULL;
-  dnnl_status_t s = dnnl_primitive_create(&k->prim, pd);
-  if (s == dnnl_success)
-    s = dnnl_memory_create(&k->wei, want, eng, DNNL_MEMORY_ALLOCATE);
-  if (s == dnnl_success)
-    s = dnnl_memory_create(&from, &wuser, eng, k->w);
-  if (s == dnnl_success)
-    s = dnnl_reorder_primitive_desc_create(&rpd, &wuser, eng, want, eng, NULL);
-  if (s == dnnl_success)
-    s = dnnl_primitive_create(&r, rpd);
-  if (s == dnnl_success) {
-    dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, k->wei}};
-    s = dnnl_primitive_execute(r, k->inst->stream, 2, args);
-    if (s == dnnl_success)
-      s = dnnl_stream_wait(k->inst->stream);
-  }
-  if (r)
-    dnnl_primitive_destroy(r);
-  if (rpd)
-    dnnl_primitive_desc_destroy(rpd);
-  if (from)
-    dnnl_memory_destroy(from);
+  X86_CK(dnnl_primitive_desc_create(&pd, &md, NULL, k->inst->engine, NULL), "u8 x s8 matmul");
+  QhStatus *st = x86_prim_create(k->inst, host, pd, &wuser, k->w, &k->p);
   dnnl_primitive_desc_destroy(pd);
-  if (s == dnnl_success)
-    s = dnnl_memory_create(&k->src, &src, eng, DNNL_MEMORY_NONE);
-  if (s == dnnl_success)
-    s = dnnl_memory_create(&k->dst, &dst, eng, DNNL_MEMORY_NONE);
-  return x86_dnnl_status(host, s, "building the u8 x s8 matmul");
+  return st;
 }
 
 static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView *inputs, size_t n_inputs,
@@ -365,14 +322,7 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
   X86Instance *inst = k->inst;
   pthread_mutex_lock(&inst->lock);
   omp_set_num_threads(inst->n_threads);
-  dnnl_status_t s = dnnl_memory_set_data_handle(k->src, (void *)x->data);
-  if (s == dnnl_success)
-    s = dnnl_memory_set_data_handle(k->dst, workspace);
-  dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, k->src}, {DNNL_ARG_WEIGHTS, k->wei}, {DNNL_ARG_DST, k->dst}};
-  if (s == dnnl_success)
-    s = dnnl_primitive_execute(k->prim, inst->stream, 3, args);
-  if (s == dnnl_success)
-    s = dnnl_stream_wait(inst->stream);
+  dnnl_status_t s = x86_prim_execute(inst, &k->p, x->data, NULL, workspace);
   if (s == dnnl_success) {
     uint32_t zx = *(const uint8_t *)xzp->data;
     for (int64_t c = 0; c < k->n; c++)
