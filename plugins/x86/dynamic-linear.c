@@ -18,10 +18,59 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <emmintrin.h> /* SSE2: x86-64's baseline */
+#include <immintrin.h> /* SSE2 (x86-64's baseline); AVX-512F chosen at run time */
 
 #include "../common/unit-query.h"
 #include "onednn.h"
+
+/* One row of the epilogue: MatMulInteger's int32 result acc - zc (wrapping modulo 2^32 as
+ * its accumulators do), then the host's Cast (cvtdq2ps rounds to nearest even, as the C
+ * conversion does), Mul by scale[c] (scale[0] unless per_column) and Add of bias[c] (when
+ * not NULL); each step rounds to float as the host's node does (separate instructions,
+ * never a fused multiply-add). */
+typedef void RowFn(const int32_t *acc, const int32_t *zc, const float *scale, int per_column, const float *bias,
+                   float *y, size_t n);
+
+/* The scalar tail of both widths: volatile keeps the product rounded before the add. */
+static void row_tail(const int32_t *acc, const int32_t *zc, const float *scale, int per_column, const float *bias,
+                     float *y, size_t c, size_t n) {
+  for (; c < n; c++) {
+    volatile float p = (float)(int32_t)((uint32_t)acc[c] - (uint32_t)zc[c]) * scale[per_column ? c : 0];
+    y[c] = bias ? p + bias[c] : p;
+  }
+}
+
+/* Four columns per SSE2 instruction (x86-64's baseline). */
+static void row_sse2(const int32_t *acc, const int32_t *zc, const float *scale, int per_column, const float *bias,
+                     float *y, size_t n) {
+  const __m128 s1 = _mm_set1_ps(scale[0]);
+  size_t c = 0;
+  for (; c + 4 <= n; c += 4) {
+    __m128i v = _mm_sub_epi32(_mm_loadu_si128((const __m128i *)(acc + c)), _mm_loadu_si128((const __m128i *)(zc + c)));
+    __m128 p = _mm_mul_ps(_mm_cvtepi32_ps(v), per_column ? _mm_loadu_ps(scale + c) : s1);
+    if (bias)
+      p = _mm_add_ps(p, _mm_loadu_ps(bias + c));
+    _mm_storeu_ps(y + c, p);
+  }
+  row_tail(acc, zc, scale, per_column, bias, y, c, n);
+}
+
+/* The same instructions sixteen columns wide (vcvtdq2ps, vmulps, vaddps round as their
+ * SSE2 forms do), where the host reports AVX-512F. */
+__attribute__((target("avx512f"))) static void row_avx512(const int32_t *acc, const int32_t *zc,
+                                                          const float *scale, int per_column,
+                                                          const float *bias, float *y, size_t n) {
+  const __m512 s1 = _mm512_set1_ps(scale[0]);
+  size_t c = 0;
+  for (; c + 16 <= n; c += 16) {
+    __m512i v = _mm512_sub_epi32(_mm512_loadu_si512(acc + c), _mm512_loadu_si512(zc + c));
+    __m512 p = _mm512_mul_ps(_mm512_cvtepi32_ps(v), per_column ? _mm512_loadu_ps(scale + c) : s1);
+    if (bias)
+      p = _mm512_add_ps(p, _mm512_loadu_ps(bias + c));
+    _mm512_storeu_ps(y + c, p);
+  }
+  row_sse2(acc + c, zc + c, per_column ? scale + c : scale, per_column, bias ? bias + c : NULL, y + c, n - c);
+}
 
 typedef struct {
   X86Instance *inst;
@@ -30,6 +79,7 @@ typedef struct {
   int32_t *colsum; /* per column of W */
   int32_t *zc;     /* x_zero_point * colsum, per run (run holds the instance lock) */
   float *bias;     /* [N], or NULL without the bias Add */
+  RowFn *row;      /* the epilogue's width, chosen at create */
   /* set by reshape */
   int reshaped, in_rank;
   int64_t m, in_dims[QH_MAX_RANK];
@@ -174,6 +224,7 @@ static QhStatus *create(void *instance, const QhHostApi *host, const QhGraphView
   if (!k)
     return host->status_new(QH_ERR_OUT_OF_MEMORY, "out of memory");
   k->inst = instance, k->k = kd, k->n = nd;
+  k->row = host->cpu_features() & QH_CPU_AVX512F ? row_avx512 : row_sse2;
   k->w = malloc((size_t)(kd * nd));
   k->colsum = calloc((size_t)nd, sizeof *k->colsum);
   k->zc = calloc((size_t)nd, sizeof *k->zc);
@@ -262,37 +313,15 @@ typedef struct {
   size_t rows_per_task;
 } Job;
 
-/* MatMulInteger's int32 result acc - zc (wrapping modulo 2^32 as its accumulators do),
- * then the host's Cast (cvtdq2ps rounds to nearest even, as the C conversion does), Mul
- * and Add, four columns per SSE2 instruction; each step rounds to float as the host's
- * node does (two instructions, not a fused multiply-add). */
 static void finish_task(void *user, size_t t, uint32_t worker) {
   (void)worker;
   const Job *j = user;
   const DynLinear *k = j->k;
   size_t n = (size_t)k->n, r0 = t * j->rows_per_task, r1 = r0 + j->rows_per_task;
-  int per_column = k->scale_count != 1;
-  const __m128 s1 = _mm_set1_ps(j->scale[0]);
   if (r1 > (size_t)k->m)
     r1 = (size_t)k->m;
-  for (size_t r = r0; r < r1; r++) {
-    const int32_t *acc = j->acc + r * n;
-    float *y = j->y + r * n;
-    size_t c = 0;
-    for (; c + 4 <= n; c += 4) {
-      __m128i v = _mm_sub_epi32(_mm_loadu_si128((const __m128i *)(acc + c)),
-                                _mm_loadu_si128((const __m128i *)(j->zc + c)));
-      __m128 s = per_column ? _mm_loadu_ps(j->scale + c) : s1;
-      __m128 p = _mm_mul_ps(_mm_cvtepi32_ps(v), s);
-      if (j->bias)
-        p = _mm_add_ps(p, _mm_loadu_ps(j->bias + c));
-      _mm_storeu_ps(y + c, p);
-    }
-    for (; c < n; c++) {
-      volatile float p = (float)(int32_t)((uint32_t)acc[c] - (uint32_t)j->zc[c]) * j->scale[per_column ? c : 0];
-      y[c] = j->bias ? p + j->bias[c] : p; /* volatile: rounded before the add, never contracted */
-    }
-  }
+  for (size_t r = r0; r < r1; r++)
+    k->row(j->acc + r * n, j->zc, j->scale, k->scale_count != 1, j->bias, j->y + r * n, n);
 }
 
 static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ctx, const QhTensorView *inputs,

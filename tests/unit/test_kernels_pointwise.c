@@ -627,7 +627,8 @@ static void test_reduce_mean(void) {
   qh_graph_free(g);
 }
 
-/* DynamicQuantizeLinear's SSE2 path gives its scalar twin's bytes, scale and zero point:
+/* DynamicQuantizeLinear's vector path (AVX-512F, or SSE2: unit/test_kernels_pointwise/sse2)
+ * gives its scalar twin's bytes, scale and zero point:
  * random data (a tail past the vector width), exact half-step ties, NaN and a range
  * without negative values. */
 static void test_dql_matches_twin(void) {

@@ -110,8 +110,17 @@ def case_no_bias(r, tmp):
     check(r, tmp, "no_bias", True, [NO_BIAS, BIAS, NO_BIAS])
 
 
+def case_sse2_epilogue(r, tmp):
+    """The kernel's epilogue at SSE2 width: AVX-512F hidden from qhost (VNNI is not)."""
+    os.environ["QHOST_CPU_DISABLE"] = "avx512f"
+    try:
+        check(r, tmp, "no_bias", False, [NO_BIAS, BIAS, NO_BIAS])
+    finally:
+        os.environ.pop("QHOST_CPU_DISABLE", None)
+
+
 CASES = {"mlp": case_mlp, "encoder": case_encoder, "encoder_per_channel": case_encoder_per_channel,
-         "no_bias": case_no_bias}
+         "no_bias": case_no_bias, "sse2_epilogue": case_sse2_epilogue}
 
 if __name__ == "__main__":
     sys.exit(qhtest.main(CASES, __doc__.split("\n")[0]))
