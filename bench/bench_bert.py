@@ -3,6 +3,7 @@
 
   bench_bert.py --qhost PATH [--plugin-dir DIR] [--ort-dir tests/ort] [--threads 1]
                 [--rounds 3] [--runs 5] [--warmup 1] [--workdir DIR] [--only static|dynamic]
+                [--cpu-time] [--baseline-qhost PATH [--baseline-plugin-dir DIR]]
 
 Builds tests/parity/quant/check_transformers.py's BertBase (token embedding, 12
 nn.TransformerEncoderLayers of hidden 768, 12 heads, feed-forward 3072, GELU, padding
@@ -23,7 +24,9 @@ ORT fp32 (`--only static` the rest), for a quicker look at one bar. `--cpu-time`
 prints each path's CPU time per run (user + system of the child, all its threads), from
 a run of warmup + runs minus one of a single run, so that loading the model cancels out:
 on a loaded machine, where wall times mostly measure the wait for a core, the ratios of
-CPU times are the steadier figure (cache contention still inflates both). Information only: the exit status is 0 whether
+CPU times are the steadier figure (cache contention still inflates both).
+`--baseline-qhost` adds another build's qhost (and its x86 plugin) on the same files in the
+same rounds, `baseline x86 static` / `baseline x86 dynamic`, to measure a change. Information only: the exit status is 0 whether
 or not the bars hold; the coverage of both int8 runs (time per op kind) is printed too.
 """
 import argparse
@@ -96,6 +99,8 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--workdir", default="/tmp/qhost-bench-bert")
+    ap.add_argument("--baseline-qhost", default=None, help="another build's qhost, run in the same rounds")
+    ap.add_argument("--baseline-plugin-dir", default=None, help="its plugins (default: next to it)")
     ap.add_argument("--cpu-time", action="store_true", help="also CPU time per run (see above)")
     ap.add_argument("--only", choices=("static", "dynamic"), default=None,
                     help="run only the paths of one bar (dynamic: qhost and ORT dynamic, ORT fp32)")
@@ -124,8 +129,14 @@ def main():
         "ORT dynamic": ort + [dpath] + ort_tail,
         "ORT fp32": ort + [fpath] + ort_tail,
     }
+    if args.baseline_qhost:
+        bq = os.path.abspath(args.baseline_qhost)
+        bb = ["--backend", "x86", "--plugin-dir", args.baseline_plugin_dir or os.path.join(os.path.dirname(bq), "plugins")]
+        cmds["baseline x86 static"] = [bq] + cmds["qhost x86 static"][1:-len(backend)] + bb
+        cmds["baseline x86 dynamic"] = [bq] + cmds["qhost x86 dynamic"][1:-len(backend)] + bb
     wanted = {"static": ("qhost x86 static", "ORT static", "qhost fp32", "ORT fp32"),
               "dynamic": ("qhost x86 dynamic", "ORT dynamic", "ORT fp32")}.get(args.only, tuple(cmds))
+    wanted += tuple(k for k in cmds if k.startswith("baseline") and (args.only or "") in k)
     cmds = {k: v for k, v in cmds.items() if k in wanted}
     load0 = os.getloadavg()
     medians = {k: [] for k in cmds}
@@ -163,6 +174,8 @@ def main():
             print(f"  {k:18s} {cmed[k]:9.2f} ms  [{min(v):.2f}-{max(v):.2f}]")
         if "ORT dynamic" in cmed:
             print(f"  CPU: dynamic int8 / ORT dynamic = {cmed['qhost x86 dynamic'] / cmed['ORT dynamic']:.2f}")
+        if "baseline x86 dynamic" in cmed:
+            print(f"  CPU: dynamic int8 / baseline = {cmed['qhost x86 dynamic'] / cmed['baseline x86 dynamic']:.2f}")
         if "ORT static" in cmed:
             print(f"  CPU: static int8 / ORT static = {cmed['qhost x86 static'] / cmed['ORT static']:.2f}")
     if "ORT static" in med:
@@ -178,7 +191,11 @@ def main():
         d_ort = med["qhost x86 dynamic"] / med["ORT dynamic"]
         print(f"  dynamic int8 / ORT dynamic = {d_ort:.2f} (bar <= 1: {'met' if d_ort <= 1 else 'NOT met'})")
         print(f"  for reference: ORT fp32 / ORT dynamic = {med['ORT fp32'] / med['ORT dynamic']:.2f}")
-    for k in ("qhost x86 static", "qhost x86 dynamic"):
+    if "baseline x86 dynamic" in med:
+        print(f"  dynamic int8 / baseline dynamic = {med['qhost x86 dynamic'] / med['baseline x86 dynamic']:.2f}")
+    if "baseline x86 static" in med:
+        print(f"  static int8 / baseline static = {med['qhost x86 static'] / med['baseline x86 static']:.2f}")
+    for k in ("qhost x86 static", "qhost x86 dynamic", "baseline x86 dynamic"):
         if k not in last:
             continue
         cov = last[k].get("coverage", {})
