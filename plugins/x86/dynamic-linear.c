@@ -1,7 +1,8 @@
 /* The x86 plugin's unit for ONNX Runtime's dynamic format (what `qhost quantize
  * --dynamic` writes): MatMulInteger(x_q, W, x_zero_point, W_zero_point) -> Cast(float)
- * -> Mul(scale) (-> Add(bias), pattern dynamic_linear_bias), where x_q, x_zero_point and the scale x_scale * W_scale come from the
- * host's DynamicQuantizeLinear and scale Mul (pattern flag QH_PATTERN_FLOAT_EXTRA_INPUTS).
+ * -> Mul(scale) (-> Add(bias), pattern dynamic_linear_bias), where x_q, x_zero_point and
+ * the scale x_scale * W_scale come from the host's DynamicQuantizeLinear and scale Mul
+ * (pattern flag QH_PATTERN_FLOAT_EXTRA_INPUTS).
  * The weight is a constant int8 [K, N] with zero points 0 (symmetric, per tensor or per
  * column), packed once by oneDNN.
  *
