@@ -285,6 +285,22 @@ static int conv_1x1(Gen *gen, int x, const QhShape *s) {
   return y;
 }
 
+/* The Linear a dynamic pattern claims once quantized: MatMul by a constant weight, and its
+ * bias Add when the pattern ends in Add (MatMulInteger -> Cast -> Mul -> Add). */
+static int dynamic_linear(Gen *gen, const QhLoweringPattern *p, int x, QhShape *s) {
+  const int64_t w[2] = {s->dims[2], 8}, b[1] = {8};
+  int in[2] = {x, constant(gen, "weight", 2, w, -0.3, 0.3)};
+  s->dims[2] = 8;
+  x = value(gen, "t", 3, s->dims);
+  node(gen, "MatMul", 2, in, x);
+  if (p->n_ops < 2 || strcmp(p->ops[p->n_ops - 1], "Add") != 0)
+    return x;
+  int add_in[2] = {x, constant(gen, "bias", 1, b, -0.2, 0.2)};
+  int y = value(gen, "t", 3, s->dims);
+  node(gen, "Add", 2, add_in, y);
+  return y;
+}
+
 /* The float graph of pattern p (variant v), or NULL with *why. */
 /* A pattern that starts at MatMulInteger claims ONNX Runtime's dynamic format: its graph
  * is a Linear's MatMul, quantized by `quantize --dynamic` (*dynamic set). */
@@ -301,13 +317,8 @@ static QhGraph *pattern_graph(const QhLoweringPattern *p, int variant, gboolean 
     gen.used_extra = variant != EXTRA_ACTIVATION;
   }
   *dynamic = strcmp(p->ops[0], "MatMulInteger") == 0;
-  if (*dynamic) {
-    const int64_t w[2] = {s.dims[2], 8};
-    int in[2] = {x, constant(&gen, "weight", 2, w, -0.3, 0.3)};
-    s.dims[2] = 8;
-    x = value(&gen, "t", 3, s.dims);
-    node(&gen, "MatMul", 2, in, x);
-  }
+  if (*dynamic)
+    x = dynamic_linear(&gen, p, x, &s);
   for (size_t i = 0; i < p->n_ops && x >= 0 && !*dynamic; i++)
     x = append_op(&gen, p, i, x, &s);
   if (variant == BETWEEN_CONVS && x >= 0 && s.rank == 4 && gen.used_extra)

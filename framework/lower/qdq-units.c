@@ -144,15 +144,15 @@ static int crossed_pairs_match(const Ctx *c, const QhQdqUnit *u, GError **error)
 
 static int try_pattern(const Ctx *c, const QhLoweringPattern *pat, int start, QhQdqUnit *u,
                        GError **error) {
-  if (pat->n_ops < 1 || pat->n_ops > QH_PATTERN_MAX_OPS || !pat->ops)
+  if (pat->n_ops < 1 || pat->n_ops > QH_LOWERING_PATTERN_MAX_OPS || !pat->ops)
     return NO_MATCH;
   const QhNode *n = qh_graph_node(c->g, start);
   if (!pat->ops[0] || !op_is(n, pat->ops[0]))
     return NO_MATCH;
-  int chain_slot[QH_PATTERN_MAX_OPS] = {-1, -1, -1};
+  int chain_slot[QH_LOWERING_PATTERN_MAX_OPS];
   u->nodes[0] = start;
-  for (size_t i = 0; i < QH_PATTERN_MAX_OPS; i++)
-    u->crossed_q[i] = u->crossed_dq[i] = -1;
+  for (size_t i = 0; i < QH_LOWERING_PATTERN_MAX_OPS; i++)
+    u->crossed_q[i] = u->crossed_dq[i] = chain_slot[i] = -1;
   for (size_t i = 1; i < pat->n_ops; i++) {
     const QhNode *prev = qh_graph_node(c->g, u->nodes[i - 1]);
     int v = qh_node_output(prev, 0);
@@ -255,7 +255,7 @@ static QhQdqUnit *unit_new(void) {
   QhQdqUnit *u = g_new0(QhQdqUnit, 1);
   u->inputs = g_array_new(FALSE, TRUE, sizeof(QhQdqUnitInput));
   u->q_node = -1;
-  for (int i = 0; i < QH_PATTERN_MAX_OPS; i++)
+  for (int i = 0; i < QH_LOWERING_PATTERN_MAX_OPS; i++)
     u->crossed_q[i] = u->crossed_dq[i] = -1;
   return u;
 }

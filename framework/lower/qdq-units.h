@@ -39,11 +39,11 @@ typedef struct {
   const QhLoweringPattern *pattern; /* borrowed */
   size_t pattern_index;             /* index into the patterns passed to the matcher */
   int n_nodes;
-  int nodes[QH_PATTERN_MAX_OPS];    /* the op nodes, in pattern order */
+  int nodes[QH_LOWERING_PATTERN_MAX_OPS];    /* the op nodes, in pattern order */
   /* The QuantizeLinear/DequantizeLinear pair crossed before nodes[i]
    * (QH_PATTERN_THROUGH_SHARED_QDQ), or -1. */
-  int crossed_q[QH_PATTERN_MAX_OPS];
-  int crossed_dq[QH_PATTERN_MAX_OPS];
+  int crossed_q[QH_LOWERING_PATTERN_MAX_OPS];
+  int crossed_dq[QH_LOWERING_PATTERN_MAX_OPS];
   GArray *inputs;                   /* QhQdqUnitInput: first op's slots, then extras */
   int chain_output;                 /* the float value the last op writes */
   int q_node;                       /* the QuantizeLinear, or -1 (float output) */
@@ -51,7 +51,7 @@ typedef struct {
   gboolean float_output;
   QhQParams output_qparams;         /* valid unless float_output */
   /* Storage for qh_qdq_unit_to_abi (built by the matcher). */
-  uint32_t abi_nodes[QH_PATTERN_MAX_OPS];
+  uint32_t abi_nodes[QH_LOWERING_PATTERN_MAX_OPS];
   uint32_t *abi_inputs;
   int32_t *abi_roles;
   const QhQParams **abi_input_qparams;

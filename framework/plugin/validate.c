@@ -542,8 +542,10 @@ static gboolean check_lowering(Ctx *c, const QhLoweringOps *l, QhPluginInfo *inf
       break;
     }
     g_hash_table_add(ids, (gpointer)p->id);
-    if (p->n_ops < 1 || p->n_ops > QH_PATTERN_MAX_OPS || p->ops == NULL) {
-      ok = fail(c, "descriptor: %s: n_ops must be 1 to %d", what, QH_PATTERN_MAX_OPS);
+    /* Four-op lowering patterns exist since ABI 1.2. */
+    int max_ops = QH_ABI_VERSION_MINOR(p->abi_version) >= 2 ? QH_LOWERING_PATTERN_MAX_OPS : QH_PATTERN_MAX_OPS;
+    if (p->n_ops < 1 || p->n_ops > (size_t)max_ops || p->ops == NULL) {
+      ok = fail(c, "descriptor: %s: n_ops must be 1 to %d", what, max_ops);
       break;
     }
     for (size_t k = 0; ok && k < p->n_ops; k++)

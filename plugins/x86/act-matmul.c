@@ -35,17 +35,9 @@ typedef struct {
   int reshaped, rank;
   int64_t batch, m, k, n;
   int64_t a_dims[QH_MAX_RANK], b_dims[QH_MAX_RANK];
-  dnnl_primitive_t prim;
-  dnnl_memory_t src, wei, dst;
+  X86Prim p;
   size_t off_b, off_colsum, off_rowsum, off_acc, off_af; /* workspace layout */
 } ActMatmul;
-
-#define CK(call, what)                                   \
-  do {                                                   \
-    QhStatus *ck_ = x86_dnnl_status(host, (call), what); \
-    if (ck_)                                             \
-      return ck_;                                        \
-  } while (0)
 
 static double max_offset(const QhQParams *q) {
   double lo = q->zero_point[0] - q->quant_min, hi = q->quant_max - q->zero_point[0];
@@ -105,13 +97,7 @@ QhStatus *x86_accept_act_matmul(void *instance, const QhHostApi *host, const QhG
 }
 
 static void release(ActMatmul *k) {
-  if (k->prim)
-    dnnl_primitive_destroy(k->prim);
-  dnnl_memory_t *m[] = {&k->src, &k->wei, &k->dst};
-  for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
-    if (*m[i])
-      dnnl_memory_destroy(*m[i]), *m[i] = NULL;
-  k->prim = NULL;
+  x86_prim_release(&k->p);
   k->reshaped = 0;
 }
 
@@ -205,25 +191,17 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
   dnnl_memory_desc_t src, wei, dst;
   dnnl_data_type_t st = k->vnni ? dnnl_u8 : dnnl_f32, wt = k->vnni ? dnnl_s8 : dnnl_f32,
                    dt = k->vnni ? dnnl_s32 : dnnl_f32;
-  CK(dnnl_memory_desc_init_by_tag(&src, 3, sd, st, dnnl_abc), "memory_desc_init(src)");
-  CK(dnnl_memory_desc_init_by_tag(&wei, 3, wd, wt, dnnl_abc), "memory_desc_init(weights)");
-  CK(dnnl_memory_desc_init_by_tag(&dst, 3, dd, dt, dnnl_abc), "memory_desc_init(dst)");
+  X86_CK(dnnl_memory_desc_init_by_tag(&src, 3, sd, st, dnnl_abc), "memory_desc_init(src)");
+  X86_CK(dnnl_memory_desc_init_by_tag(&wei, 3, wd, wt, dnnl_abc), "memory_desc_init(weights)");
+  X86_CK(dnnl_memory_desc_init_by_tag(&dst, 3, dd, dt, dnnl_abc), "memory_desc_init(dst)");
   dnnl_matmul_desc_t md;
-  CK(dnnl_matmul_desc_init(&md, &src, &wei, NULL, &dst), "matmul_desc_init");
+  X86_CK(dnnl_matmul_desc_init(&md, &src, &wei, NULL, &dst), "matmul_desc_init");
   dnnl_primitive_desc_t pd = NULL;
-  dnnl_engine_t eng = k->inst->engine;
-  QhStatus *s = x86_dnnl_status(host, dnnl_primitive_desc_create(&pd, &md, NULL, eng, NULL),
-                                k->vnni ? "u8 x s8 matmul" : "fp32 matmul");
-  if (!s)
-    s = x86_dnnl_status(host, dnnl_primitive_create(&k->prim, pd), "primitive_create");
-  if (pd)
-    dnnl_primitive_desc_destroy(pd);
-  if (!s)
-    s = x86_dnnl_status(host, dnnl_memory_create(&k->src, &src, eng, DNNL_MEMORY_NONE), "memory_create");
-  if (!s)
-    s = x86_dnnl_status(host, dnnl_memory_create(&k->wei, &wei, eng, DNNL_MEMORY_NONE), "memory_create");
-  if (!s)
-    s = x86_dnnl_status(host, dnnl_memory_create(&k->dst, &dst, eng, DNNL_MEMORY_NONE), "memory_create");
+  X86_CK(dnnl_primitive_desc_create(&pd, &md, NULL, k->inst->engine, NULL),
+         k->vnni ? "u8 x s8 matmul" : "fp32 matmul");
+  /* both operands are activations: the weights memory is bound at run too */
+  QhStatus *s = x86_prim_create(k->inst, host, pd, NULL, NULL, &k->p);
+  dnnl_primitive_desc_destroy(pd);
   if (s) {
     release(k);
     return s;
@@ -400,16 +378,7 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
   omp_set_num_threads(inst->n_threads);
   x86_parallel_for(inst, (size_t)k->batch, prepare_task, &j);
   void *src = k->vnni ? (void *)a->data : (void *)(j.ws + k->off_af);
-  dnnl_status_t s = dnnl_memory_set_data_handle(k->src, src);
-  if (s == dnnl_success)
-    s = dnnl_memory_set_data_handle(k->wei, j.ws + k->off_b);
-  if (s == dnnl_success)
-    s = dnnl_memory_set_data_handle(k->dst, j.ws + k->off_acc);
-  dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, k->src}, {DNNL_ARG_WEIGHTS, k->wei}, {DNNL_ARG_DST, k->dst}};
-  if (s == dnnl_success)
-    s = dnnl_primitive_execute(k->prim, inst->stream, 3, args);
-  if (s == dnnl_success)
-    s = dnnl_stream_wait(inst->stream);
+  dnnl_status_t s = x86_prim_execute(inst, &k->p, src, j.ws + k->off_b, j.ws + k->off_acc);
   if (s == dnnl_success)
     x86_parallel_for(inst, (size_t)(k->batch * k->m), finish_task, &j);
   pthread_mutex_unlock(&inst->lock);

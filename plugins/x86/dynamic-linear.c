@@ -1,7 +1,8 @@
 /* The x86 plugin's unit for ONNX Runtime's dynamic format (what `qhost quantize
  * --dynamic` writes): MatMulInteger(x_q, W, x_zero_point, W_zero_point) -> Cast(float)
- * -> Mul(scale), where x_q, x_zero_point and the scale x_scale * W_scale come from the
- * host's DynamicQuantizeLinear and scale Mul (pattern flag QH_PATTERN_FLOAT_EXTRA_INPUTS).
+ * -> Mul(scale) (-> Add(bias), pattern dynamic_linear_bias), where x_q, x_zero_point and
+ * the scale x_scale * W_scale come from the host's DynamicQuantizeLinear and scale Mul
+ * (pattern flag QH_PATTERN_FLOAT_EXTRA_INPUTS).
  * The weight is a constant int8 [K, N] with zero points 0 (symmetric, per tensor or per
  * column), packed once by oneDNN.
  *
@@ -11,16 +12,66 @@
  * (vpdpbusd) is oneDNN's s32 accumulator exact: without it, vpmaddubsw's int16 pair sums
  * saturate for full-range x_q (every DynamicQuantizeLinear output is [0, 255]) once two
  * weights of a column exceed 128 in |w| together; such units are declined with that
- * reason. The bias Add after the Mul stays a host node (patterns stop at three ops). */
+ * reason. The bias Add is the epilogue's last step, f32(y) + b[n] as the host's Add
+ * rounds it (a separate add after the multiply, never a fused multiply-add). */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <emmintrin.h> /* SSE2: x86-64's baseline */
+#include <immintrin.h> /* SSE2 (x86-64's baseline); AVX-512F chosen at run time */
 
 #include "../common/unit-query.h"
 #include "onednn.h"
+
+/* One row of the epilogue: MatMulInteger's int32 result acc - zc (wrapping modulo 2^32 as
+ * its accumulators do), then the host's Cast (cvtdq2ps rounds to nearest even, as the C
+ * conversion does), Mul by scale[c] (scale[0] unless per_column) and Add of bias[c] (when
+ * not NULL); each step rounds to float as the host's node does (separate instructions,
+ * never a fused multiply-add). */
+typedef void RowFn(const int32_t *acc, const int32_t *zc, const float *scale, int per_column, const float *bias,
+                   float *y, size_t n);
+
+/* The scalar tail of both widths: volatile keeps the product rounded before the add. */
+static void row_tail(const int32_t *acc, const int32_t *zc, const float *scale, int per_column, const float *bias,
+                     float *y, size_t c, size_t n) {
+  for (; c < n; c++) {
+    volatile float p = (float)(int32_t)((uint32_t)acc[c] - (uint32_t)zc[c]) * scale[per_column ? c : 0];
+    y[c] = bias ? p + bias[c] : p;
+  }
+}
+
+/* Four columns per SSE2 instruction (x86-64's baseline). */
+static void row_sse2(const int32_t *acc, const int32_t *zc, const float *scale, int per_column, const float *bias,
+                     float *y, size_t n) {
+  const __m128 s1 = _mm_set1_ps(scale[0]);
+  size_t c = 0;
+  for (; c + 4 <= n; c += 4) {
+    __m128i v = _mm_sub_epi32(_mm_loadu_si128((const __m128i *)(acc + c)), _mm_loadu_si128((const __m128i *)(zc + c)));
+    __m128 p = _mm_mul_ps(_mm_cvtepi32_ps(v), per_column ? _mm_loadu_ps(scale + c) : s1);
+    if (bias)
+      p = _mm_add_ps(p, _mm_loadu_ps(bias + c));
+    _mm_storeu_ps(y + c, p);
+  }
+  row_tail(acc, zc, scale, per_column, bias, y, c, n);
+}
+
+/* The same instructions sixteen columns wide (vcvtdq2ps, vmulps, vaddps round as their
+ * SSE2 forms do), where the host reports AVX-512F. */
+__attribute__((target("avx512f"))) static void row_avx512(const int32_t *acc, const int32_t *zc,
+                                                          const float *scale, int per_column,
+                                                          const float *bias, float *y, size_t n) {
+  const __m512 s1 = _mm512_set1_ps(scale[0]);
+  size_t c = 0;
+  for (; c + 16 <= n; c += 16) {
+    __m512i v = _mm512_sub_epi32(_mm512_loadu_si512(acc + c), _mm512_loadu_si512(zc + c));
+    __m512 p = _mm512_mul_ps(_mm512_cvtepi32_ps(v), per_column ? _mm512_loadu_ps(scale + c) : s1);
+    if (bias)
+      p = _mm512_add_ps(p, _mm512_loadu_ps(bias + c));
+    _mm512_storeu_ps(y + c, p);
+  }
+  row_sse2(acc + c, zc + c, per_column ? scale + c : scale, per_column, bias ? bias + c : NULL, y + c, n - c);
+}
 
 typedef struct {
   X86Instance *inst;
@@ -28,15 +79,16 @@ typedef struct {
   int8_t *w;       /* [K, N] as stored in the graph */
   int32_t *colsum; /* per column of W */
   int32_t *zc;     /* x_zero_point * colsum, per run (run holds the instance lock) */
+  float *bias;     /* [N], or NULL without the bias Add */
+  RowFn *row;      /* the epilogue's width, chosen at create */
   /* set by reshape */
   int reshaped, in_rank;
   int64_t m, in_dims[QH_MAX_RANK];
   size_t scale_count;
-  dnnl_primitive_t prim;
-  dnnl_memory_t src, wei, dst;
+  X86Prim p;
 } DynLinear;
 
-enum { IN_X, IN_W, IN_XZP, IN_WZP, IN_SCALE, N_IN };
+enum { IN_X, IN_W, IN_XZP, IN_WZP, IN_SCALE, IN_BIAS };
 
 /* Without VNNI: the vpmaddubsw pair sums x0 w0 + x1 w1 stay below 2^15 for x in [0, 255]
  * when the two largest |w| of each column add up to at most 128 (255 * 128 = 32640). */
@@ -56,17 +108,42 @@ static int pairs_may_saturate(const int8_t *w, int64_t k, int64_t n) {
   return 0;
 }
 
-/* The checks accept and create share; *w gets the weight bytes (borrowed). */
+/* The bias Add's constant: float, one per column of the output ([N]), so the Add keeps
+ * the shape and adds b[c] to column c. *b gets its data (borrowed). */
+static const char *bias_problem(const QhHostApi *host, const QhGraphView *g, uint32_t bv, int64_t n,
+                                const float **b) {
+  int64_t d[QH_MAX_RANK];
+  if (!(host->value_flags(g, bv) & QH_VALUE_CONSTANT) || host->value_dtype(g, bv) != QH_DTYPE_FLOAT)
+    return "the bias Add's other input is not a float constant";
+  if (uq_known_shape(host, g, bv, d) != 1 || d[0] != n)
+    return "the bias Add's constant is not one float per output column";
+  const void *bd = NULL;
+  size_t bn = 0;
+  QhStatus *st = host->value_data(g, bv, &bd, &bn);
+  if (st) {
+    host->status_free(st);
+    return "the bias Add's constant cannot be read";
+  }
+  if (!bd || bn != (size_t)n * sizeof(float))
+    return "the bias Add's constant differs from its shape";
+  *b = bd;
+  return NULL;
+}
+
+/* The checks accept and create share; *w gets the weight bytes, *b the bias or NULL
+ * (both borrowed). */
 static const char *analyze(const X86Instance *inst, const QhHostApi *host, const QhGraphView *g,
-                           const QhNodeUnit *u, int64_t *k, int64_t *n, const int8_t **w) {
-  if (u->n_nodes != 3 || !uq_op_is(host, g, u->nodes[0], "MatMulInteger") ||
-      !uq_op_is(host, g, u->nodes[1], "Cast") || !uq_op_is(host, g, u->nodes[2], "Mul"))
-    return "dynamic linear pattern on ops other than MatMulInteger -> Cast -> Mul";
+                           const QhNodeUnit *u, int64_t *k, int64_t *n, const int8_t **w, const float **b) {
+  if (u->n_nodes < 3 || u->n_nodes > 4 || !uq_op_is(host, g, u->nodes[0], "MatMulInteger") ||
+      !uq_op_is(host, g, u->nodes[1], "Cast") || !uq_op_is(host, g, u->nodes[2], "Mul") ||
+      (u->n_nodes == 4 && !uq_op_is(host, g, u->nodes[3], "Add")))
+    return "dynamic linear pattern on ops other than MatMulInteger -> Cast -> Mul (-> Add)";
   if (uq_attr_int(host, g, u->nodes[1], "to", 0) != QH_DTYPE_FLOAT)
     return "Cast to other than float";
-  if (u->n_inputs != N_IN)
-    return "MatMulInteger without both zero points, or a Mul with more inputs";
-  for (size_t i = 0; i < N_IN; i++)
+  size_t n_in = u->n_nodes == 4 ? IN_BIAS + 1 : IN_SCALE + 1;
+  if (u->n_inputs != n_in)
+    return "MatMulInteger without both zero points, or a Mul or Add with more inputs";
+  for (size_t i = 0; i < n_in; i++)
     if (u->input_qparams[i])
       return "an input comes through DequantizeLinear: not the dynamic format";
   if (u->output_qparams[0])
@@ -95,6 +172,10 @@ static const char *analyze(const X86Instance *inst, const QhHostApi *host, const
     if (((const int8_t *)zd)[i] != 0)
       return "asymmetric weights (non-zero B zero point) are not supported";
   *w = wd;
+  *b = NULL;
+  const char *bp = u->n_nodes == 4 ? bias_problem(host, g, u->inputs[IN_BIAS], *n, b) : NULL;
+  if (bp)
+    return bp;
   if (inst && !inst->vnni && pairs_may_saturate(wd, *k, *n))
     return "without VNNI oneDNN's u8*s8 int16 pair sums may saturate for these weights "
            "(DynamicQuantizeLinear's activations use all of [0, 255])";
@@ -105,18 +186,16 @@ QhStatus *x86_accept_dynamic_linear(void *instance, const QhHostApi *host, const
                                     const QhNodeUnit *u) {
   int64_t k, n;
   const int8_t *w;
-  const char *p = analyze(instance, host, g, u, &k, &n, &w);
+  const float *b;
+  const char *p = analyze(instance, host, g, u, &k, &n, &w, &b);
   return p ? host->status_new(QH_ERR_UNSUPPORTED, p) : NULL;
 }
 
+/* The unit's inputs: MatMulInteger's four, the scale, and the bias when there is one. */
+static size_t unit_inputs(const DynLinear *k) { return k->bias ? IN_BIAS + 1 : IN_SCALE + 1; }
+
 static void release(DynLinear *k) {
-  if (k->prim)
-    dnnl_primitive_destroy(k->prim);
-  dnnl_memory_t *m[] = {&k->src, &k->wei, &k->dst};
-  for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
-    if (*m[i])
-      dnnl_memory_destroy(*m[i]), *m[i] = NULL;
-  k->prim = NULL;
+  x86_prim_release(&k->p);
   k->reshaped = 0;
 }
 
@@ -128,6 +207,7 @@ static void destroy(void *kernel) {
   free(k->w);
   free(k->colsum);
   free(k->zc);
+  free(k->bias);
   free(k);
 }
 
@@ -137,21 +217,26 @@ static QhStatus *create(void *instance, const QhHostApi *host, const QhGraphView
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "create: bad arguments");
   int64_t kd = 0, nd = 0;
   const int8_t *w = NULL;
-  const char *p = analyze(instance, host, g, u, &kd, &nd, &w);
+  const float *b = NULL;
+  const char *p = analyze(instance, host, g, u, &kd, &nd, &w, &b);
   if (p)
     return host->status_new(QH_ERR_UNSUPPORTED, p);
   DynLinear *k = calloc(1, sizeof *k);
   if (!k)
     return host->status_new(QH_ERR_OUT_OF_MEMORY, "out of memory");
   k->inst = instance, k->k = kd, k->n = nd;
+  k->row = host->cpu_features() & QH_CPU_AVX512F ? row_avx512 : row_sse2;
   k->w = malloc((size_t)(kd * nd));
   k->colsum = calloc((size_t)nd, sizeof *k->colsum);
   k->zc = calloc((size_t)nd, sizeof *k->zc);
-  if (!k->w || !k->colsum || !k->zc) {
+  k->bias = b ? malloc((size_t)nd * sizeof *k->bias) : NULL;
+  if (!k->w || !k->colsum || !k->zc || (b && !k->bias)) {
     destroy(k);
     return host->status_new(QH_ERR_OUT_OF_MEMORY, "out of memory packing weights");
   }
   memcpy(k->w, w, (size_t)(kd * nd));
+  if (b)
+    memcpy(k->bias, b, (size_t)nd * sizeof *k->bias);
   for (int64_t j = 0; j < kd; j++)
     for (int64_t c = 0; c < nd; c++)
       k->colsum[c] += w[j * nd + c];
@@ -159,57 +244,21 @@ static QhStatus *create(void *instance, const QhHostApi *host, const QhGraphView
   return NULL;
 }
 
-#define CK(call, what)                                   \
-  do {                                                   \
-    QhStatus *ck_ = x86_dnnl_status(host, (call), what); \
-    if (ck_)                                             \
-      return ck_;                                        \
-  } while (0)
-
-/* The primitive for [M, K] x [K, N] and the weights reordered once into its format. */
+/* The primitive for [M, K] x [K, N] -> s32 and the weights reordered once into its format. */
 static QhStatus *build(DynLinear *k, const QhHostApi *host) {
-  dnnl_engine_t eng = k->inst->engine;
   dnnl_dims_t sd = {k->m, k->k}, wd = {k->k, k->n}, dd = {k->m, k->n};
   dnnl_memory_desc_t src, wany, wuser, dst;
-  CK(dnnl_memory_desc_init_by_tag(&src, 2, sd, dnnl_u8, dnnl_ab), "memory_desc_init(src)");
-  CK(dnnl_memory_desc_init_by_tag(&wany, 2, wd, dnnl_s8, dnnl_format_tag_any), "memory_desc_init(weights)");
-  CK(dnnl_memory_desc_init_by_tag(&wuser, 2, wd, dnnl_s8, dnnl_ab), "memory_desc_init(weights)");
-  CK(dnnl_memory_desc_init_by_tag(&dst, 2, dd, dnnl_s32, dnnl_ab), "memory_desc_init(dst)");
+  X86_CK(dnnl_memory_desc_init_by_tag(&src, 2, sd, dnnl_u8, dnnl_ab), "memory_desc_init(src)");
+  X86_CK(dnnl_memory_desc_init_by_tag(&wany, 2, wd, dnnl_s8, dnnl_format_tag_any), "memory_desc_init(weights)");
+  X86_CK(dnnl_memory_desc_init_by_tag(&wuser, 2, wd, dnnl_s8, dnnl_ab), "memory_desc_init(weights)");
+  X86_CK(dnnl_memory_desc_init_by_tag(&dst, 2, dd, dnnl_s32, dnnl_ab), "memory_desc_init(dst)");
   dnnl_matmul_desc_t md;
-  CK(dnnl_matmul_desc_init(&md, &src, &wany, NULL, &dst), "matmul_desc_init");
+  X86_CK(dnnl_matmul_desc_init(&md, &src, &wany, NULL, &dst), "matmul_desc_init");
   dnnl_primitive_desc_t pd = NULL;
-  CK(dnnl_primitive_desc_create(&pd, &md, NULL, eng, NULL), "u8 x s8 matmul");
-  const dnnl_memory_desc_t *want = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-  dnnl_memory_t from = NULL;
-  dnnl_primitive_desc_t rpd = NULL;
-  dnnl_primitive_t r = NULL;
-  dnnl_status_t s = dnnl_primitive_create(&k->prim, pd);
-  if (s == dnnl_success)
-    s = dnnl_memory_create(&k->wei, want, eng, DNNL_MEMORY_ALLOCATE);
-  if (s == dnnl_success)
-    s = dnnl_memory_create(&from, &wuser, eng, k->w);
-  if (s == dnnl_success)
-    s = dnnl_reorder_primitive_desc_create(&rpd, &wuser, eng, want, eng, NULL);
-  if (s == dnnl_success)
-    s = dnnl_primitive_create(&r, rpd);
-  if (s == dnnl_success) {
-    dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, k->wei}};
-    s = dnnl_primitive_execute(r, k->inst->stream, 2, args);
-    if (s == dnnl_success)
-      s = dnnl_stream_wait(k->inst->stream);
-  }
-  if (r)
-    dnnl_primitive_destroy(r);
-  if (rpd)
-    dnnl_primitive_desc_destroy(rpd);
-  if (from)
-    dnnl_memory_destroy(from);
+  X86_CK(dnnl_primitive_desc_create(&pd, &md, NULL, k->inst->engine, NULL), "u8 x s8 matmul");
+  QhStatus *st = x86_prim_create(k->inst, host, pd, &wuser, k->w, &k->p);
   dnnl_primitive_desc_destroy(pd);
-  if (s == dnnl_success)
-    s = dnnl_memory_create(&k->src, &src, eng, DNNL_MEMORY_NONE);
-  if (s == dnnl_success)
-    s = dnnl_memory_create(&k->dst, &dst, eng, DNNL_MEMORY_NONE);
-  return x86_dnnl_status(host, s, "building the u8 x s8 matmul");
+  return st;
 }
 
 static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView *inputs, size_t n_inputs,
@@ -217,7 +266,7 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
   DynLinear *k = kernel;
   if (!host)
     return NULL;
-  if (!k || !inputs || n_inputs != N_IN || !outputs || n_outputs != 1 || !out_workspace)
+  if (!k || !inputs || n_inputs != unit_inputs(k) || !outputs || n_outputs != 1 || !out_workspace)
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "reshape: bad arguments");
   const QhTensorView *x = &inputs[IN_X], *xzp = &inputs[IN_XZP], *sc = &inputs[IN_SCALE];
   QhTensorView *y = &outputs[0];
@@ -260,35 +309,20 @@ typedef struct {
   const DynLinear *k;
   const int32_t *acc, *zc; /* zc[c] = x_zero_point * colsum(W)[c] (wrapping) */
   const float *scale;
+  const float *bias; /* or NULL */
   float *y;
   size_t rows_per_task;
 } Job;
 
-/* MatMulInteger's int32 result acc - zc (wrapping modulo 2^32 as its accumulators do),
- * then the host's Cast (cvtdq2ps rounds to nearest even, as the C conversion does) and
- * Mul, four columns per SSE2 instruction. */
 static void finish_task(void *user, size_t t, uint32_t worker) {
   (void)worker;
   const Job *j = user;
   const DynLinear *k = j->k;
   size_t n = (size_t)k->n, r0 = t * j->rows_per_task, r1 = r0 + j->rows_per_task;
-  int per_column = k->scale_count != 1;
-  const __m128 s1 = _mm_set1_ps(j->scale[0]);
   if (r1 > (size_t)k->m)
     r1 = (size_t)k->m;
-  for (size_t r = r0; r < r1; r++) {
-    const int32_t *acc = j->acc + r * n;
-    float *y = j->y + r * n;
-    size_t c = 0;
-    for (; c + 4 <= n; c += 4) {
-      __m128i v = _mm_sub_epi32(_mm_loadu_si128((const __m128i *)(acc + c)),
-                                _mm_loadu_si128((const __m128i *)(j->zc + c)));
-      __m128 s = per_column ? _mm_loadu_ps(j->scale + c) : s1;
-      _mm_storeu_ps(y + c, _mm_mul_ps(_mm_cvtepi32_ps(v), s));
-    }
-    for (; c < n; c++)
-      y[c] = (float)(int32_t)((uint32_t)acc[c] - (uint32_t)j->zc[c]) * j->scale[per_column ? c : 0];
-  }
+  for (size_t r = r0; r < r1; r++)
+    k->row(j->acc + r * n, j->zc, j->scale, k->scale_count != 1, j->bias, j->y + r * n, n);
 }
 
 static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ctx, const QhTensorView *inputs,
@@ -298,7 +332,7 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
   DynLinear *k = kernel;
   if (!host)
     return NULL;
-  if (!k || !inputs || n_inputs != N_IN || !outputs || n_outputs != 1)
+  if (!k || !inputs || n_inputs != unit_inputs(k) || !outputs || n_outputs != 1)
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: bad arguments");
   if (!k->reshaped)
     return host->status_new(QH_ERR_INVALID_STATE, "run before reshape");
@@ -318,19 +352,12 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
   X86Instance *inst = k->inst;
   pthread_mutex_lock(&inst->lock);
   omp_set_num_threads(inst->n_threads);
-  dnnl_status_t s = dnnl_memory_set_data_handle(k->src, (void *)x->data);
-  if (s == dnnl_success)
-    s = dnnl_memory_set_data_handle(k->dst, workspace);
-  dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, k->src}, {DNNL_ARG_WEIGHTS, k->wei}, {DNNL_ARG_DST, k->dst}};
-  if (s == dnnl_success)
-    s = dnnl_primitive_execute(k->prim, inst->stream, 3, args);
-  if (s == dnnl_success)
-    s = dnnl_stream_wait(inst->stream);
+  dnnl_status_t s = x86_prim_execute(inst, &k->p, x->data, NULL, workspace);
   if (s == dnnl_success) {
     uint32_t zx = *(const uint8_t *)xzp->data;
     for (int64_t c = 0; c < k->n; c++)
       k->zc[c] = (int32_t)(zx * (uint32_t)k->colsum[c]);
-    Job j = {k, workspace, k->zc, sc->data, y->data, 16};
+    Job j = {k, workspace, k->zc, sc->data, k->bias, y->data, 16};
     x86_parallel_for(inst, ((size_t)k->m + j.rows_per_task - 1) / j.rows_per_task, finish_task, &j);
   }
   pthread_mutex_unlock(&inst->lock);

@@ -313,6 +313,14 @@ static const QhLoweringPattern act_matmul = {QH_STRUCT_HEADER(QhLoweringPattern)
 static const char *const dynamic_linear_ops[] = {"MatMulInteger", "Cast", "Mul"};
 static const int32_t dynamic_linear_roles[] = {QH_ROLE_NOT_OBSERVED, QH_ROLE_WEIGHT, QH_ROLE_NOT_OBSERVED,
                                                QH_ROLE_NOT_OBSERVED};
+/* The same with its bias Add (a four-op pattern, ABI 1.2): the bias enters as a float
+ * constant extra input of op 3 and is added in the kernel's epilogue */
+static const char *const dynamic_linear_bias_ops[] = {"MatMulInteger", "Cast", "Mul", "Add"};
+static const QhLoweringPattern dynamic_linear_bias = {
+    QH_STRUCT_HEADER(QhLoweringPattern), .id = "dynamic_linear_bias", .ops = dynamic_linear_bias_ops, .n_ops = 4,
+    .extra_inputs_mask = 1u << 2 | 1u << 3, .input_roles = dynamic_linear_roles, .n_input_roles = 4,
+    .flags = QH_PATTERN_FLOAT_EXTRA_INPUTS, .kernel = &x86_dynamic_linear_kernel,
+    .accept = x86_accept_dynamic_linear};
 static const QhLoweringPattern dynamic_linear = {
     QH_STRUCT_HEADER(QhLoweringPattern), .id = "dynamic_linear", .ops = dynamic_linear_ops, .n_ops = 3,
     .extra_inputs_mask = 1u << 2, .input_roles = dynamic_linear_roles, .n_input_roles = 4,
@@ -350,7 +358,8 @@ PATTERN(slice_channels, slice_ops, 0, x86_slice_kernel, x86_accept_u8op); /* Shu
 /* Most fused first: the first pattern that matches and accepts wins. */
 static const QhLoweringPattern *const patterns[] = {
     &conv_add_relu, &conv_add, &conv_relu, &conv_clip, &conv,
-    &linear_relu, &linear, &matmul_add, &matmul_relu, &matmul, &act_matmul, &dynamic_linear,
+    &linear_relu, &linear, &matmul_add, &matmul_relu, &matmul, &act_matmul, &dynamic_linear_bias,
+    &dynamic_linear,
     &add_relu, &add, &act_mul_relu, &act_mul, &mul_relu, &mul, &concat, &relu, &clip, &maxpool, &avgpool, &global_avgpool, &flatten,
     &sigmoid, &tanh_lut, &hardsigmoid, &hardswish, &batchnorm_relu, &batchnorm, &pad, &reducemean, &channel_shuffle, &slice_channels};
 const QhLoweringOps x86_lowering = {QH_STRUCT_HEADER(QhLoweringOps), patterns,

@@ -23,29 +23,17 @@ typedef struct {
   float *oscale; /* per output channel */
   int32_t zx, zo;
   int64_t nc;
-  dnnl_primitive_t prim;
-  dnnl_memory_t src, wei, bia, dst, zp_src, zp_dst;
+  X86Prim p;
   int32_t zp_src_val, zp_dst_val;
   int reshaped, in_rank;
   int64_t in_dims[QH_MAX_RANK];
   size_t in_bytes, out_bytes;
 } Kernel;
 
-#define CK(call, what)                                                 \
-  do {                                                                 \
-    QhStatus *ck_ = x86_dnnl_status(host, (call), what);               \
-    if (ck_)                                                           \
-      return ck_;                                                      \
-  } while (0)
+#define CK X86_CK
 
 static void release(Kernel *k) {
-  if (k->prim)
-    dnnl_primitive_destroy(k->prim);
-  dnnl_memory_t *m[] = {&k->src, &k->wei, &k->bia, &k->dst, &k->zp_src, &k->zp_dst};
-  for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
-    if (*m[i])
-      dnnl_memory_destroy(*m[i]), *m[i] = NULL;
-  k->prim = NULL;
+  x86_prim_release(&k->p);
   k->reshaped = 0;
 }
 
@@ -186,34 +174,6 @@ static QhStatus *mem(const QhHostApi *host, dnnl_engine_t eng, dnnl_memory_t *m,
   return NULL;
 }
 
-/* Reorders the user weights (md user) into the primitive's preferred weights memory. */
-static QhStatus *reorder_weights(Kernel *k, const QhHostApi *host, const_dnnl_primitive_desc_t pd,
-                                 const dnnl_memory_desc_t *user) {
-  dnnl_engine_t eng = k->inst->engine;
-  const dnnl_memory_desc_t *want = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-  dnnl_memory_t from = NULL;
-  CK(dnnl_memory_create(&from, user, eng, k->w), "memory_create(weights)");
-  dnnl_status_t s = dnnl_memory_create(&k->wei, want, eng, DNNL_MEMORY_ALLOCATE);
-  dnnl_primitive_desc_t rpd = NULL;
-  dnnl_primitive_t r = NULL;
-  if (s == dnnl_success)
-    s = dnnl_reorder_primitive_desc_create(&rpd, user, eng, want, eng, NULL);
-  if (s == dnnl_success)
-    s = dnnl_primitive_create(&r, rpd);
-  if (s == dnnl_success) {
-    dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, k->wei}};
-    s = dnnl_primitive_execute(r, k->inst->stream, 2, args);
-    if (s == dnnl_success)
-      s = dnnl_stream_wait(k->inst->stream);
-  }
-  if (r)
-    dnnl_primitive_destroy(r);
-  if (rpd)
-    dnnl_primitive_desc_destroy(rpd);
-  dnnl_memory_destroy(from);
-  return x86_dnnl_status(host, s, "weight reorder");
-}
-
 /* as_conv: the primitive is a convolution (a linear unit passes 1x1 descriptors). */
 static QhStatus *build(Kernel *k, const QhHostApi *host, const dnnl_memory_desc_t *src,
                        const dnnl_memory_desc_t *wei_user, const dnnl_memory_desc_t *bia,
@@ -249,21 +209,15 @@ static QhStatus *build(Kernel *k, const QhHostApi *host, const dnnl_memory_desc_
                          as_conv ? "int8 convolution" : "int8 matmul");
   dnnl_primitive_attr_destroy(attr);
   if (!st)
-    st = reorder_weights(k, host, pd, wei_user);
-  if (!st)
-    st = x86_dnnl_status(host, dnnl_primitive_create(&k->prim, pd), "primitive_create");
-  if (!st)
-    st = x86_dnnl_status(host, dnnl_memory_create(&k->src, src, eng, DNNL_MEMORY_NONE), "memory_create");
-  if (!st)
-    st = x86_dnnl_status(host, dnnl_memory_create(&k->dst, dst, eng, DNNL_MEMORY_NONE), "memory_create");
+    st = x86_prim_create(k->inst, host, pd, wei_user, k->w, &k->p);
   if (!st && k->bias)
-    st = x86_dnnl_status(host, dnnl_memory_create(&k->bia, bia, eng, k->bias), "memory_create");
+    st = x86_dnnl_status(host, dnnl_memory_create(&k->p.bia, bia, eng, k->bias), "memory_create");
   k->zp_src_val = k->zx, k->zp_dst_val = k->zo;
   dnnl_dims_t one = {1};
   if (!st && k->zx)
-    st = mem(host, eng, &k->zp_src, 1, one, dnnl_s32, dnnl_a, &k->zp_src_val);
+    st = mem(host, eng, &k->p.zp_src, 1, one, dnnl_s32, dnnl_a, &k->zp_src_val);
   if (!st && k->zo)
-    st = mem(host, eng, &k->zp_dst, 1, one, dnnl_s32, dnnl_a, &k->zp_dst_val);
+    st = mem(host, eng, &k->p.zp_dst, 1, one, dnnl_s32, dnnl_a, &k->zp_dst_val);
   if (pd)
     dnnl_primitive_desc_destroy(pd);
   return st;
@@ -398,28 +352,11 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
     if (r->data != y->data)
       memcpy(y->data, r->data, k->out_bytes);
   }
-  dnnl_exec_arg_t args[6];
-  int n = 0;
-  args[n++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, k->src};
-  args[n++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, k->wei};
-  args[n++] = (dnnl_exec_arg_t){DNNL_ARG_DST, k->dst};
-  if (k->bia)
-    args[n++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, k->bia};
-  if (k->zp_src)
-    args[n++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, k->zp_src};
-  if (k->zp_dst)
-    args[n++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, k->zp_dst};
   X86Instance *inst = k->inst;
   pthread_mutex_lock(&inst->lock);
   /* The OpenMP thread count is per calling thread: set it on the thread that runs. */
   omp_set_num_threads(inst->n_threads);
-  dnnl_status_t s = dnnl_memory_set_data_handle(k->src, (void *)x->data);
-  if (s == dnnl_success)
-    s = dnnl_memory_set_data_handle(k->dst, y->data);
-  if (s == dnnl_success)
-    s = dnnl_primitive_execute(k->prim, inst->stream, n, args);
-  if (s == dnnl_success)
-    s = dnnl_stream_wait(inst->stream);
+  dnnl_status_t s = x86_prim_execute(inst, &k->p, x->data, NULL, y->data);
   pthread_mutex_unlock(&inst->lock);
   return x86_dnnl_status(host, s, "execute");
 }

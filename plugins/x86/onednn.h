@@ -62,6 +62,36 @@ QhStatus *x86_analyze(void *instance, const QhHostApi *host, const QhGraphView *
 /* Message for a failed oneDNN call, NULL on success. */
 QhStatus *x86_dnnl_status(const QhHostApi *host, dnnl_status_t s, const char *what);
 
+/* Returns the message of a failed oneDNN call from the enclosing function (which has a
+ * `host` in scope and returns QhStatus *). */
+#define X86_CK(call, what)                                 \
+  do {                                                     \
+    QhStatus *x86_ck_ = x86_dnnl_status(host, (call), what); \
+    if (x86_ck_)                                           \
+      return x86_ck_;                                      \
+  } while (0)
+
+/* onednn-prim.c: a primitive and the memories it runs on; members NULL when absent.
+ * Owned by the kernel that holds it; one kernel's run at a time (the instance lock). */
+typedef struct {
+  dnnl_primitive_t prim;
+  dnnl_memory_t src, wei, bia, dst, zp_src, zp_dst;
+} X86Prim;
+
+/* Creates p->prim from pd (borrowed; the caller destroys it), and memories for src and
+ * dst of pd's formats whose buffers run binds. Weights: with wei_user, wei_data (laid
+ * out as *wei_user, borrowed for the call) is reordered once into pd's preferred format
+ * (constant weights); without, p->wei is bound at run too. bia, zp_src and zp_dst are
+ * the caller's to create. On error p is released and the status names the call. */
+QhStatus *x86_prim_create(const X86Instance *inst, const QhHostApi *host, const_dnnl_primitive_desc_t pd,
+                          const dnnl_memory_desc_t *wei_user, void *wei_data, X86Prim *p);
+/* Binds src, wei (unless NULL: the reordered weights stay) and dst, executes with every
+ * memory p has, and waits. The caller holds inst->lock and has set the OpenMP thread
+ * count on this thread. */
+dnnl_status_t x86_prim_execute(const X86Instance *inst, X86Prim *p, const void *src, void *wei, void *dst);
+/* Destroys the primitive and every memory; p may be partly built. */
+void x86_prim_release(X86Prim *p);
+
 extern const QhKernelOps x86_conv_kernel, x86_linear_kernel;
 
 /* lowering.c's analysis helpers, shared with u8-ops-*.c and u8-concat.c. */

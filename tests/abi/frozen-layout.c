@@ -176,6 +176,9 @@ _Static_assert(QH_QSCHEME_PER_TENSOR_AFFINE == 0 && QH_QSCHEME_PER_CHANNEL_SYMME
                "qschemes are PyTorch's order");
 _Static_assert(QH_SPEC_QUANTIZE == 1 && QH_SPEC_FLOAT == 5, "spec kinds");
 _Static_assert(QH_INVALID_ID == 0xffffffffu && QH_MAX_RANK == 8 && QH_PATTERN_MAX_OPS == 3, "limits");
+#if QH_ABI_MINOR >= 2
+_Static_assert(QH_LOWERING_PATTERN_MAX_OPS == 4, "lowering patterns of ABI 1.2 may have four ops");
+#endif
 
 int main(void) {
   printf("ABI 1.0%s layout holds (SDK %d.%d)\n", QH_ABI_MINOR >= 1 ? " and 1.1" : "", QH_ABI_MAJOR,

@@ -627,24 +627,29 @@ static void test_reduce_mean(void) {
   qh_graph_free(g);
 }
 
-/* DynamicQuantizeLinear's SSE2 path gives its scalar twin's bytes, scale and zero point:
- * random data (a tail past the vector width), exact half-step ties, NaN and a range
- * without negative values. */
+/* DynamicQuantizeLinear's vector path (AVX-512F, or SSE2: unit/test_kernels_pointwise/sse2)
+ * gives its scalar twin's bytes, scale and zero point:
+ * random data (a tail past the vector width), exact half-step ties, NaN, a range
+ * without negative values, and several blocks split over two threads. */
 static void test_dql_matches_twin(void) {
   QhGraph *g = qh_graph_new();
   GRand *r = g_rand_new_with_seed(13);
   QhNode *node = make_node(g, "DynamicQuantizeLinear", 1, 3);
-  for (int form = 0; form < 3; form++) {
-    QhTensor *x = random_f32(S1(1003), r, form == 2 ? 0.5 : -3, 4);
+  for (int form = 0; form < 4; form++) {
+    /* form 3: several blocks of the threaded loops, on two threads */
+    int64_t n = form == 3 ? 3 * 16384 + 1001 : 1003;
+    QhTensor *x = random_f32(S1(n), r, form == 2 ? 0.5 : -3, 4);
     float *v = x->data;
     if (form == 1) { /* range [-2.55, 0]: scale 0.01, half steps are ties */
       for (int64_t i = 0; i < 1003; i++)
         v[i] = -(float)(i % 511) * 0.005f;
       v[7] = NAN;
     }
+    if (form == 3) /* a NaN and a -0 in later blocks than the first */
+      v[20000] = NAN, v[40000] = -0.0f;
     QhTensor *fast[3], *twin[3];
     GError *error = NULL;
-    run_op(node, IN(x), 1, fast, 3, pool1, FALSE, &error);
+    run_op(node, IN(x), 1, fast, 3, form == 3 ? pool2 : pool1, FALSE, &error);
     g_assert_no_error(error);
     run_op(node, IN(x), 1, twin, 3, pool1, TRUE, &error);
     g_assert_no_error(error);

@@ -1,7 +1,8 @@
 /* Unit tests of the loader's validation of lowering patterns' flags: a pattern built
  * against ABI 1.1 may set QH_PATTERN_THROUGH_SHARED_QDQ on a pattern of two or more
  * ops; a 1.0 pattern, a one-op pattern or an unknown bit is refused with one message
- * naming the pattern. */
+ * naming the pattern. Four-op patterns load when built against ABI 1.2, not 1.1; five
+ * ops never. */
 #include <string.h>
 
 #include "core/error.h"
@@ -78,8 +79,34 @@ static void test_through_shared_qdq_flag(void) {
   g_assert_null(validate(&none));
 }
 
+static const char *const dyn_bias[] = {"MatMulInteger", "Cast", "Mul", "Add", "Relu"};
+
+static void test_four_op_patterns(void) {
+  QhLoweringPattern p = {QH_STRUCT_HEADER(QhLoweringPattern), .id = "dyn_bias", .ops = dyn_bias, .n_ops = 4,
+                         .extra_inputs_mask = 0xcu, .flags = QH_PATTERN_FLOAT_EXTRA_INPUTS, .kernel = &kernel};
+  g_assert_null(validate(&p));
+
+  QhLoweringPattern old = p; /* a 1.1 pattern stops at three ops */
+  old.abi_version = QH_ABI_MAJOR << 16 | 1u;
+  old.flags = 0;
+  char *msg = validate(&old);
+  g_assert_nonnull(msg);
+  g_assert_nonnull(strstr(msg, "lowering.patterns[0] 'dyn_bias': n_ops must be 1 to 3"));
+  g_free(msg);
+  old.n_ops = 3, old.extra_inputs_mask = 0x4u;
+  g_assert_null(validate(&old));
+
+  QhLoweringPattern five = p;
+  five.n_ops = 5;
+  msg = validate(&five);
+  g_assert_nonnull(msg);
+  g_assert_nonnull(strstr(msg, "n_ops must be 1 to 4"));
+  g_free(msg);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/validate/lowering/through-shared-qdq-flag", test_through_shared_qdq_flag);
+  g_test_add_func("/validate/lowering/four-op-patterns", test_four_op_patterns);
   return g_test_run();
 }

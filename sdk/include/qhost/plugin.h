@@ -240,11 +240,19 @@ typedef struct QhKernelOps {
  * root inputs are declared QH_ROLE_NOT_OBSERVED in input_roles for the same reason. */
 #define QH_PATTERN_FLOAT_EXTRA_INPUTS 0x2u
 
+/* The longest lowering pattern (Added in ABI 1.2): a pattern whose abi_version is 1.2 or
+ * later may have up to four ops, so that a kernel can claim ONNX Runtime's dynamic unit
+ * with its bias (MatMulInteger -> Cast -> Mul -> Add). Patterns built against 1.0 or 1.1
+ * keep QH_PATTERN_MAX_OPS (3); the host refuses longer ones at load. Declarative
+ * BackendConfig patterns (backend-config.h) stay at QH_PATTERN_MAX_OPS. QhNodeUnit.nodes
+ * holds n_nodes entries either way. */
+#define QH_LOWERING_PATTERN_MAX_OPS 4
+
 typedef struct QhLoweringPattern {
   uint32_t abi_version;
   uint32_t struct_size;
   const char *id;         /* unique within the plugin ("conv_relu") */
-  const char *const *ops; /* ONNX op types, 1..QH_PATTERN_MAX_OPS */
+  const char *const *ops; /* ONNX op types, 1..QH_PATTERN_MAX_OPS (1..QH_LOWERING_PATTERN_MAX_OPS since ABI 1.2) */
   size_t n_ops;
   uint32_t extra_inputs_mask; /* as QhBackendPatternConfig.extra_inputs_mask */
   const int32_t *input_roles; /* roles of the first op's input slots; NULL as in backend-config.h */

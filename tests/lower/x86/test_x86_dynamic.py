@@ -1,10 +1,11 @@
 #!/usr/bin/python3
 """The x86 plugin's unit for ONNX Runtime's dynamic format (plugins/x86/dynamic-linear.c):
 files written by `qhost quantize --dynamic` (a Gemm MLP; an encoder layer of nn.Linear on
-3-D inputs; weights per tensor and per channel) run with `--backend x86`: every
-MatMulInteger -> Cast -> Mul is on the plugin and the output is bit-identical to the
-host's reference path (DynamicQuantizeLinear, MatMulInteger, Cast, Mul as ONNX defines
-them); with VNNI hidden (QHOST_CPU_DISABLE=avx512vnni,avxvnni) a unit whose weights could
+3-D inputs; weights per tensor and per channel; Linears without bias) run with
+`--backend x86`: every MatMulInteger -> Cast -> Mul, with its bias Add where the Linear has
+one (the four-op pattern dynamic_linear_bias), is on the plugin and the output is
+bit-identical to the host's reference path (DynamicQuantizeLinear, MatMulInteger, Cast, Mul,
+Add as ONNX defines them); with VNNI hidden (QHOST_CPU_DISABLE=avx512vnni,avxvnni) a unit whose weights could
 saturate vpmaddubsw's int16 pair sums is declined with that reason and runs on the host.
 """
 import json
@@ -32,6 +33,9 @@ def export(tmp, name):
     if name == "mlp":  # Gemm with transB=1 and a bias, 2-D input
         model, x = nn.Sequential(nn.Linear(24, 40), nn.ReLU(), nn.Linear(40, 16), nn.ReLU(),
                                  nn.Linear(16, 5)), torch.randn(6, 24)
+    elif name == "no_bias":  # MatMul without Add: the three-op unit; a biased one between
+        model, x = nn.Sequential(nn.Linear(24, 40, bias=False), nn.ReLU(), nn.Linear(40, 16),
+                                 nn.ReLU(), nn.Linear(16, 5, bias=False)), torch.randn(2, 7, 24)
     else:  # MatMul on 3-D inputs then Add(bias); attention's two MatMuls stay float
         model, x = Encoder(32, 2, 64), torch.randn(2, 9, 32)
     path = os.path.join(tmp, f"{name}.onnx")
@@ -50,7 +54,8 @@ def run_hidden(r, hidden, *args):
         os.environ.pop("QHOST_CPU_DISABLE", None)
 
 
-def check(r, tmp, name, per_channel):
+def check(r, tmp, name, per_channel, want_ops):
+    """want_ops: the op chains of the MatMulInteger units, in graph order."""
     fpath, x = export(tmp, name)
     dyn = os.path.join(tmp, f"{name}.dyn.onnx")
     tl.ok(r, "quantize", "--dynamic", fpath, "-o", dyn, "--quiet", *(["--dynamic-per-channel"] if per_channel else []))
@@ -61,10 +66,11 @@ def check(r, tmp, name, per_channel):
     vnni = tl.VNNI
     if vnni:
         units = json.loads(tl.ok(r, "inspect", dyn, "--json", *tl.BACKEND))["coverage"]["units"]
-        mine = [u for u in units if u["ops"] == "MatMulInteger+Cast+Mul"]
-        n_mmi = sum(u["ops"].startswith("MatMulInteger") for u in units)
-        print(f"{name}: {len(mine)} of {n_mmi} MatMulInteger units on {[u.get('kernel') for u in mine][:1]}")
-        assert mine and len(mine) == n_mmi and all(u.get("kernel") == KERNEL for u in mine), units
+        mine = [u for u in units if u["ops"].startswith("MatMulInteger")]
+        print(f"{name}: {len(mine)} MatMulInteger units on {[u.get('kernel') for u in mine][:1]}: "
+              f"{[u['ops'] for u in mine]}")
+        assert [u["ops"] for u in mine] == want_ops, units
+        assert all(u.get("kernel") == KERNEL for u in mine), units
         for threads in ("1", "2"):
             tl.ok(r, "run", dyn, "--input", x, "-o", low, *tl.BACKEND, "--threads", threads)
             b = np.load(low)
@@ -83,19 +89,38 @@ def check(r, tmp, name, per_channel):
         raise qhtest.Skip("no VNNI on this CPU: only the decline was checked")
 
 
+BIAS = "MatMulInteger+Cast+Mul+Add"  # dynamic_linear_bias: the bias added in the kernel
+NO_BIAS = "MatMulInteger+Cast+Mul"
+
+
 def case_mlp(r, tmp):
-    check(r, tmp, "mlp", False)
+    check(r, tmp, "mlp", False, [BIAS] * 3)
 
 
 def case_encoder(r, tmp):
-    check(r, tmp, "encoder", False)
+    # Q, K, V, the out-projection, the feed-forward pair and the head, all with bias
+    check(r, tmp, "encoder", False, [BIAS] * 7)
 
 
 def case_encoder_per_channel(r, tmp):
-    check(r, tmp, "encoder", True)
+    check(r, tmp, "encoder", True, [BIAS] * 7)
 
 
-CASES = {"mlp": case_mlp, "encoder": case_encoder, "encoder_per_channel": case_encoder_per_channel}
+def case_no_bias(r, tmp):
+    check(r, tmp, "no_bias", True, [NO_BIAS, BIAS, NO_BIAS])
+
+
+def case_sse2_epilogue(r, tmp):
+    """The kernel's epilogue at SSE2 width: AVX-512F hidden from qhost (VNNI is not)."""
+    os.environ["QHOST_CPU_DISABLE"] = "avx512f"
+    try:
+        check(r, tmp, "no_bias", False, [NO_BIAS, BIAS, NO_BIAS])
+    finally:
+        os.environ.pop("QHOST_CPU_DISABLE", None)
+
+
+CASES = {"mlp": case_mlp, "encoder": case_encoder, "encoder_per_channel": case_encoder_per_channel,
+         "no_bias": case_no_bias, "sse2_epilogue": case_sse2_epilogue}
 
 if __name__ == "__main__":
     sys.exit(qhtest.main(CASES, __doc__.split("\n")[0]))
