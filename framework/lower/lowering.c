@@ -295,10 +295,15 @@ static void make_rows(QhLowering *l) {
         g_ptr_array_add(l->rows, partition_row(l, part));
       continue;
     }
-    if (is_qdq(n) || qh_plan_node_is_folded(l->shape_plan, id) || (u && u->nodes[0] != id))
+    /* A Q/DQ node is glue, summed apart, unless it is a requantize unit's
+     * QuantizeLinear: taken (a kernel's row) or declined (a host row with the reason). */
+    gboolean requantize_row = u || g_hash_table_contains(l->declines, GINT_TO_POINTER(id));
+    if ((is_qdq(n) && !requantize_row) || qh_plan_node_is_folded(l->shape_plan, id) || (u && u->nodes[0] != id))
       continue;
     QhLoweringRow *r = row_new(n->name);
     GString *ops = g_string_new(NULL);
+    if (is_qdq(n))
+      g_string_append(ops, "DequantizeLinear+"); /* the step the unit replaces */
     if (u) {
       for (int k = 0; k < u->n_nodes; k++) {
         const QhNode *op = qh_graph_node(l->graph, u->nodes[k]);
