@@ -302,8 +302,6 @@ static void make_rows(QhLowering *l) {
       continue;
     QhLoweringRow *r = row_new(n->name);
     GString *ops = g_string_new(NULL);
-    if (is_qdq(n))
-      g_string_append(ops, "DequantizeLinear+"); /* the step the unit replaces */
     if (u) {
       for (int k = 0; k < u->n_nodes; k++) {
         const QhNode *op = qh_graph_node(l->graph, u->nodes[k]);
@@ -326,6 +324,8 @@ static void make_rows(QhLowering *l) {
       else
         r->reason = g_strdup(why ? why->str : "no lowering pattern matches");
     }
+    if (is_qdq(n)) /* the pseudo-op's name, not the QuantizeLinear's: a DQ -> Q step */
+      g_string_assign(ops, "Requantize");
     r->ops = g_string_free(ops, FALSE);
     g_ptr_array_add(l->rows, r);
   }

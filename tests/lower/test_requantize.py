@@ -110,7 +110,7 @@ def lowered_case(src, dst, src_axis=None, dst_axis=None):
         print({n: (u["ops"], u["kernel"]) for n, u in units.items()},
               f"host Q/DQ {cov['host_qdq_nodes']}, between kernels {cov['qdq_between_kernels']}")
         req = units["x1_requantized"]
-        assert req["ops"] == "DequantizeLinear+QuantizeLinear" and req["kernel"] == "npu_requantize_8bit", req
+        assert req["ops"] == "Requantize" and req["kernel"] == "npu_requantize_8bit", req
         assert units["add"]["kernel"] == "npu_add_one_grid", units["add"]
         assert cov["plugin_units"] == 2 and len(cov["units"]) == 2, cov
         # left on the host: the two input QuantizeLinears and the output DequantizeLinear;
