@@ -3,7 +3,9 @@
 plugin (tests/lower/plugins/requant_npu.c), an NPU whose Add takes both inputs on one
 grid.
 
-Cases: a graph whose Add reads two tensors quantized on different grids meets the
+Cases: `qhost quantize` with requant_npu gives a float Add of two tensors of different
+ranges requantize steps (its post_convert) and both they and the Add run on its
+kernels; a graph whose Add reads two tensors quantized on different grids meets the
 NPU's rule with a requantize (DequantizeLinear -> QuantizeLinear onto the other input's
 grid) before the Add; the requantize is lowered on the plugin's kernel and so is the
 Add (bench's coverage lists both, no host Q/DQ between them), and the output is
@@ -123,6 +125,34 @@ def lowered_case(src, dst, src_axis=None, dst_axis=None):
     return case
 
 
+def case_quantize_inserts_requantize(r, tmp):
+    """The whole flow: a float Add of two tensors of different ranges quantized with
+    requant_npu, whose post_convert puts both inputs on one grid covering both ranges."""
+    onnx, TensorProto, helper, numpy_helper = qhtest.onnx_modules()
+    dims = ["N", *SHAPE[1:]]  # calibration rows along a symbolic batch
+    info = [helper.make_tensor_value_info(n, TensorProto.FLOAT, dims) for n in ("x1", "x2")]
+    model = qhtest.make_model([helper.make_node("Add", ["x1", "x2"], ["y"], name="add")], info,
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, dims)])
+    path, qdq = os.path.join(tmp, "add_float.onnx"), os.path.join(tmp, "add.qdq.onnx")
+    qhtest.save_model(model, path)
+    rng = np.random.default_rng(7)
+    data = {"x1": rng.uniform(-1, 1, size=(8, *SHAPE[1:])), "x2": rng.uniform(-0.25, 3, size=(8, *SHAPE[1:]))}
+    calib, x = os.path.join(tmp, "calib.npz"), os.path.join(tmp, "x.npz")
+    np.savez(calib, **{k: v.astype(np.float32) for k, v in data.items()})
+    np.savez(x, **{k: v[:SHAPE[0]].astype(np.float32) for k, v in data.items()})
+    ok(r, "quantize", path, "--calib", calib, "-o", qdq, "--quiet", *BACKEND)
+    cov = coverage(r, qdq, ["--input", x])
+    rows = [(u["name"], u["ops"], u["kernel"]) for u in cov["units"]]
+    print(rows, f"host Q/DQ {cov['host_qdq_nodes']}, between kernels {cov['qdq_between_kernels']}")
+    assert rows == [("add/requantize_0", "Requantize", "npu_requantize_8bit"),
+                    ("add/requantize_1", "Requantize", "npu_requantize_8bit"),
+                    ("add", "Add", "npu_add_one_grid")], rows
+    assert cov["qdq_between_kernels"] == 0, cov
+    host, low = run_both(r, tmp, qdq, ["--input", x])
+    print(f"lowered vs host reference: {100 * np.mean(host == low):.2f}% bit-identical over {host.size} elements")
+    assert np.array_equal(host, low)
+
+
 def case_declined_reason(r, tmp):
     model, inputs = add_model(tmp, "uint8", "uint8", src_axis=1, dst_axis=2)
     cov = coverage(r, model, inputs)
@@ -187,6 +217,7 @@ CASES = {
     "lowered_int8": lowered_case("int8", "int8"),
     "lowered_int8_to_uint8": lowered_case("int8", "uint8"),
     "lowered_per_channel_source": lowered_case("uint8", "uint8", src_axis=1),
+    "quantize_inserts_requantize": case_quantize_inserts_requantize,
     "declined_reason": case_declined_reason,
     "older_plugin_host_path": case_older_plugin_host_path,
     "planted_truncation_caught": case_planted_truncation_caught,

@@ -1,6 +1,6 @@
-/* A test backend for an imaginary NPU whose Add takes both inputs on one grid, so a
- * graph meets that rule the accuracy-friendly way: the input on another grid is
- * requantized (DequantizeLinear -> QuantizeLinear) just before the Add. The plugin
+/* A test backend for an imaginary NPU whose Add takes both inputs on one grid. It meets
+ * that rule the accuracy-friendly way: its post_convert requantizes (DequantizeLinear ->
+ * QuantizeLinear) an Add input that arrives on another grid just before the Add, and it
  * declares a requantize pattern (QH_PATTERN_OP_REQUANTIZE, ABI 1.2) beside its Add, so
  * the step runs on its kernel instead of the host's path. Built from the installed SDK
  * headers only. The requantize kernel precomputes, per channel, the output of every
@@ -9,6 +9,7 @@
  * rounding bug (truncation instead of round half to even) that the tests must catch. */
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -312,6 +313,97 @@ static const QhKernelOps add_kernel = {QH_STRUCT_HEADER(QhKernelOps),
                                        .run = add_run,
                                        .destroy = free};
 
+/* ---- post_convert: the NPU's one-grid rule met with requantize steps ----
+ * Each Add whose two inputs arrive on different per-tensor grids of one dtype gets its
+ * inputs moved onto one grid: the wider of the two when it covers the other's range,
+ * else a grid covering both; an input not already on it gets DequantizeLinear's output
+ * -> QuantizeLinear -> DequantizeLinear on that grid. The producers keep their own
+ * grids for their other readers (the accuracy-friendly way; a shared_inputs_mask would
+ * put the producers themselves on one grid). */
+
+/* The per-tensor 8-bit grid of an Add input: 1 with *q filled (arrays borrowed), else 0. */
+static int input_grid(const QhHostApi *h, const QhGraphView *g, uint32_t node, uint32_t slot, QhQParams *q) {
+  QhEdgeRef e = {node, slot, QH_EDGE_INPUT, 0};
+  *q = (QhQParams){QH_STRUCT_HEADER(QhQParams)};
+  QhStatus *st = h->qparams_get(g, &e, q);
+  if (st) {
+    h->status_free(st);
+    return 0;
+  }
+  int32_t lo, hi;
+  return q->count == 1 && dtype_range(q->dtype, &lo, &hi);
+}
+
+static float grid_lo(const QhQParams *q) { return (float)(q->quant_min - q->zero_point[0]) * q->scale[0]; }
+static float grid_hi(const QhQParams *q) { return (float)(q->quant_max - q->zero_point[0]) * q->scale[0]; }
+
+/* value -> QuantizeLinear -> DequantizeLinear on (scale, zp); *out the float result. */
+static QhStatus *add_requantize(const QhHostApi *h, QhGraphView *g, const char *name, uint32_t value,
+                                uint32_t scale, uint32_t zp, uint32_t *out) {
+  uint32_t q, f, node;
+  QhStatus *st = h->graph_add_value(g, NULL, &q);
+  if (!st)
+    st = h->graph_add_value(g, NULL, &f);
+  uint32_t q_in[3] = {value, scale, zp}, dq_in[3] = {q, scale, zp};
+  if (!st)
+    st = h->graph_add_node(g, "QuantizeLinear", "", name, q_in, 3, &q, 1, &node);
+  if (!st)
+    st = h->graph_add_node(g, "DequantizeLinear", "", NULL, dq_in, 3, &f, 1, &node);
+  *out = f;
+  return st;
+}
+
+static QhStatus *one_grid_for_add(const QhHostApi *h, QhGraphView *g, uint32_t add) {
+  QhQParams a, b;
+  if (!input_grid(h, g, add, 0, &a) || !input_grid(h, g, add, 1, &b) || a.dtype != b.dtype)
+    return NULL;
+  if (a.scale[0] == b.scale[0] && a.zero_point[0] == b.zero_point[0])
+    return NULL;
+  const QhQParams *in[2] = {&a, &b};
+  float lo = fminf(grid_lo(&a), grid_lo(&b)), hi = fmaxf(grid_hi(&a), grid_hi(&b));
+  float scale = (hi - lo) / (float)(a.quant_max - a.quant_min);
+  int32_t zp = a.quant_min + (int32_t)lrintf(-lo / scale);
+  int keep = -1; /* an input whose grid covers both ranges stays as it is */
+  for (int i = 0; i < 2 && keep < 0; i++)
+    if (grid_lo(in[i]) <= lo && grid_hi(in[i]) >= hi) {
+      keep = i;
+      scale = in[i]->scale[0];
+      zp = in[i]->zero_point[0];
+    }
+  zp = zp < a.quant_min ? a.quant_min : zp > a.quant_max ? a.quant_max : zp;
+  uint8_t zp_byte = (uint8_t)(zp & 0xff);
+  uint32_t scale_v, zp_v;
+  QhStatus *st = h->graph_add_constant(g, NULL, QH_DTYPE_FLOAT, 0, NULL, &scale, sizeof scale, &scale_v);
+  if (!st)
+    st = h->graph_add_constant(g, NULL, a.dtype, 0, NULL, &zp_byte, 1, &zp_v);
+  for (uint32_t i = 0; i < 2 && !st; i++) {
+    if ((int)i == keep)
+      continue;
+    char name[256];
+    snprintf(name, sizeof name, "%s/requantize_%u", h->node_name(g, add), i);
+    uint32_t f;
+    st = add_requantize(h, g, name, h->node_input(g, add, i), scale_v, zp_v, &f);
+    if (!st)
+      st = h->node_set_input(g, add, i, f);
+  }
+  return st;
+}
+
+static QhStatus *post_convert(void *instance, const QhHostApi *h, QhGraphView *g) {
+  (void)instance;
+  uint32_t n_nodes = h->graph_node_count(g); /* the nodes this pass adds need no visit */
+  QhStatus *st = NULL;
+  for (uint32_t n = 0; n < n_nodes && !st; n++) {
+    const char *domain = h->node_domain(g, n);
+    if (h->node_is_live(g, n) && strcmp(h->node_op_type(g, n), "Add") == 0 && (!domain || !*domain) &&
+        h->node_input_count(g, n) == 2)
+      st = one_grid_for_add(h, g, n);
+  }
+  return st;
+}
+
+static const QhPassOps passes = {QH_STRUCT_HEADER(QhPassOps), .post_convert = post_convert};
+
 /* ---- the descriptor ---- */
 
 static const char *const requantize_ops[] = {QH_PATTERN_OP_REQUANTIZE}, *const add_ops[] = {"Add"};
@@ -350,9 +442,9 @@ static QhStatus *instance_create(const QhHostApi *host, const QhInstanceInfo *in
   return NULL;
 }
 
-/* The NPU's quantization: uint8 activations; its Add's inputs share one grid (the rule
- * the requantize pattern serves when a graph was quantized otherwise). With a
- * BackendConfig plugin-check also runs its generated graphs. */
+/* The NPU's quantization: uint8 activations, each Add input observed on its own (the
+ * one-grid rule is met by post_convert's requantize steps). With a BackendConfig
+ * plugin-check also runs its generated graphs. */
 static const QhDTypeConstraint quint8 = {QH_STRUCT_HEADER(QhDTypeConstraint), .dtype = QH_DTYPE_UINT8};
 static const QhDTypeConfig add_dtypes = {QH_STRUCT_HEADER(QhDTypeConfig), .name = "npu_add",
                                          .input = &quint8, .output = &quint8};
@@ -361,7 +453,7 @@ static const char *const add_cfg_ops[] = {"Add"};
 static const QhBackendPatternConfig add_cfg = {
     QH_STRUCT_HEADER(QhBackendPatternConfig), .ops = add_cfg_ops, .n_ops = 1,
     .observation_type = QH_OBS_OUTPUT_USE_DIFFERENT_OBSERVER_AS_INPUT, .dtype_configs = add_dtype_configs,
-    .n_dtype_configs = 1, .fuser = QH_FUSER_NONE, .shared_inputs_mask = 0x3};
+    .n_dtype_configs = 1, .fuser = QH_FUSER_NONE};
 static const QhBackendPatternConfig *const configs[] = {&add_cfg};
 static const QhQuantSpec activation = {QH_STRUCT_HEADER(QhQuantSpec), .kind = QH_SPEC_QUANTIZE,
                                        .dtype = QH_DTYPE_UINT8, .qscheme = QH_QSCHEME_PER_TENSOR_AFFINE,
@@ -383,6 +475,7 @@ static const QhPluginDesc desc = {
     .instance_create = instance_create,
     .instance_destroy = free,
     .backend_config = &backend_config,
+    .passes = &passes,
     .lowering = &lowering};
 
 QH_PLUGIN_EXPORT QhStatus *qhost_plugin_init(const QhHostApi *host, const QhPluginDesc **out_desc) {
