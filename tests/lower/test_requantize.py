@@ -5,7 +5,8 @@ grid.
 
 Cases: `qhost quantize` with requant_npu gives a float Add of two tensors of different
 ranges requantize steps (its post_convert) and both they and the Add run on its
-kernels; a graph whose Add reads two tensors quantized on different grids meets the
+kernels; a step between two of its kernels leaves no host Q/DQ between them; a graph
+whose Add reads two tensors quantized on different grids meets the
 NPU's rule with a requantize (DequantizeLinear -> QuantizeLinear onto the other input's
 grid) before the Add; the requantize is lowered on the plugin's kernel and so is the
 Add (bench's coverage lists both, no host Q/DQ between them), and the output is
@@ -153,6 +154,48 @@ def case_quantize_inserts_requantize(r, tmp):
     assert np.array_equal(host, low)
 
 
+def case_between_kernels(r, tmp):
+    """Add -> Q(o1) -> DQ -> Q(b) -> DQ -> Add: the step between two of the plugin's kernels
+    is lowered too, so int8 flows from kernel to kernel with no host Q/DQ between them."""
+    onnx, TensorProto, helper, numpy_helper = qhtest.onnx_modules()
+    inits, nodes = [], []
+
+    def qparams(prefix, scale):
+        s, z = grid("uint8", scale)
+        inits.append(numpy_helper.from_array(np.asarray(s), prefix + "_s"))
+        inits.append(numpy_helper.from_array(np.asarray(z), prefix + "_z"))
+        return [prefix + "_s", prefix + "_z"]
+
+    def qdq(x, y, g):
+        nodes.append(helper.make_node("QuantizeLinear", [x, *g], [y + "_q"], name=y + "_q"))
+        nodes.append(helper.make_node("DequantizeLinear", [y + "_q", *g], [y], name=y + "_dq"))
+
+    a, o1, b, o2 = qparams("a", 0.0213), qparams("o1", 0.0389), qparams("b", 0.0297), qparams("o2", 0.0411)
+    qdq("x1", "x1_f", a)
+    qdq("x2", "x2_f", a)
+    nodes.append(helper.make_node("Add", ["x1_f", "x2_f"], ["s1"], name="add1"))
+    qdq("s1", "s1_f", o1)
+    qdq("s1_f", "s1_rf", b)  # the requantize step: node 's1_rf_q'
+    qdq("x3", "x3_f", b)
+    nodes.append(helper.make_node("Add", ["s1_rf", "x3_f"], ["s2"], name="add2"))
+    qdq("s2", "y", o2)
+    info = [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(SHAPE)) for n in ("x1", "x2", "x3")]
+    model = qhtest.make_model(nodes, info, [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(SHAPE))],
+                              inits)
+    path, x = os.path.join(tmp, "chain.onnx"), os.path.join(tmp, "chain.npz")
+    qhtest.save_model(model, path)
+    rng = np.random.default_rng(3)
+    np.savez(x, **{n: rng.uniform(-1.2, 1.5, size=SHAPE).astype(np.float32) for n in ("x1", "x2", "x3")})
+    cov = coverage(r, path, ["--input", x])
+    rows = [(u["name"], u["ops"], u["kernel"]) for u in cov["units"]]
+    print(rows, f"host Q/DQ {cov['host_qdq_nodes']}, between kernels {cov['qdq_between_kernels']}")
+    assert rows == [("add1", "Add", "npu_add_one_grid"), ("s1_rf_q", "Requantize", "npu_requantize_8bit"),
+                    ("add2", "Add", "npu_add_one_grid")], rows
+    assert cov["host_qdq_nodes"] == 4 and cov["qdq_between_kernels"] == 0, cov  # 3 input Qs, the output DQ
+    host, low = run_both(r, tmp, path, ["--input", x])
+    assert np.array_equal(host, low), f"max difference {np.abs(host - low).max()}"
+
+
 def case_declined_reason(r, tmp):
     model, inputs = add_model(tmp, "uint8", "uint8", src_axis=1, dst_axis=2)
     cov = coverage(r, model, inputs)
@@ -218,6 +261,7 @@ CASES = {
     "lowered_int8_to_uint8": lowered_case("int8", "uint8"),
     "lowered_per_channel_source": lowered_case("uint8", "uint8", src_axis=1),
     "quantize_inserts_requantize": case_quantize_inserts_requantize,
+    "between_kernels": case_between_kernels,
     "declined_reason": case_declined_reason,
     "older_plugin_host_path": case_older_plugin_host_path,
     "planted_truncation_caught": case_planted_truncation_caught,
