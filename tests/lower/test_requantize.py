@@ -10,8 +10,8 @@ whose Add reads two tensors quantized on different grids meets the
 NPU's rule with a requantize (DequantizeLinear -> QuantizeLinear onto the other input's
 grid) before the Add; the requantize is lowered on the plugin's kernel and so is the
 Add (bench's coverage lists both, no host Q/DQ between them), and the output is
-bit-exact with the host's reference path, for uint8, int8, int8 -> uint8 and a
-per-channel source grid; a requantize the kernel cannot run (per-channel grids on two
+bit-exact with the host's reference path, for uint8, int8, int8 -> uint8 and
+per-channel source and target grids; a requantize the kernel cannot run (per-channel grids on two
 axes) stays on the host with the plugin's reason in the coverage table; a plugin
 without the pattern (scalar_int8) leaves the step to the host as before; a planted
 rounding bug (bug=truncate) makes the lowered output differ and plugin-check fail;
@@ -105,7 +105,7 @@ def coverage(r, model, inputs, *opts, backend=BACKEND):
     return json.loads(out)["coverage"]
 
 
-def lowered_case(src, dst, src_axis=None, dst_axis=None):
+def lowered_case(src, dst, src_axis=None, dst_axis=None, add_kernel="npu_add_one_grid"):
     def case(r, tmp):
         model, inputs = add_model(tmp, src, dst, src_axis, dst_axis)
         cov = coverage(r, model, inputs)
@@ -114,11 +114,12 @@ def lowered_case(src, dst, src_axis=None, dst_axis=None):
               f"host Q/DQ {cov['host_qdq_nodes']}, between kernels {cov['qdq_between_kernels']}")
         req = units["x1_requantized"]
         assert req["ops"] == "Requantize" and req["kernel"] == "npu_requantize_8bit", req
-        assert units["add"]["kernel"] == "npu_add_one_grid", units["add"]
-        assert cov["plugin_units"] == 2 and len(cov["units"]) == 2, cov
-        # left on the host: the two input QuantizeLinears and the output DequantizeLinear;
-        # the requantize's DequantizeLinear went with it
-        assert cov["host_qdq_nodes"] == 3 and cov["qdq_between_kernels"] == 0, cov
+        assert units["add"]["kernel"] == add_kernel, units["add"]
+        if add_kernel == "npu_add_one_grid":
+            assert cov["plugin_units"] == 2 and len(cov["units"]) == 2, cov
+            # left on the host: the two input QuantizeLinears and the output DequantizeLinear;
+            # the requantize's DequantizeLinear went with it
+            assert cov["host_qdq_nodes"] == 3 and cov["qdq_between_kernels"] == 0, cov
         host, low = run_both(r, tmp, model, inputs)
         same = np.mean(host == low)
         print(f"lowered vs host reference: {100 * same:.2f}% bit-identical over {host.size} elements")
@@ -260,6 +261,10 @@ CASES = {
     "lowered_int8": lowered_case("int8", "int8"),
     "lowered_int8_to_uint8": lowered_case("int8", "uint8"),
     "lowered_per_channel_source": lowered_case("uint8", "uint8", src_axis=1),
+    # onto a per-channel grid: the step is lowered, the NPU's Add declines that grid
+    "lowered_per_channel_target": lowered_case("int8", "int8", dst_axis=1, add_kernel="host:reference"),
+    "lowered_per_channel_both": lowered_case("uint8", "uint8", src_axis=1, dst_axis=1,
+                                             add_kernel="host:reference"),
     "quantize_inserts_requantize": case_quantize_inserts_requantize,
     "between_kernels": case_between_kernels,
     "declined_reason": case_declined_reason,
