@@ -361,12 +361,110 @@ static GPtrArray *calibration(const QhGraph *g) {
 
 int qh_check_pattern_n_variants(void) { return N_VARIANTS; }
 
+/* ---- the requantize pattern's graphs (QH_PATTERN_OP_REQUANTIZE) ----
+ * A requantize step is made by a plugin's post_convert or an edge needing another grid,
+ * not by quantizing a float op, so its graph is written in Q/DQ form directly:
+ * x -> QuantizeLinear(a) -> DequantizeLinear(a) -> QuantizeLinear(b) ->
+ * DequantizeLinear(b) -> y, the step moving between two unrelated grids (scales in a
+ * ratio that is no power of two, different zero points) that both cover the checker's
+ * inputs. Variants: uint8 -> uint8, int8 -> int8, int8 -> uint8, and a per-channel
+ * uint8 grid (axis 1) -> uint8; the output grid stays per tensor, as the comparison
+ * reads it. */
+typedef struct {
+  const char *label;
+  QhDType in_dtype, out_dtype;
+  gboolean per_channel;
+} RequantizeVariant;
+
+static const RequantizeVariant requantize_variants[] = {
+    {"uint8 -> uint8", QH_DTYPE_U8, QH_DTYPE_U8, FALSE},
+    {"int8 -> int8", QH_DTYPE_S8, QH_DTYPE_S8, FALSE},
+    {"int8 -> uint8", QH_DTYPE_S8, QH_DTYPE_U8, FALSE},
+    {"per-channel uint8 -> uint8", QH_DTYPE_U8, QH_DTYPE_U8, TRUE},
+};
+
+/* A scale and zero point of dtype dt covering [-2.4, 3.0] with `scale`, n entries. */
+static void requantize_qparams(Gen *gen, QhDType dt, float scale, int n, int *scale_id, int *zp_id) {
+  int64_t dims[1] = {n};
+  QhShape s = qh_shape_make(n > 1 ? 1 : 0, dims);
+  QhTensor *st = qh_tensor_new(QH_DTYPE_F32, &s, NULL), *zt = qh_tensor_new(dt, &s, NULL);
+  for (int c = 0; c < n; c++) {
+    float sc = scale * (1.0f + 0.125f * (float)c);
+    int32_t lo = dt == QH_DTYPE_U8 ? 0 : -128;
+    int32_t z = lo + (int32_t)(2.4f / sc + 0.5f);
+    ((float *)st->data)[c] = sc;
+    if (dt == QH_DTYPE_U8)
+      ((uint8_t *)zt->data)[c] = (uint8_t)z;
+    else
+      ((int8_t *)zt->data)[c] = (int8_t)z;
+  }
+  char *name = fresh(gen, "scale");
+  QhValue *v = qh_graph_add_value(gen->g, name, NULL);
+  g_free(name);
+  qh_value_set_initializer(v, st);
+  *scale_id = v->id;
+  name = fresh(gen, "zero_point");
+  v = qh_graph_add_value(gen->g, name, NULL);
+  g_free(name);
+  qh_value_set_initializer(v, zt);
+  *zp_id = v->id;
+}
+
+/* One Q or DQ node from x to a new value of dtype dt on the given grid. */
+static int requantize_qdq_node(Gen *gen, const char *op, int x, QhDType dt, const QhShape *shape, int scale_id,
+                               int zp_id, gboolean per_channel) {
+  int y = value(gen, "t", shape->rank, shape->dims);
+  qh_graph_value(gen->g, y)->dtype = dt;
+  int in[3] = {x, scale_id, zp_id};
+  QhNode *n = node(gen, op, 3, in, y);
+  if (per_channel)
+    qh_node_set_attr_int(n, "axis", 1);
+  return y;
+}
+
+static char *requantize_qdq(const QhLoweringPattern *p, int variant, const char *dir, char **label,
+                            char **why) {
+  if (p->n_ops != 1) {
+    *why = g_strdup_printf("a %s pattern has one op, not %zu", QH_PATTERN_OP_REQUANTIZE, p->n_ops);
+    return NULL;
+  }
+  if ((size_t)variant >= G_N_ELEMENTS(requantize_variants))
+    return NULL;
+  const RequantizeVariant *rv = &requantize_variants[variant];
+  Gen gen = {qh_graph_new(), NULL, variant, 0, FALSE, NULL};
+  qh_graph_set_opset(gen.g, "", 13);
+  static const int64_t dims[4] = {1, 4, 8, 8};
+  QhShape s = qh_shape_make(4, dims);
+  int x = graph_input(&gen, 4, dims);
+  int sa, za, sb, zb;
+  requantize_qparams(&gen, rv->in_dtype, 0.0213f, rv->per_channel ? 4 : 1, &sa, &za);
+  requantize_qparams(&gen, rv->out_dtype, 0.0297f, 1, &sb, &zb);
+  int q = requantize_qdq_node(&gen, "QuantizeLinear", x, rv->in_dtype, &s, sa, za, rv->per_channel);
+  int f = requantize_qdq_node(&gen, "DequantizeLinear", q, QH_DTYPE_F32, &s, sa, za, rv->per_channel);
+  int r = requantize_qdq_node(&gen, "QuantizeLinear", f, rv->out_dtype, &s, sb, zb, FALSE);
+  int y = requantize_qdq_node(&gen, "DequantizeLinear", r, QH_DTYPE_F32, &s, sb, zb, FALSE);
+  qh_graph_value(gen.g, y)->is_output = TRUE;
+  g_array_append_val(gen.g->outputs, y);
+  *label = g_strdup_printf("generated %s (%s)", p->id, rv->label);
+  char *qdq = g_strdup_printf("%s/%s-%d.qdq.onnx", dir, p->id, variant);
+  GError *error = NULL;
+  if (!qh_onnx_save(gen.g, qdq, &error)) {
+    *why = g_strdup_printf("writing its QDQ graph failed: %s", error->message);
+    g_error_free(error);
+    g_clear_pointer(&qdq, g_free);
+  }
+  qh_graph_free(gen.g);
+  return qdq;
+}
+
 char *qh_check_pattern_quantize(QhCheckRun *run, const QhLoweringPattern *p, int variant, const char *dir,
                                 char **label, char **why) {
   *label = NULL;
   *why = NULL;
   if (variant >= N_VARIANTS)
     return NULL;
+  if (strcmp(p->ops[0], QH_PATTERN_OP_REQUANTIZE) == 0)
+    return requantize_qdq(p, variant, dir, label, why);
   gboolean used_extra = FALSE, dynamic = FALSE;
   QhGraph *g = pattern_graph(p, variant, &used_extra, &dynamic, why);
   if (g == NULL || (variant > 0 && !used_extra)) {

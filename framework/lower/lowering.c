@@ -295,7 +295,10 @@ static void make_rows(QhLowering *l) {
         g_ptr_array_add(l->rows, partition_row(l, part));
       continue;
     }
-    if (is_qdq(n) || qh_plan_node_is_folded(l->shape_plan, id) || (u && u->nodes[0] != id))
+    /* A Q/DQ node is glue, summed apart, unless it is a requantize unit's
+     * QuantizeLinear: taken (a kernel's row) or declined (a host row with the reason). */
+    gboolean requantize_row = u || g_hash_table_contains(l->declines, GINT_TO_POINTER(id));
+    if ((is_qdq(n) && !requantize_row) || qh_plan_node_is_folded(l->shape_plan, id) || (u && u->nodes[0] != id))
       continue;
     QhLoweringRow *r = row_new(n->name);
     GString *ops = g_string_new(NULL);
@@ -321,6 +324,8 @@ static void make_rows(QhLowering *l) {
       else
         r->reason = g_strdup(why ? why->str : "no lowering pattern matches");
     }
+    if (is_qdq(n)) /* the pseudo-op's name, not the QuantizeLinear's: a DQ -> Q step */
+      g_string_assign(ops, "Requantize");
     r->ops = g_string_free(ops, FALSE);
     g_ptr_array_add(l->rows, r);
   }

@@ -4,7 +4,10 @@
  * through DequantizeLinear and whose output (usually) goes through one
  * QuantizeLinear. The quantization parameters are read from the Q/DQ constant inputs
  * and kept in the unit, so the unit can be handed to a plugin as a QhNodeUnit
- * without further copies. */
+ * without further copies. A pattern of the one pseudo-op QH_PATTERN_OP_REQUANTIZE
+ * (ABI 1.2) matches no float op but a requantize step, DequantizeLinear -> QuantizeLinear:
+ * its unit is the QuantizeLinear, its input the integer tensor before the
+ * DequantizeLinear. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -142,11 +145,54 @@ static int crossed_pairs_match(const Ctx *c, const QhQdqUnit *u, GError **error)
   return MATCH;
 }
 
+static gboolean is_requantize_pattern(const QhLoweringPattern *pat) {
+  return pat->n_ops >= 1 && pat->ops && pat->ops[0] && strcmp(pat->ops[0], QH_PATTERN_OP_REQUANTIZE) == 0;
+}
+
+/* A requantize unit at QuantizeLinear q: its float input made by a DequantizeLinear
+ * (read by others too or not: that one stays for them), its output read or a graph
+ * output. The unit is q alone, so rewriting it leaves the DequantizeLinear to the
+ * dead-node sweep and the reference path keeps the exact pair it replaces. */
+static int try_requantize(const Ctx *c, const QhLoweringPattern *pat, int start, QhQdqUnit *u,
+                          GError **error) {
+  const QhNode *q = qh_graph_node(c->g, start);
+  if (pat->n_ops != 1 || !is_plain(q, "QuantizeLinear") || q->n_inputs < 2 || !side_outputs_unused(c, q))
+    return NO_MATCH;
+  int x = qh_node_input(q, 0), qo = qh_node_output(q, 0);
+  if (x < 0 || qo < 0 || (n_uses(c, qo) == 0 && !qh_graph_value(c->g, qo)->is_output))
+    return NO_MATCH;
+  const QhValue *xv = qh_graph_value(c->g, x);
+  if (xv->producer < 0 || !is_plain(qh_graph_node(c->g, xv->producer), "DequantizeLinear"))
+    return NO_MATCH;
+  u->nodes[0] = start;
+  u->n_nodes = 1;
+  for (size_t i = 0; i < QH_PATTERN_MAX_OPS; i++)
+    u->crossed_q[i] = u->crossed_dq[i] = -1;
+  unit_clear_inputs(u);
+  int r = add_input(c, u, start, 0, QH_ROLE_ACTIVATION, error);
+  if (r != MATCH)
+    return r;
+  if (u->inputs->len != 1 || !g_array_index(u->inputs, QhQdqUnitInput, 0).quantized)
+    return NO_MATCH;
+  r = qh_qdq_read_qparams(c->g, q, qo, &u->output_qparams, error);
+  if (r != MATCH)
+    return r;
+  u->chain_output = x;
+  u->output = qo;
+  u->q_node = -1; /* q is the unit's node: the rewrite removes it as such */
+  u->float_output = FALSE;
+  return MATCH;
+}
+
 static int try_pattern(const Ctx *c, const QhLoweringPattern *pat, int start, QhQdqUnit *u,
                        GError **error) {
   if (pat->n_ops < 1 || pat->n_ops > QH_LOWERING_PATTERN_MAX_OPS || !pat->ops)
     return NO_MATCH;
+  if (is_requantize_pattern(pat))
+    return try_requantize(c, pat, start, u, error);
   const QhNode *n = qh_graph_node(c->g, start);
+  if (is_plain(n, "QuantizeLinear") || is_plain(n, "DequantizeLinear"))
+    return NO_MATCH; /* only a requantize pattern starts at a Q/DQ node */
   if (!pat->ops[0] || !op_is(n, pat->ops[0]))
     return NO_MATCH;
   int chain_slot[QH_LOWERING_PATTERN_MAX_OPS];
@@ -338,7 +384,8 @@ GPtrArray *qh_qdq_match_units_with(const QhGraph *g, const QhLoweringPattern *co
   for (guint i = 0; ok && i < order->len; i++) {
     int id = g_array_index(order, int, i);
     const QhNode *nd = qh_graph_node(g, id);
-    if (c.claimed[id] || is_plain(nd, "QuantizeLinear") || is_plain(nd, "DequantizeLinear"))
+    /* A QuantizeLinear starts only a requantize unit (try_pattern); a DequantizeLinear none. */
+    if (c.claimed[id] || is_plain(nd, "DequantizeLinear"))
       continue;
     for (size_t p = 0; p < n; p++) {
       if (!patterns[p])
@@ -366,6 +413,8 @@ GPtrArray *qh_qdq_match_units_with(const QhGraph *g, const QhLoweringPattern *co
           continue;
         }
       }
+      if (u->q_node >= 0)
+        c.claimed[u->q_node] = TRUE; /* no requantize unit at a unit's own output Q */
       for (int k = 0; k < u->n_nodes; k++) {
         c.claimed[u->nodes[k]] = TRUE;
         if (u->crossed_q[k] >= 0)

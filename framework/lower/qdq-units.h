@@ -7,6 +7,9 @@
  * computed inputs must arrive through a DequantizeLinear unless their role is
  * QH_ROLE_NOT_OBSERVED. A unit whose chain output is not followed by a QuantizeLinear
  * (a graph output, or read by non-Q consumers) is kept with a float output, marked.
+ * A requantize pattern (ops QH_PATTERN_OP_REQUANTIZE) matches a QuantizeLinear whose
+ * input a DequantizeLinear makes: nodes[0] is the QuantizeLinear, q_node -1, the one
+ * input the DequantizeLinear's integer input, the output the QuantizeLinear's.
  *
  * Ownership: units and everything in them (qparams arrays, the ABI arrays) belong to
  * the unit; the pattern pointer and the graph are borrowed and must outlive it.

@@ -239,6 +239,20 @@ typedef struct QhKernelOps {
  * format (MatMulInteger -> Cast -> Mul by the scale DynamicQuantizeLinear computed), whose
  * root inputs are declared QH_ROLE_NOT_OBSERVED in input_roles for the same reason. */
 #define QH_PATTERN_FLOAT_EXTRA_INPUTS 0x2u
+/* QH_PATTERN_OP_REQUANTIZE (ABI 1.2): the pseudo-op of a requantize pattern, whose ops
+ * are this one name (n_ops 1, no flags, no extra inputs). It matches no float op but a
+ * DequantizeLinear -> QuantizeLinear step that moves a tensor from one grid to another
+ * (the requantize a plugin inserts in post_convert, or the Q/DQ an edge gets when it
+ * needs another grid than its producer's output, e.g. an input of an Add whose inputs
+ * share one scale). The unit: nodes[0] the QuantizeLinear; inputs[0] the integer tensor
+ * before the DequantizeLinear, input_qparams[0] the DequantizeLinear's, role
+ * QH_ROLE_ACTIVATION; outputs[0] the QuantizeLinear's integer output with its qparams.
+ * The two qparams may differ in dtype, scale, zero point and axis (either side per
+ * tensor or per channel); the kernel declines (accept or create) what it cannot run.
+ * The host's reference computes y = saturate(round_half_even(f32(f32(x - zx) * sx) / sy)
+ * + zy); a kernel computing exactly that is bit-exact. Hosts older than this name never
+ * match it: the step runs on the host's path. */
+#define QH_PATTERN_OP_REQUANTIZE "qhost:Requantize"
 
 /* The longest lowering pattern (Added in ABI 1.2): a pattern whose abi_version is 1.2 or
  * later may have up to four ops, so that a kernel can claim ONNX Runtime's dynamic unit
