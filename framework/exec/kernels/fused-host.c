@@ -1,0 +1,117 @@
+/* Fused host kernels for the two decompositions every transformer exported below opset 17
+ * carries in each layer, GELU (Div by sqrt(2), Erf, Add 1, Mul x, Mul 0.5) and LayerNorm
+ * (ReduceMean, Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div, Mul scale, Add bias). Run node
+ * by node they pass over the activation five and nine times, allocating as many arena
+ * slots; here each block of a GELU and each row of a LayerNorm is read once, kept in
+ * cache, and written once. The arithmetic is the decomposition's, operation by operation:
+ * float Div/Mul/Add/Sqrt in the graph's order, Erf from erf-simd.c as the Erf kernel
+ * computes it, the means as reduce.c's ReduceMean computes them (a double sum in memory
+ * order, divided in double, rounded to float), the square as math.c's Pow by 2 (one
+ * multiplication). So a fused run gives the unfused run's bits (ctest
+ * unit/test_fused_host compares the two through the plan), and the unfused nodes are
+ * this kernel's slow twin. The LayerNorm sums four rows side by side: the same
+ * additions per row, in four independent dependency chains. */
+#include <math.h>
+
+#include "exec/kernels/common.h"
+#include "exec/kernels/erf-simd.h"
+#include "exec/kernels/fused-host.h"
+
+#define GELU_BLOCK 512
+#define GELU_GRAIN 16384
+#define LN_ROWS 4 /* rows summed side by side */
+
+typedef struct {
+  const QhHostGroup *g;
+  const float *x;
+  float *y;
+} GeluJob;
+
+static void gelu_task(void *arg, int64_t begin, int64_t end) {
+  const GeluJob *j = arg;
+  const float k_in = j->g->k_in, k_add = j->g->k_add, k_half = j->g->k_half;
+  float t[GELU_BLOCK];
+  for (int64_t b = begin; b < end; b += GELU_BLOCK) {
+    const int64_t n = MIN(GELU_BLOCK, end - b);
+    const float *x = j->x + b;
+    float *y = j->y + b;
+    if (j->g->in_divides)
+      for (int64_t i = 0; i < n; i++)
+        t[i] = x[i] / k_in;
+    else
+      for (int64_t i = 0; i < n; i++)
+        t[i] = x[i] * k_in;
+    qh_erf_f32(t, t, n);
+    if (j->g->half_first)
+      for (int64_t i = 0; i < n; i++)
+        y[i] = (x[i] * k_half) * (t[i] + k_add);
+    else
+      for (int64_t i = 0; i < n; i++)
+        y[i] = (x[i] * (t[i] + k_add)) * k_half;
+  }
+}
+
+typedef struct {
+  const float *x, *scale, *bias;
+  float *y;
+  int64_t n, rows; /* elements per row, rows */
+  float eps;
+} LayerNormJob;
+
+/* rows r0 .. r0 + m - 1 (m <= LN_ROWS) */
+static void layernorm_rows(const LayerNormJob *j, int64_t r0, int m) {
+  const int64_t n = j->n;
+  const float *x[LN_ROWS];
+  double acc[LN_ROWS] = {0};
+  float mean[LN_ROWS], s[LN_ROWS];
+  for (int r = 0; r < m; r++)
+    x[r] = j->x + (r0 + r) * n;
+  for (int64_t k = 0; k < n; k++)
+    for (int r = 0; r < m; r++)
+      acc[r] += x[r][k];
+  for (int r = 0; r < m; r++) {
+    mean[r] = (float)(acc[r] / (double)n);
+    acc[r] = 0.0;
+  }
+  for (int64_t k = 0; k < n; k++)
+    for (int r = 0; r < m; r++) {
+      const float d = x[r][k] - mean[r];
+      const float sq = d * d;
+      acc[r] += sq;
+    }
+  for (int r = 0; r < m; r++) {
+    const float var = (float)(acc[r] / (double)n);
+    s[r] = sqrtf(var + j->eps);
+  }
+  for (int r = 0; r < m; r++) {
+    float *y = j->y + (r0 + r) * n;
+    for (int64_t k = 0; k < n; k++) {
+      const float d = x[r][k] - mean[r];
+      y[k] = (d / s[r]) * j->scale[k] + j->bias[k];
+    }
+  }
+}
+
+/* [begin, end): blocks of LN_ROWS rows */
+static void layernorm_task(void *arg, int64_t begin, int64_t end) {
+  const LayerNormJob *j = arg;
+  for (int64_t b = begin; b < end; b++)
+    layernorm_rows(j, b * LN_ROWS, (int)MIN(LN_ROWS, j->rows - b * LN_ROWS));
+}
+
+gboolean qh_fused_host_run(QhExecContext *ctx, const QhHostGroup *g, const QhTensor *x, const QhTensor *scale,
+                           const QhTensor *bias, QhTensor *y, GError **error) {
+  (void)error;
+  const int64_t total = qh_tensor_numel(x);
+  if (g->kind == QH_HOST_GROUP_GELU) {
+    GeluJob j = {g, qh_f32(x), qh_f32(y)};
+    qh_thread_pool_parallel_for(ctx->pool, total, GELU_GRAIN, gelu_task, &j);
+    return TRUE;
+  }
+  LayerNormJob j = {qh_f32(x), qh_f32(scale), qh_f32(bias), qh_f32(y), 1, 0, g->eps};
+  j.n = x->shape.rank > 0 ? x->shape.dims[x->shape.rank - 1] : 1;
+  j.rows = j.n > 0 ? total / j.n : 0;
+  const int64_t blocks = (j.rows + LN_ROWS - 1) / LN_ROWS;
+  qh_thread_pool_parallel_for(ctx->pool, blocks, MAX(1, 4096 / MAX(j.n * LN_ROWS, 1)), layernorm_task, &j);
+  return TRUE;
+}
