@@ -316,6 +316,59 @@ static int match_layernorm(const Ctx *c, const QhNode *mean, QhHostGroup *h, con
   return out;
 }
 
+/* A plan constant with one element, of dtype a or b. */
+static gboolean scalar_of(const Ctx *c, int v, QhDType a, QhDType b) {
+  const QhTensor *t = v >= 0 ? &c->infos[v] : NULL;
+  return t != NULL && t->data != NULL && qh_tensor_numel(t) == 1 && (t->dtype == a || t->dtype == b);
+}
+
+/* Every input after the first is absent or a plan constant. */
+static gboolean constant_operands(const Ctx *c, const QhNode *node) {
+  for (int k = 1; k < node->n_inputs; k++)
+    if (node->inputs[k] >= 0 && c->infos[node->inputs[k]].data == NULL)
+      return FALSE;
+  return TRUE;
+}
+
+/* Per-tensor DequantizeLinear or QuantizeLinear: scalar float scale, 8-bit zero point. */
+static gboolean per_tensor_qdq(const Ctx *c, const QhNode *node, const char *op) {
+  return ctx_host_op(c, node, op) && node->n_inputs >= 2 && node->n_inputs <= 3 &&
+         scalar_of(c, node->inputs[1], QH_DTYPE_F32, QH_DTYPE_F32) &&
+         (node->n_inputs == 2 || node->inputs[2] < 0 || scalar_of(c, node->inputs[2], QH_DTYPE_U8, QH_DTYPE_S8));
+}
+
+/* DequantizeLinear -> Transpose | Reshape | Slice (-> Reshape) -> QuantizeLinear from its
+ * DequantizeLinear: fills h and the members (3 or 4); the group's result. */
+static int match_qmove(const Ctx *c, const QhNode *dq, QhHostGroup *h, const QhNode **members, int *n) {
+  if (!per_tensor_qdq(c, dq, "DequantizeLinear"))
+    return -1;
+  const int x = dq->inputs[0];
+  if (x < 0 || (c->infos[x].dtype != QH_DTYPE_U8 && c->infos[x].dtype != QH_DTYPE_S8))
+    return -1;
+  const QhNode *move = only_reader(c, dq->outputs[0]);
+  if (!(ctx_host_op(c, move, "Transpose") || ctx_host_op(c, move, "Reshape") || ctx_host_op(c, move, "Slice")) ||
+      move->inputs[0] != dq->outputs[0] || !constant_operands(c, move))
+    return -1;
+  const QhNode *next = only_reader(c, move->outputs[0]);
+  members[0] = dq, members[1] = move;
+  *n = 2;
+  if (ctx_host_op(c, next, "Reshape") && next->inputs[0] == move->outputs[0] && constant_operands(c, next)) {
+    members[(*n)++] = next;
+    next = only_reader(c, next->outputs[0]);
+  }
+  if (!per_tensor_qdq(c, next, "QuantizeLinear") || next->inputs[0] != members[*n - 1]->outputs[0])
+    return -1;
+  const int out = next->outputs[0];
+  const QhDType ot = c->infos[out].dtype;
+  if ((ot != QH_DTYPE_U8 && ot != QH_DTYPE_S8) ||
+      qh_tensor_numel(&c->infos[out]) != qh_tensor_numel(&c->infos[move->outputs[0]]))
+    return -1;
+  members[(*n)++] = next;
+  *h = (QhHostGroup){.kind = QH_HOST_GROUP_QMOVE, .x = x, .scale = -1, .bias = -1, .dq = dq, .move = move,
+                     .q = next, .dq_def = c->defs[dq->id], .move_def = c->defs[move->id], .q_def = c->defs[next->id]};
+  return out;
+}
+
 static void plan_host_groups(const Ctx *c, QhFusedStep *steps) {
   for (guint i = 0; i < c->run_order->len; i++) {
     const QhNode *node = qh_graph_node(c->g, g_array_index(c->run_order, int, i));
@@ -326,6 +379,8 @@ static void plan_host_groups(const Ctx *c, QhFusedStep *steps) {
       out = match_gelu(c, node, &h, members, &n);
     else if (strcmp(node->op_type, "ReduceMean") == 0)
       out = match_layernorm(c, node, &h, members, &n);
+    else if (strcmp(node->op_type, "DequantizeLinear") == 0)
+      out = match_qmove(c, node, &h, members, &n);
     if (out < 0)
       continue;
     gboolean available = TRUE;

@@ -41,7 +41,10 @@ typedef struct {
  *   LayerNorm: ReduceMean(x) over the last axis (keepdims) -> Sub(x, .) -> Pow(., 2) ->
  *     ReduceMean over the last axis -> Add(., eps) -> Sqrt -> Div(Sub's result, .) ->
  *     Mul(., scale) -> Add(., bias), eps a scalar constant, scale and bias constants of
- *     the last dim's size along it. */
+ *     the last dim's size along it;
+ *   Q/DQ around data movement: DequantizeLinear -> Transpose | Reshape | Slice (->
+ *     Reshape) -> QuantizeLinear, both per-tensor with constant scale and 8-bit zero
+ *     point, the movement's other inputs constant. */
 QhFusedStep *qh_fusion_plan(const QhGraph *graph, const GArray *run_order, const QhTensor *infos,
                             const QhOpDef *const *defs, const gboolean *is_external,
                             const gboolean *nhwc, int n_values);

@@ -635,9 +635,7 @@ gboolean qh_plan_run(QhPlan *plan, QhExecContext *ctx, const QhTensor *const *in
         live[out] = owned[out];
       }
       ctx->constant_inputs = ctx->nhwc_inputs = ctx->nhwc_outputs = 0;
-      ok = live[out] != NULL &&
-           qh_fused_host_run(ctx, h, live[h->x], h->scale >= 0 ? live[h->scale] : NULL,
-                             h->bias >= 0 ? live[h->bias] : NULL, (QhTensor *)live[out], error);
+      ok = live[out] != NULL && qh_fused_host_run(ctx, h, live, (QhTensor *)live[out], error);
     } else if (ext->run != NULL) {
       ctx->nhwc_inputs = ctx->nhwc_outputs = 0;
       ok = ext->run(ext->data, ctx, node, ins, node->n_inputs, outs, node->n_outputs, error);

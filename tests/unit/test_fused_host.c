@@ -2,7 +2,8 @@
  * replace: GELU exported as x / sqrt(2) -> Erf -> + 1 -> * x -> * 0.5 (PyTorch) and as
  * (x * 0.5) * (1 + Erf(x * 1/sqrt(2))) (HF's order), and LayerNorm's opset-13
  * decomposition, on shapes whose sizes are no multiple of any vector width, with 1 and
- * 2 threads. The plan forms the expected number of groups; the fused run gives the
+ * 2 threads, and DequantizeLinear -> Transpose | Reshape | Slice -> Reshape ->
+ * QuantizeLinear chains on 8-bit data. The plan forms the expected number of groups; the fused run gives the
  * bits of the run with a value hook (which runs every node on its own, the slow twin);
  * the naive kernels (glibc's erff) agree within 2e-6 of the largest value. Groups are not
  * formed when a value inside is a graph output or is read outside the group. */
@@ -154,17 +155,23 @@ static void free_outs(QhTensor **outs, int n) {
   g_free(outs);
 }
 
-/* The plan fuses n_gelu GELUs and n_ln LayerNorms; fused, hooked and naive runs agree. */
-static void check(QhGraph *g, int n_gelu, int n_ln) {
+/* The plan fuses n_gelu GELUs, n_ln LayerNorms and n_qmove Q/DQ chains; the fused run
+ * gives the hooked run's bits, the naive run its floats within 2e-6. */
+static void check(QhGraph *g, int n_gelu, int n_ln, int n_qmove) {
   GError *error = NULL;
   QhPlan *plan = qh_plan_new(g, NULL, FALSE, &error);
   g_assert_no_error(error);
   g_assert_cmpint(qh_plan_fused_host_groups(plan, QH_HOST_GROUP_GELU), ==, n_gelu);
   g_assert_cmpint(qh_plan_fused_host_groups(plan, QH_HOST_GROUP_LAYERNORM), ==, n_ln);
+  g_assert_cmpint(qh_plan_fused_host_groups(plan, QH_HOST_GROUP_QMOVE), ==, n_qmove);
   const QhTensor *xi = qh_plan_value_info(plan, qh_graph_find_value(g, "x"));
-  QhTensor *x = qh_tensor_new(QH_DTYPE_F32, &xi->shape, NULL);
-  for (size_t i = 0; i < x->nbytes / sizeof(float); i++) /* GELU's whole range, Erf's saturation */
-    ((float *)x->data)[i] = rnd() * (i % 7 == 0 ? 6.0f : 2.5f);
+  QhTensor *x = qh_tensor_new(xi->dtype, &xi->shape, NULL);
+  if (x->dtype == QH_DTYPE_F32)
+    for (size_t i = 0; i < x->nbytes / sizeof(float); i++) /* GELU's whole range, Erf's saturation */
+      ((float *)x->data)[i] = rnd() * (i % 7 == 0 ? 6.0f : 2.5f);
+  else
+    for (size_t i = 0; i < x->nbytes; i++) /* every byte value */
+      ((uint8_t *)x->data)[i] = (uint8_t)(i * 37 + 11);
   const int n_out = (int)g->outputs->len;
   QhThreadPool *pools[] = {qh_thread_pool_new(1), qh_thread_pool_new(2)};
   for (int p = 0; p < 2; p++) {
@@ -180,7 +187,10 @@ static void check(QhGraph *g, int n_gelu, int n_ln) {
     qh_plan_use_naive_kernels(plan, FALSE);
     for (int o = 0; o < n_out; o++) {
       g_assert_cmpmem(fast[o]->data, fast[o]->nbytes, each[o]->data, each[o]->nbytes);
-      g_assert_cmpfloat(rel_diff(fast[o], naive[o]), <=, 2e-6);
+      if (fast[o]->dtype == QH_DTYPE_F32)
+        g_assert_cmpfloat(rel_diff(fast[o], naive[o]), <=, 2e-6);
+      else
+        g_assert_cmpmem(fast[o]->data, fast[o]->nbytes, naive[o]->data, naive[o]->nbytes);
     }
     free_outs(fast, n_out);
     free_outs(each, n_out);
@@ -197,11 +207,11 @@ static void test_gelu(void) {
   int x;
   QhGraph *g = new_graph(&x, 53);
   output(g, gelu(g, "a", x, FALSE));
-  check(g, 1, 0);
+  check(g, 1, 0, 0);
   qh_graph_free(g);
   g = new_graph(&x, 53);
   output(g, gelu(g, "b", x, TRUE));
-  check(g, 1, 0);
+  check(g, 1, 0, 0);
   qh_graph_free(g);
 }
 
@@ -210,7 +220,7 @@ static void test_layernorm_then_gelu(void) {
   QhGraph *g = new_graph(&x, 77);
   int y = layernorm(g, x, 77, &d);
   output(g, gelu(g, "g", y, FALSE));
-  check(g, 1, 1);
+  check(g, 1, 1, 0);
   qh_graph_free(g);
 }
 
@@ -224,7 +234,64 @@ static void test_not_fused(void) {
   int z = value(g, "z");
   node1(g, "dev_reader", "Neg", d, z); /* LayerNorm's deviation read elsewhere */
   output(g, z);
-  check(g, 0, 0);
+  check(g, 0, 0, 0);
+  qh_graph_free(g);
+}
+
+static int byte_scalar(QhGraph *g, QhDType dt, int value) {
+  QhTensor *t = qh_tensor_new(dt, &(QhShape){.rank = 0}, NULL);
+  *(uint8_t *)t->data = (uint8_t)value;
+  QhValue *v = qh_graph_add_value(g, fresh("zp"), NULL);
+  qh_value_set_initializer(v, t);
+  return v->id;
+}
+
+static int ints(QhGraph *g, int n, const int64_t *v) {
+  QhTensor *t = qh_tensor_new(QH_DTYPE_S64, &(QhShape){.rank = 1, .dims = {n}}, NULL);
+  memcpy(t->data, v, sizeof(int64_t) * (size_t)n);
+  QhValue *val = qh_graph_add_value(g, fresh("ints"), NULL);
+  qh_value_set_initializer(val, t);
+  return val->id;
+}
+
+/* DequantizeLinear (scale s_in, zero point zp_in) of q, then move, then QuantizeLinear
+ * (s_out, zp_out of dtype out_dt) into a new graph output. */
+static void qdq_chain(QhGraph *g, int q, const char *move, float s_in, int zp_in, float s_out, int zp_out,
+                      QhDType out_dt) {
+  const QhDType in_dt = qh_graph_value(g, q)->dtype;
+  int d = value(g, fresh("dq")), m = value(g, fresh("moved")), y = value(g, fresh("y"));
+  qh_graph_add_node(g, fresh("dq"), "DequantizeLinear", "", 3,
+                    (int[]){q, scalar(g, s_in), byte_scalar(g, in_dt, zp_in)}, 1, &d, NULL);
+  if (strcmp(move, "Transpose") == 0) {
+    QhNode *t = qh_graph_add_node(g, fresh("t"), "Transpose", "", 1, &d, 1, &m, NULL);
+    qh_node_set_attr_ints(t, "perm", 3, (int64_t[]){0, 2, 1});
+  } else if (strcmp(move, "Reshape") == 0) {
+    node2(g, fresh("r"), "Reshape", d, ints(g, 2, (int64_t[]){21, -1}), m);
+  } else { /* Slice of the last axis, then Reshape */
+    int sl = value(g, fresh("sliced"));
+    qh_graph_add_node(g, fresh("s"), "Slice", "", 4,
+                      (int[]){d, ints(g, 1, (int64_t[]){5}), ints(g, 1, (int64_t[]){30}), ints(g, 1, (int64_t[]){-1})},
+                      1, &sl, NULL);
+    node2(g, fresh("r"), "Reshape", sl, ints(g, 2, (int64_t[]){-1, 25}), m);
+  }
+  qh_graph_add_node(g, fresh("q"), "QuantizeLinear", "", 3,
+                    (int[]){m, scalar(g, s_out), byte_scalar(g, out_dt, zp_out)}, 1, &y, NULL);
+  output(g, y);
+}
+
+/* The Q/DQ chains around data movement of a QDQ file, with equal and with different
+ * scales and zero points (the table is then no identity, and saturates) */
+static void test_qdq_chains(void) {
+  QhGraph *g = qh_graph_new();
+  QhValue *v = qh_graph_add_value(g, "x", NULL);
+  v->is_input = TRUE;
+  v->dtype = QH_DTYPE_U8;
+  v->shape = (QhShape){.rank = 3, .dims = {3, 7, 41}};
+  g_array_append_val(g->inputs, v->id);
+  qdq_chain(g, v->id, "Transpose", 0.05f, 128, 0.05f, 128, QH_DTYPE_U8);
+  qdq_chain(g, v->id, "Reshape", 0.05f, 128, 0.031f, 100, QH_DTYPE_U8);
+  qdq_chain(g, v->id, "Slice", 0.05f, 128, 0.07f, -3, QH_DTYPE_S8);
+  check(g, 0, 0, 3);
   qh_graph_free(g);
 }
 
@@ -233,5 +300,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/fused_host/gelu", test_gelu);
   g_test_add_func("/fused_host/layernorm_then_gelu", test_layernorm_then_gelu);
   g_test_add_func("/fused_host/not_fused", test_not_fused);
+  g_test_add_func("/fused_host/qdq_chains", test_qdq_chains);
   return g_test_run();
 }

@@ -10,8 +10,14 @@
  * multiplication). So a fused run gives the unfused run's bits (ctest
  * unit/test_fused_host compares the two through the plan), and the unfused nodes are
  * this kernel's slow twin. The LayerNorm sums four rows side by side: the same
- * additions per row, in four independent dependency chains. */
+ * additions per row, in four independent dependency chains.
+ * The Q/DQ chain around a Transpose, Reshape or Slice (the attention heads' split and
+ * merge in a QDQ file: a float pass in, a copy, a float pass out) moves the 8-bit data
+ * with the same Transpose/Slice kernel and maps each byte through a 256-entry table
+ * made by running the chain's own DequantizeLinear and QuantizeLinear kernels on every
+ * byte value: both are element-wise, so each element gets the bits it got before. */
 #include <math.h>
+#include <string.h>
 
 #include "exec/kernels/common.h"
 #include "exec/kernels/erf-simd.h"
@@ -99,16 +105,65 @@ static void layernorm_task(void *arg, int64_t begin, int64_t end) {
     layernorm_rows(j, b * LN_ROWS, (int)MIN(LN_ROWS, j->rows - b * LN_ROWS));
 }
 
-gboolean qh_fused_host_run(QhExecContext *ctx, const QhHostGroup *g, const QhTensor *x, const QhTensor *scale,
-                           const QhTensor *bias, QhTensor *y, GError **error) {
-  (void)error;
+/* Q(move(DQ(x))): the table, then the move on the bytes, then the table applied. */
+static gboolean qmove(QhExecContext *ctx, const QhHostGroup *g, const QhTensor *const *live, QhTensor *y,
+                      GError **error) {
+  const QhTensor *x = live[g->dq->inputs[0]];
+  uint8_t bytes[256], table[256];
+  float values[256];
+  for (int v = 0; v < 256; v++)
+    bytes[v] = (uint8_t)v;
+  const QhShape all = {.rank = 1, .dims = {256}};
+  QhTensor t_bytes = {x->dtype, all, bytes, 256}, t_values = {QH_DTYPE_F32, all, values, sizeof values};
+  QhTensor t_table = {y->dtype, all, table, 256};
+  const QhTensor *dq_in[3] = {&t_bytes, live[g->dq->inputs[1]],
+                              g->dq->n_inputs > 2 && g->dq->inputs[2] >= 0 ? live[g->dq->inputs[2]] : NULL};
+  const QhTensor *q_in[3] = {&t_values, live[g->q->inputs[1]],
+                             g->q->n_inputs > 2 && g->q->inputs[2] >= 0 ? live[g->q->inputs[2]] : NULL};
+  QhTensor *dq_out[1] = {&t_values}, *q_out[1] = {&t_table};
+  ctx->constant_inputs = 6; /* scale and zero point */
+  if (!g->dq_def->run(ctx, g->dq, dq_in, g->dq->n_inputs, dq_out, 1, error) ||
+      !g->q_def->run(ctx, g->q, q_in, g->q->n_inputs, q_out, 1, error))
+    return FALSE;
+  /* the moved bytes land in y, shaped as the move's output */
+  const QhTensor *moved_info = live[g->move->outputs[0]];
+  QhTensor moved = {x->dtype, moved_info->shape, y->data, y->nbytes};
+  if (strcmp(g->move->op_type, "Reshape") == 0) {
+    memcpy(y->data, x->data, y->nbytes);
+  } else {
+    const QhTensor *in[8] = {NULL};
+    const int n_in = MIN(g->move->n_inputs, 8);
+    for (int k = 0; k < n_in; k++)
+      in[k] = k == 0 ? x : g->move->inputs[k] >= 0 ? live[g->move->inputs[k]] : NULL;
+    QhTensor *out[1] = {&moved};
+    ctx->constant_inputs = (G_GUINT64_CONSTANT(1) << n_in) - 2; /* all but the data */
+    if (!g->move_def->run(ctx, g->move, in, n_in, out, 1, error))
+      return FALSE;
+  }
+  ctx->constant_inputs = 0;
+  gboolean identity = TRUE;
+  for (int v = 0; v < 256 && identity; v++)
+    identity = table[v] == v;
+  if (!identity) {
+    uint8_t *b = y->data;
+    for (size_t i = 0; i < y->nbytes; i++)
+      b[i] = table[b[i]];
+  }
+  return TRUE;
+}
+
+gboolean qh_fused_host_run(QhExecContext *ctx, const QhHostGroup *g, const QhTensor *const *live, QhTensor *y,
+                           GError **error) {
+  if (g->kind == QH_HOST_GROUP_QMOVE)
+    return qmove(ctx, g, live, y, error);
+  const QhTensor *x = live[g->x];
   const int64_t total = qh_tensor_numel(x);
   if (g->kind == QH_HOST_GROUP_GELU) {
     GeluJob j = {g, qh_f32(x), qh_f32(y)};
     qh_thread_pool_parallel_for(ctx->pool, total, GELU_GRAIN, gelu_task, &j);
     return TRUE;
   }
-  LayerNormJob j = {qh_f32(x), qh_f32(scale), qh_f32(bias), qh_f32(y), 1, 0, g->eps};
+  LayerNormJob j = {qh_f32(x), qh_f32(live[g->scale]), qh_f32(live[g->bias]), qh_f32(y), 1, 0, g->eps};
   j.n = x->shape.rank > 0 ? x->shape.dims[x->shape.rank - 1] : 1;
   j.rows = j.n > 0 ? total / j.n : 0;
   const int64_t blocks = (j.rows + LN_ROWS - 1) / LN_ROWS;
