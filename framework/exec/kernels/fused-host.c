@@ -19,9 +19,11 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/cpu.h"
 #include "exec/kernels/common.h"
 #include "exec/kernels/erf-simd.h"
 #include "exec/kernels/fused-host.h"
+#include "qhost/host-api.h" /* the QH_CPU_* bits */
 
 #define GELU_BLOCK 512
 #define GELU_GRAIN 16384
@@ -33,27 +35,50 @@ typedef struct {
   float *y;
 } GeluJob;
 
+/* GELU's float steps around the Erf, compiled for the baseline and for AVX-512 (as
+ * activation.c's loops): ISO C contracts nothing into FMAs, so both give the Div, Mul and
+ * Add kernels' bits. */
+#define GELU_LOOPS(sfx, attrs)                                                                   \
+  attrs static void gelu_in_##sfx(const QhHostGroup *g, const float *x, float *t, int64_t n) {   \
+    const float k = g->k_in;                                                                     \
+    if (g->in_divides)                                                                           \
+      for (int64_t i = 0; i < n; i++)                                                            \
+        t[i] = x[i] / k;                                                                         \
+    else                                                                                         \
+      for (int64_t i = 0; i < n; i++)                                                            \
+        t[i] = x[i] * k;                                                                         \
+  }                                                                                              \
+  attrs static void gelu_out_##sfx(const QhHostGroup *g, const float *x, const float *t, float *y, \
+                                   int64_t n) {                                                  \
+    const float k_add = g->k_add, k_half = g->k_half;                                            \
+    if (g->half_first)                                                                           \
+      for (int64_t i = 0; i < n; i++)                                                            \
+        y[i] = (x[i] * k_half) * (t[i] + k_add);                                                 \
+    else                                                                                         \
+      for (int64_t i = 0; i < n; i++)                                                            \
+        y[i] = (x[i] * (t[i] + k_add)) * k_half;                                                 \
+  }
+
+GELU_LOOPS(base, )
+GELU_LOOPS(avx512, __attribute__((target("avx512f"))))
+
 static void gelu_task(void *arg, int64_t begin, int64_t end) {
   const GeluJob *j = arg;
-  const float k_in = j->g->k_in, k_add = j->g->k_add, k_half = j->g->k_half;
+  const gboolean wide = (qh_cpu_features() & QH_CPU_AVX512F) != 0;
   float t[GELU_BLOCK];
   for (int64_t b = begin; b < end; b += GELU_BLOCK) {
     const int64_t n = MIN(GELU_BLOCK, end - b);
     const float *x = j->x + b;
     float *y = j->y + b;
-    if (j->g->in_divides)
-      for (int64_t i = 0; i < n; i++)
-        t[i] = x[i] / k_in;
+    if (wide)
+      gelu_in_avx512(j->g, x, t, n);
     else
-      for (int64_t i = 0; i < n; i++)
-        t[i] = x[i] * k_in;
+      gelu_in_base(j->g, x, t, n);
     qh_erf_f32(t, t, n);
-    if (j->g->half_first)
-      for (int64_t i = 0; i < n; i++)
-        y[i] = (x[i] * k_half) * (t[i] + k_add);
+    if (wide)
+      gelu_out_avx512(j->g, x, t, y, n);
     else
-      for (int64_t i = 0; i < n; i++)
-        y[i] = (x[i] * (t[i] + k_add)) * k_half;
+      gelu_out_base(j->g, x, t, y, n);
   }
 }
 
