@@ -7,11 +7,12 @@
  * calibration sees the bits it always saw. Relu and Clip are exact as post-ops; oneDNN's
  * swish and hardswish round differently from the host's Sigmoid and HardSigmoid (within a
  * few ulp), which the float parity with ONNX Runtime absorbs.
- * Host groups (GELU's and LayerNorm's decompositions) run as one kernel whenever no hook
- * watches, inside the region or not; that kernel reproduces the nodes' bits, so fusing
- * them changes time only. A group stops at anything else (a QuantizeLinear in
- * particular: QDQ files keep their Q/DQ pairs outside the group), and is not formed when
- * any value inside it is read elsewhere or is a graph output. */
+ * Host groups (GELU's and LayerNorm's decompositions, and a QDQ file's DequantizeLinear ->
+ * Transpose|Reshape|Slice -> QuantizeLinear) run as one kernel whenever no hook watches,
+ * inside the region or not; that kernel reproduces the nodes' bits, so fusing them
+ * changes time only. GELU and LayerNorm stop at anything else (a QuantizeLinear in
+ * particular: QDQ files keep their Q/DQ pairs outside those groups), and no group is
+ * formed when any value inside it is read elsewhere or is a graph output. */
 #include "exec/fusion.h"
 
 #include <math.h>
