@@ -6,7 +6,13 @@
  * observers, the report's captures) or the naive kernels every node runs on its own, so
  * calibration sees the bits it always saw. Relu and Clip are exact as post-ops; oneDNN's
  * swish and hardswish round differently from the host's Sigmoid and HardSigmoid (within a
- * few ulp), which the float parity with ONNX Runtime absorbs. */
+ * few ulp), which the float parity with ONNX Runtime absorbs.
+ * Host groups (GELU's and LayerNorm's decompositions, and a QDQ file's DequantizeLinear ->
+ * Transpose|Reshape|Slice -> QuantizeLinear) run as one kernel whenever no hook watches,
+ * inside the region or not; that kernel reproduces the nodes' bits, so fusing them
+ * changes time only. GELU and LayerNorm stop at anything else (a QuantizeLinear in
+ * particular: QDQ files keep their Q/DQ pairs outside those groups), and no group is
+ * formed when any value inside it is read elsewhere or is a graph output. */
 #include "exec/fusion.h"
 
 #include <math.h>
@@ -103,6 +109,298 @@ static QhPostOpKind match(const QhGraph *g, const GArray *run_order, const QhTen
   return kind;
 }
 
+/* ---- host groups ------------------------------------------------------------- */
+
+typedef struct {
+  const QhGraph *g;
+  const GArray *run_order;
+  const QhTensor *infos;
+  const QhOpDef *const *defs;
+  const gboolean *is_external;
+  int *step_of; /* per node id: its index in run_order, or -1 (folded or dead) */
+} Ctx;
+
+static const QhNode *ctx_host_op(const Ctx *c, const QhNode *node, const char *op) {
+  return node != NULL && host_op(node, op, c->defs, c->is_external) && c->step_of[node->id] >= 0 ? node : NULL;
+}
+
+/* The node that computes v, or NULL (input, constant, folded). */
+static const QhNode *producer(const Ctx *c, int v) {
+  const int id = v >= 0 ? qh_graph_value(c->g, v)->producer : -1;
+  return id >= 0 && c->step_of[id] >= 0 ? qh_graph_node(c->g, id) : NULL;
+}
+
+/* Up to max reads of v over the whole run order. */
+static int all_readers(const Ctx *c, int v, Read *out, int max) {
+  int n = 0;
+  for (guint i = 0; i < c->run_order->len; i++) {
+    const QhNode *node = qh_graph_node(c->g, g_array_index(c->run_order, int, i));
+    for (int k = 0; k < node->n_inputs; k++)
+      if (node->inputs[k] == v) {
+        if (n < max)
+          out[n] = (Read){(int)i, k};
+        n++;
+      }
+  }
+  return n;
+}
+
+/* The node that reads v, when v is no graph output and is read exactly once. */
+static const QhNode *only_reader(const Ctx *c, int v) {
+  Read r[2];
+  if (v < 0 || qh_graph_value(c->g, v)->is_output || all_readers(c, v, r, 2) != 1)
+    return NULL;
+  return qh_graph_node(c->g, g_array_index(c->run_order, int, r[0].step));
+}
+
+/* A two-input node with a scalar constant on one side: the other input and the constant. */
+static gboolean with_scalar(const Ctx *c, const QhNode *node, int *other, float *k) {
+  if (node == NULL || node->n_inputs != 2)
+    return FALSE;
+  for (int s = 0; s < 2; s++)
+    if (scalar_constant(c->infos, node->inputs[s], k)) {
+      *other = node->inputs[1 - s];
+      return TRUE;
+    }
+  return FALSE;
+}
+
+static gboolean is_f32(const Ctx *c, int v) { return v >= 0 && c->infos[v].dtype == QH_DTYPE_F32; }
+
+static gboolean same_shape(const Ctx *c, int a, int b) {
+  return qh_shape_equal(&c->infos[a].shape, &c->infos[b].shape);
+}
+
+/* GELU from its Erf: fills h and the member nodes (up to 5); the group's result. */
+static int match_gelu(const Ctx *c, const QhNode *erf, QhHostGroup *h, const QhNode **members, int *n) {
+  if (!ctx_host_op(c, erf, "Erf") || erf->n_inputs != 1)
+    return -1;
+  const QhNode *scale = producer(c, erf->inputs[0]);
+  int x;
+  if (only_reader(c, erf->inputs[0]) != erf)
+    return -1;
+  if (ctx_host_op(c, scale, "Div") && scale->n_inputs == 2 &&
+      scalar_constant(c->infos, scale->inputs[1], &h->k_in)) {
+    x = scale->inputs[0];
+    h->in_divides = TRUE;
+  } else if (ctx_host_op(c, scale, "Mul") && with_scalar(c, scale, &x, &h->k_in)) {
+    h->in_divides = FALSE;
+  } else {
+    return -1;
+  }
+  const QhNode *add = ctx_host_op(c, only_reader(c, erf->outputs[0]), "Add");
+  int e;
+  if (add == NULL || !with_scalar(c, add, &e, &h->k_add) || e != erf->outputs[0])
+    return -1;
+  const QhNode *m1 = ctx_host_op(c, only_reader(c, add->outputs[0]), "Mul");
+  if (m1 == NULL || m1->n_inputs != 2)
+    return -1;
+  const int other = m1->inputs[0] == add->outputs[0] ? m1->inputs[1] : m1->inputs[0];
+  members[0] = scale, members[1] = erf, members[2] = add, members[3] = m1;
+  *n = 5;
+  int out, y;
+  if (other == x) { /* (x * (erf + 1)) * 0.5 */
+    const QhNode *m2 = ctx_host_op(c, only_reader(c, m1->outputs[0]), "Mul");
+    if (m2 == NULL || !with_scalar(c, m2, &y, &h->k_half) || y != m1->outputs[0])
+      return -1;
+    members[4] = m2;
+    h->half_first = FALSE;
+    out = m2->outputs[0];
+  } else { /* (x * 0.5) * (erf + 1) */
+    const QhNode *m0 = ctx_host_op(c, producer(c, other), "Mul");
+    if (m0 == NULL || !with_scalar(c, m0, &y, &h->k_half) || y != x || only_reader(c, other) != m1)
+      return -1;
+    members[4] = m0;
+    h->half_first = TRUE;
+    out = m1->outputs[0];
+  }
+  if (!is_f32(c, x) || !is_f32(c, out) || !same_shape(c, x, out))
+    return -1;
+  h->kind = QH_HOST_GROUP_GELU;
+  h->x = x;
+  h->scale = h->bias = -1;
+  return out;
+}
+
+/* A ReduceMean of x over its last axis only, keeping dims. */
+static gboolean mean_last_axis(const Ctx *c, const QhNode *node, int x) {
+  if (!ctx_host_op(c, node, "ReduceMean") || node->inputs[0] != x || c->infos[x].shape.rank < 1)
+    return FALSE;
+  const int rank = c->infos[x].shape.rank;
+  const QhAttr *keep = qh_node_attr(node, "keepdims");
+  if (keep != NULL && (keep->type != QH_ATTR_INT || keep->i != 1))
+    return FALSE;
+  const QhAttr *axes = qh_node_attr(node, "axes");
+  int64_t axis;
+  if (axes != NULL && axes->type == QH_ATTR_INTS && axes->n == 1 && node->n_inputs == 1) {
+    axis = axes->ints[0];
+  } else if (axes == NULL && node->n_inputs == 2 && node->inputs[1] >= 0 && c->infos[node->inputs[1]].data &&
+             c->infos[node->inputs[1]].dtype == QH_DTYPE_S64 && qh_tensor_numel(&c->infos[node->inputs[1]]) == 1) {
+    axis = *(const int64_t *)c->infos[node->inputs[1]].data;
+  } else {
+    return FALSE;
+  }
+  return axis == -1 || axis == rank - 1;
+}
+
+/* A float constant of n elements that lies along the last axis of a rank-`rank` value. */
+static gboolean last_axis_constant(const Ctx *c, int v, int rank, int64_t n) {
+  const QhTensor *t = v >= 0 ? &c->infos[v] : NULL;
+  if (t == NULL || t->data == NULL || t->dtype != QH_DTYPE_F32 || qh_tensor_numel(t) != n ||
+      t->shape.rank < 1 || t->shape.rank > rank)
+    return FALSE;
+  return t->shape.dims[t->shape.rank - 1] == n;
+}
+
+/* The operand of a two-input node other than v (-1 when v is not one of them). */
+static int other_input(const QhNode *node, int v) {
+  if (node == NULL || node->n_inputs != 2)
+    return -1;
+  return node->inputs[0] == v ? node->inputs[1] : node->inputs[1] == v ? node->inputs[0] : -1;
+}
+
+/* LayerNorm from its first ReduceMean: fills h and the members (9); the group's result. */
+static int match_layernorm(const Ctx *c, const QhNode *mean, QhHostGroup *h, const QhNode **members, int *n) {
+  if (mean == NULL || mean->n_inputs < 1)
+    return -1;
+  const int x = mean->inputs[0];
+  if (!is_f32(c, x) || !mean_last_axis(c, mean, x))
+    return -1;
+  const int rank = c->infos[x].shape.rank;
+  const int64_t width = c->infos[x].shape.dims[rank - 1];
+  const QhNode *sub = ctx_host_op(c, only_reader(c, mean->outputs[0]), "Sub");
+  if (sub == NULL || sub->n_inputs != 2 || sub->inputs[0] != x || sub->inputs[1] != mean->outputs[0])
+    return -1;
+  const int d = sub->outputs[0];
+  Read r[3];
+  if (qh_graph_value(c->g, d)->is_output || all_readers(c, d, r, 3) != 2)
+    return -1;
+  const QhNode *pow = NULL, *div = NULL;
+  for (int k = 0; k < 2; k++) {
+    const QhNode *node = qh_graph_node(c->g, g_array_index(c->run_order, int, r[k].step));
+    if (ctx_host_op(c, node, "Pow") && r[k].slot == 0)
+      pow = node;
+    else if (ctx_host_op(c, node, "Div") && r[k].slot == 0)
+      div = node;
+  }
+  float two, eps;
+  if (pow == NULL || div == NULL || pow->n_inputs != 2 || !scalar_constant(c->infos, pow->inputs[1], &two) ||
+      two != 2.0f)
+    return -1;
+  const QhNode *var = only_reader(c, pow->outputs[0]);
+  if (!mean_last_axis(c, var, pow->outputs[0]))
+    return -1;
+  const QhNode *add = ctx_host_op(c, only_reader(c, var->outputs[0]), "Add");
+  int v;
+  if (add == NULL || !with_scalar(c, add, &v, &eps) || v != var->outputs[0])
+    return -1;
+  const QhNode *sqrt_ = ctx_host_op(c, only_reader(c, add->outputs[0]), "Sqrt");
+  if (sqrt_ == NULL || only_reader(c, sqrt_->outputs[0]) != div || div->n_inputs != 2 ||
+      div->inputs[1] != sqrt_->outputs[0])
+    return -1;
+  const QhNode *mul = ctx_host_op(c, only_reader(c, div->outputs[0]), "Mul");
+  const int scale = other_input(mul, div->outputs[0]);
+  if (mul == NULL || !last_axis_constant(c, scale, rank, width))
+    return -1;
+  const QhNode *bias_add = ctx_host_op(c, only_reader(c, mul->outputs[0]), "Add");
+  const int bias = other_input(bias_add, mul->outputs[0]);
+  if (bias_add == NULL || !last_axis_constant(c, bias, rank, width))
+    return -1;
+  const int out = bias_add->outputs[0];
+  if (!is_f32(c, out) || !same_shape(c, x, out))
+    return -1;
+  const QhNode *all[] = {mean, sub, pow, var, add, sqrt_, div, mul, bias_add};
+  for (int k = 0; k < 9; k++)
+    members[k] = all[k];
+  *n = 9;
+  *h = (QhHostGroup){.kind = QH_HOST_GROUP_LAYERNORM, .x = x, .scale = scale, .bias = bias, .eps = eps};
+  return out;
+}
+
+/* A plan constant with one element, of dtype a or b. */
+static gboolean scalar_of(const Ctx *c, int v, QhDType a, QhDType b) {
+  const QhTensor *t = v >= 0 ? &c->infos[v] : NULL;
+  return t != NULL && t->data != NULL && qh_tensor_numel(t) == 1 && (t->dtype == a || t->dtype == b);
+}
+
+/* Every input after the first is absent or a plan constant. */
+static gboolean constant_operands(const Ctx *c, const QhNode *node) {
+  for (int k = 1; k < node->n_inputs; k++)
+    if (node->inputs[k] >= 0 && c->infos[node->inputs[k]].data == NULL)
+      return FALSE;
+  return TRUE;
+}
+
+/* Per-tensor DequantizeLinear or QuantizeLinear: scalar float scale, 8-bit zero point. */
+static gboolean per_tensor_qdq(const Ctx *c, const QhNode *node, const char *op) {
+  return ctx_host_op(c, node, op) && node->n_inputs >= 2 && node->n_inputs <= 3 &&
+         scalar_of(c, node->inputs[1], QH_DTYPE_F32, QH_DTYPE_F32) &&
+         (node->n_inputs == 2 || node->inputs[2] < 0 || scalar_of(c, node->inputs[2], QH_DTYPE_U8, QH_DTYPE_S8));
+}
+
+/* DequantizeLinear -> Transpose | Reshape | Slice (-> Reshape) -> QuantizeLinear from its
+ * DequantizeLinear: fills h and the members (3 or 4); the group's result. */
+static int match_qmove(const Ctx *c, const QhNode *dq, QhHostGroup *h, const QhNode **members, int *n) {
+  if (!per_tensor_qdq(c, dq, "DequantizeLinear"))
+    return -1;
+  const int x = dq->inputs[0];
+  if (x < 0 || (c->infos[x].dtype != QH_DTYPE_U8 && c->infos[x].dtype != QH_DTYPE_S8))
+    return -1;
+  const QhNode *move = only_reader(c, dq->outputs[0]);
+  if (!(ctx_host_op(c, move, "Transpose") || ctx_host_op(c, move, "Reshape") || ctx_host_op(c, move, "Slice")) ||
+      move->inputs[0] != dq->outputs[0] || !constant_operands(c, move))
+    return -1;
+  const QhNode *next = only_reader(c, move->outputs[0]);
+  members[0] = dq, members[1] = move;
+  *n = 2;
+  if (ctx_host_op(c, next, "Reshape") && next->inputs[0] == move->outputs[0] && constant_operands(c, next)) {
+    members[(*n)++] = next;
+    next = only_reader(c, next->outputs[0]);
+  }
+  if (!per_tensor_qdq(c, next, "QuantizeLinear") || next->inputs[0] != members[*n - 1]->outputs[0])
+    return -1;
+  const int out = next->outputs[0];
+  const QhDType ot = c->infos[out].dtype;
+  if ((ot != QH_DTYPE_U8 && ot != QH_DTYPE_S8) ||
+      qh_tensor_numel(&c->infos[out]) != qh_tensor_numel(&c->infos[move->outputs[0]]))
+    return -1;
+  members[(*n)++] = next;
+  *h = (QhHostGroup){.kind = QH_HOST_GROUP_QMOVE, .x = x, .scale = -1, .bias = -1, .dq = dq, .move = move,
+                     .q = next, .dq_def = c->defs[dq->id], .move_def = c->defs[move->id], .q_def = c->defs[next->id]};
+  return out;
+}
+
+static void plan_host_groups(const Ctx *c, QhFusedStep *steps) {
+  for (guint i = 0; i < c->run_order->len; i++) {
+    const QhNode *node = qh_graph_node(c->g, g_array_index(c->run_order, int, i));
+    QhHostGroup h = {0};
+    const QhNode *members[9];
+    int n = 0, out = -1;
+    if (strcmp(node->op_type, "Erf") == 0)
+      out = match_gelu(c, node, &h, members, &n);
+    else if (strcmp(node->op_type, "ReduceMean") == 0)
+      out = match_layernorm(c, node, &h, members, &n);
+    else if (strcmp(node->op_type, "DequantizeLinear") == 0)
+      out = match_qmove(c, node, &h, members, &n);
+    if (out < 0)
+      continue;
+    gboolean available = TRUE;
+    int head = G_MAXINT;
+    for (int k = 0; k < n; k++) {
+      const int s = c->step_of[members[k]->id];
+      available = available && !steps[s].absorbed && steps[s].kind == QH_POST_NONE && steps[s].host.kind == QH_HOST_GROUP_NONE;
+      head = MIN(head, s);
+    }
+    if (!available)
+      continue;
+    for (int k = 0; k < n; k++)
+      steps[c->step_of[members[k]->id]].absorbed = TRUE;
+    steps[head].absorbed = FALSE;
+    steps[head].host = h;
+    steps[head].out_value = out;
+  }
+}
+
 QhFusedStep *qh_fusion_plan(const QhGraph *graph, const GArray *run_order, const QhTensor *infos,
                             const QhOpDef *const *defs, const gboolean *is_external,
                             const gboolean *nhwc, int n_values) {
@@ -126,5 +424,12 @@ QhFusedStep *qh_fusion_plan(const QhGraph *graph, const GArray *run_order, const
     for (int k = 0; k < n_absorbed; k++)
       steps[absorbed[k]].absorbed = TRUE;
   }
+  Ctx c = {graph, run_order, infos, defs, is_external, g_new(int, qh_graph_n_nodes(graph) + 1)};
+  for (int id = 0; id < qh_graph_n_nodes(graph); id++)
+    c.step_of[id] = -1;
+  for (guint i = 0; i < run_order->len; i++)
+    c.step_of[g_array_index(run_order, int, i)] = (int)i;
+  plan_host_groups(&c, steps);
+  g_free(c.step_of);
   return steps;
 }

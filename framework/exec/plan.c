@@ -350,7 +350,7 @@ static void plan_arena(QhPlan *plan) {
   for (int v = 0; v < plan->n_values; v++)
     born[v] = G_MAXINT;
   for (guint step = 0; plan->fused && step < plan->run_order->len; step++)
-    if (plan->fused[step].kind != QH_POST_NONE)
+    if (plan->fused[step].kind != QH_POST_NONE || plan->fused[step].host.kind != QH_HOST_GROUP_NONE)
       born[plan->fused[step].out_value] = (int)step;
   GArray *slots = g_array_new(FALSE, FALSE, sizeof(Slot));
   for (guint step = 0; step < plan->run_order->len; step++) {
@@ -500,6 +500,13 @@ int qh_plan_fused_convs(const QhPlan *plan) {
   return n;
 }
 
+int qh_plan_fused_host_groups(const QhPlan *plan, int kind) {
+  int n = 0;
+  for (guint i = 0; plan->fused && i < plan->run_order->len; i++)
+    n += (int)plan->fused[i].host.kind == kind;
+  return n;
+}
+
 gboolean qh_plan_node_is_external(const QhPlan *plan, int node_id) {
   return plan->ext[node_id].run != NULL;
 }
@@ -587,7 +594,8 @@ gboolean qh_plan_run(QhPlan *plan, QhExecContext *ctx, const QhTensor *const *in
 
   /* the value hook and the naive kernels see every value in NCHW */
   const gboolean *nhwc = plan->value_hook == NULL && !plan->use_naive ? plan->nhwc : NULL;
-  const QhFusedStep *fused = nhwc ? plan->fused : NULL; /* with the region only */
+  /* Conv post-ops with the region only; host groups whenever no hook watches */
+  const QhFusedStep *fused = plan->value_hook == NULL && !plan->use_naive ? plan->fused : NULL;
   const QhTensor **ins = NULL;
   QhTensor **outs = NULL;
   for (guint step = 0; step < plan->run_order->len && ok; step++) {
@@ -619,7 +627,16 @@ gboolean qh_plan_run(QhPlan *plan, QhExecContext *ctx, const QhTensor *const *in
       break;
     int64_t t0 = plan->profiling ? now_ns() : 0;
     const QhPlanKernel *ext = &plan->ext[node->id];
-    if (ext->run != NULL) {
+    if (fused && fused[step].host.kind != QH_HOST_GROUP_NONE) { /* a host group (fusion.c) */
+      const QhHostGroup *h = &fused[step].host;
+      const int out = fused[step].out_value;
+      if (qh_graph_value(g, out)->is_output && owned[out] == NULL) { /* the group's last node's */
+        owned[out] = qh_tensor_new(plan->infos[out].dtype, &plan->infos[out].shape, error);
+        live[out] = owned[out];
+      }
+      ctx->constant_inputs = ctx->nhwc_inputs = ctx->nhwc_outputs = 0;
+      ok = live[out] != NULL && qh_fused_host_run(ctx, h, live, (QhTensor *)live[out], error);
+    } else if (ext->run != NULL) {
       ctx->nhwc_inputs = ctx->nhwc_outputs = 0;
       ok = ext->run(ext->data, ctx, node, ins, node->n_inputs, outs, node->n_outputs, error);
     } else if (!outputs_empty(node, outs)) {

@@ -92,6 +92,9 @@ int64_t qh_plan_node_time_ns(const QhPlan *plan, int node_id);
 /* How many Convs run with the element-wise nodes after them fused (exec/fusion.c), in
  * the runs without a value hook or the naive kernels; for tests and reports. */
 int qh_plan_fused_convs(const QhPlan *plan);
+/* How many host-op groups of the given kind (exec/fusion.c: GELU, LayerNorm) run as one
+ * fused kernel in those runs; for tests and reports. */
+int qh_plan_fused_host_groups(const QhPlan *plan, int kind);
 
 /* Whether node_id runs on an external kernel (qh_plan_new_with_kernels). */
 gboolean qh_plan_node_is_external(const QhPlan *plan, int node_id);

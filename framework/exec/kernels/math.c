@@ -10,11 +10,13 @@
  * per-dimension strides. One fast path: Pow of a dense float base by one scalar
  * exponent (LayerNorm's x^2, on every row of every layer) skips the per-element
  * broadcast walk and squares by one multiplication, as ONNX Runtime does; its twin
- * (run_naive) is the walk with powf. */
+ * (run_naive) is the walk with powf. The other: Erf (GELU's) runs erf-simd.c's vector
+ * polynomial, within 1 ulp of glibc's erff, which run_naive calls. */
 #include <math.h>
 #include <string.h>
 
 #include "exec/kernels/common.h"
+#include "exec/kernels/erf-simd.h"
 
 #define MAX_OPERANDS 3
 #define PAR_GRAIN 16384
@@ -239,6 +241,7 @@ typedef struct {
   const QhTensor *in[MAX_OPERANDS];
   QhTensor *out;
   Walk walk;
+  gboolean naive; /* run_naive: Erf is glibc's erff */
 } Job;
 
 /* Python's integer %: the result takes the divisor's sign (ONNX Mod with fmod=0). */
@@ -284,6 +287,10 @@ static void unary_task(void *arg, int64_t begin, int64_t end) {
   }
   const float *x = j->in[0]->data;
   float *y = j->out->data;
+  if (j->op == OP_ERF && !j->naive) { /* GELU's Erf: the vector polynomial, within 1 ulp of erff */
+    qh_erf_f32(x + begin, y + begin, end - begin);
+    return;
+  }
   for (int64_t i = begin; i < end; i++)
     y[i] = unary_f32(j->op, x[i]);
 }
@@ -381,7 +388,7 @@ static gboolean is_scalar_pow(MathOp op, const QhTensor *const *inputs, int n_in
 
 static gboolean run_impl(QhExecContext *ctx, const QhNode *node, const QhTensor *const *inputs, int n_inputs,
                          QhTensor *const *outputs, gboolean naive, GError **error) {
-  Job j = {.op = op_of(node), .out = outputs[0]};
+  Job j = {.op = op_of(node), .out = outputs[0], .naive = naive};
   if (!naive && is_scalar_pow(j.op, inputs, n_inputs, outputs[0])) {
     ScalarPow p = {qh_f32(inputs[0]), qh_f32(outputs[0]), (float)value_at(inputs[1], 0)};
     qh_thread_pool_parallel_for(ctx->pool, qh_tensor_numel(outputs[0]), PAR_GRAIN, scalar_pow_task, &p);
@@ -435,7 +442,7 @@ static gboolean run_naive(QhExecContext *ctx, const QhNode *node, const QhTensor
 }
 
 const QhOpDef qh_ops_math[] = {
-    {"Sqrt", 1, 1, 1, 1, infer, run, NULL, NULL},    {"Erf", 1, 1, 1, 1, infer, run, NULL, NULL},
+    {"Sqrt", 1, 1, 1, 1, infer, run, NULL, NULL},    {"Erf", 1, 1, 1, 1, infer, run, run_naive, NULL},
     {"Exp", 1, 1, 1, 1, infer, run, NULL, NULL},     {"Neg", 1, 1, 1, 1, infer, run, NULL, NULL},
     {"Not", 1, 1, 1, 1, infer, run, NULL, NULL},     {"Pow", 2, 2, 1, 1, infer, run, run_naive, NULL},
     {"Mod", 2, 2, 1, 1, infer, run, NULL, NULL},     {"Equal", 2, 2, 1, 1, infer, run, NULL, NULL},

@@ -1,0 +1,18 @@
+/* Erf over float arrays: a double-precision piecewise polynomial, in a scalar loop and its
+ * AVX-512 and AVX2 twins (the same bits), within 1 ulp of glibc's erff.
+ * Pure functions of their input; safe from any thread; x and y may be the same array
+ * but must not otherwise overlap. No errors: NaN gives NaN, +-Inf gives +-1. */
+#ifndef QH_EXEC_ERF_SIMD_H
+#define QH_EXEC_ERF_SIMD_H
+
+#include <stdint.h>
+
+/* erf(x) from the polynomials (erf-simd.c), computed with fma() lane by lane. */
+float qh_erf_poly(float x);
+/* y[i] = qh_erf_poly(x[i]) for i < n: AVX-512F where the host has it, AVX2 with FMA
+ * below that (QHOST_CPU_DISABLE can hide either), glibc's erff loop on older CPUs. */
+void qh_erf_f32(const float *x, float *y, int64_t n);
+/* The scalar qh_erf_poly loop, for the tests. */
+void qh_erf_f32_scalar(const float *x, float *y, int64_t n);
+
+#endif

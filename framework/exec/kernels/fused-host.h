@@ -1,0 +1,52 @@
+/* The kernels of the host-op groups the executor's fusion (exec/fusion.c) runs as one
+ * node: GELU's Div/Mul, Erf, Add, Mul, Mul chain, LayerNorm's opset-13
+ * ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add decomposition, and a
+ * DequantizeLinear -> Transpose|Reshape|Slice (-> Reshape) -> QuantizeLinear chain of a
+ * QDQ file. Each gives the bits of the nodes it replaces run one by one (the same float
+ * operations in the same order, the same double sums; for the Q/DQ chain the same
+ * DequantizeLinear and QuantizeLinear kernels, applied to the 256 possible bytes), in
+ * one pass over memory instead of three to nine.
+ * Threading: like any kernel's run (exec/op.h): uses ctx's pool, never concurrently on
+ * one group. */
+#ifndef QH_EXEC_FUSED_HOST_H
+#define QH_EXEC_FUSED_HOST_H
+
+#include <glib.h>
+
+#include "core/tensor.h"
+#include "exec/op.h"
+
+G_BEGIN_DECLS
+
+typedef enum {
+  QH_HOST_GROUP_NONE,
+  QH_HOST_GROUP_GELU,      /* y = (x * (erf(x OP k_in) + k_add)) * k_half, or (x * k_half) * (...) */
+  QH_HOST_GROUP_LAYERNORM, /* y = ((x - mean) / sqrt(var + eps)) * scale + bias along the last axis */
+  QH_HOST_GROUP_QMOVE,     /* y = Q(move(DQ(x))) computed as lut[move(x)] on the 8-bit data */
+} QhHostGroupKind;
+
+typedef struct {
+  QhHostGroupKind kind;
+  int x;               /* value id of the group's input (float32) */
+  int scale, bias;     /* LayerNorm: value ids of the constant scale and bias (last-dim elements) */
+  gboolean in_divides; /* GELU: x / k_in (Div) rather than x * k_in (Mul) */
+  gboolean half_first; /* GELU: (x * k_half) * (erf + k_add) rather than (x * (erf + k_add)) * k_half */
+  float k_in, k_add, k_half;
+  float eps;           /* LayerNorm: the Add's constant */
+  /* QMOVE: the DequantizeLinear, the data-movement node and the QuantizeLinear (a Reshape
+   * between the last two only reinterprets the moved bytes), with their definitions */
+  const QhNode *dq, *move, *q;
+  const QhOpDef *dq_def, *move_def, *q_def;
+} QhHostGroup;
+
+/* Run group g into y (the group's result, allocated by the caller; it must not overlap
+ * the input). live: per value id, where the value's data is during this run (the input
+ * x, LayerNorm's scale and bias, the Q/DQ chain's scales, zero points and index inputs).
+ * The plan checked dtypes and shapes; only the QMOVE group's inner kernel calls can
+ * fail (then error is set, naming their node, and FALSE is returned). */
+gboolean qh_fused_host_run(QhExecContext *ctx, const QhHostGroup *g, const QhTensor *const *live, QhTensor *y,
+                           GError **error);
+
+G_END_DECLS
+
+#endif
