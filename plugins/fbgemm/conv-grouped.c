@@ -45,10 +45,13 @@ int fb_group_direct_fits(FbIsa isa, int64_t ic, int64_t oc, int64_t groups) {
 }
 
 FbGroupPath fb_group_pick(FbIsa isa, int64_t ic, int64_t oc, int64_t groups, int64_t kh, int64_t kw) {
-  int64_t cg = groups > 0 ? ic / groups : 0;
+  int64_t cg = groups > 0 ? ic / groups : 0, og = groups > 0 ? oc / groups : 0;
   if (cg == 1 && kh <= 5 && kw <= 5)
     return FB_GROUP_MULTIPLIER;
-  if (cg <= 16 && fb_group_direct_fits(isa, ic, oc, groups))
+  /* few channels per group (FBGEMM's groupwise sizes), or whole 16-lane blocks per group,
+   * which the AVX-512 row reads by broadcast, without the GEMM path's im2col */
+  int whole = (isa == FB_ISA_AVX512VNNI || isa == FB_ISA_AMX) && og % 16 == 0 && cg <= 64;
+  if ((cg <= 16 || whole) && fb_group_direct_fits(isa, ic, oc, groups))
     return FB_GROUP_DIRECT;
   return FB_GROUP_GEMM;
 }

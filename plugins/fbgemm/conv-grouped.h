@@ -10,8 +10,8 @@
  *   channels, where the 16-channel panels are full.
  * - FB_GROUP_DIRECT: a direct convolution whose vector lanes are output channels (16 on
  *   zmm, 8 on ymm) and whose input is the pixel's channels, one vector load per tap,
- *   permuted per lane (vpermd) so each lane sees its own group's 4-byte chunk, then one
- *   vpdpbusd per chunk: FBGEMM's groupwise convolution's idea for few channels per group
+ *   permuted per lane (vpermd) so each lane sees its own group's 4-byte chunk (or, with
+ *   every lane in one group, each chunk broadcast), then one vpdpbusd per chunk: FBGEMM's groupwise convolution's idea for few channels per group
  *   (GroupwiseConv.cc), in a layout of our own. Needs the dwords a block of lanes reads
  *   to fit one vector (fb_group_direct_fits).
  * - FB_GROUP_MULTIPLIER: depthwise with a channel multiplier k: the input is widened once
@@ -60,7 +60,9 @@ int64_t fb_group_lanes(FbIsa isa);
  * `lanes` input dwords of a pixel. */
 int fb_group_direct_fits(FbIsa isa, int64_t ic, int64_t oc, int64_t groups);
 /* The path the plugin takes: MULTIPLIER for one input channel per group and kernels up
- * to 5x5, DIRECT for up to 16 input channels per group where it fits, GEMM otherwise. */
+ * to 5x5; DIRECT where it fits for up to 16 input channels per group, and on AVX-512 VNNI
+ * (and AMX) for up to 64 when the output channels per group are a multiple of 16 (every
+ * block of lanes in one group: broadcast, no permute); GEMM otherwise. */
 FbGroupPath fb_group_pick(FbIsa isa, int64_t ic, int64_t oc, int64_t groups, int64_t kh, int64_t kw);
 /* Packs w ([oc][ic / groups][kh][kw]) for path on isa; rq's bias and mult have oc
  * entries. 0 on success, -1 out of memory, -2 when path cannot take the shape. p is

@@ -14,17 +14,17 @@
 #include "../kernels.h"
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static uint32_t rnd(void) {
+static inline uint32_t rnd(void) {
   rng_state ^= rng_state << 13;
   rng_state ^= rng_state >> 7;
   rng_state ^= rng_state << 17;
   return (uint32_t)(rng_state >> 11);
 }
-static int64_t rnd_in(int64_t lo, int64_t hi) { return lo + (int64_t)(rnd() % (uint32_t)(hi - lo + 1)); }
+static inline int64_t rnd_in(int64_t lo, int64_t hi) { return lo + (int64_t)(rnd() % (uint32_t)(hi - lo + 1)); }
 
 /* A pool that runs tasks from the last to the first, on fake workers 0..2, so the result
  * cannot depend on the order tasks run in or on which worker's workspace slice is used. */
-static void reverse_pool(void *runner, size_t n, FbTaskFn task, void *user) {
+static inline void reverse_pool(void *runner, size_t n, FbTaskFn task, void *user) {
   (void)runner;
   for (size_t i = n; i-- > 0;)
     task(user, i, (uint32_t)(i % 3));
@@ -38,14 +38,14 @@ typedef struct {
   void *user;
 } OddTasks;
 
-static void *run_odd(void *arg) {
+static inline void *run_odd(void *arg) {
   OddTasks *o = arg;
   for (size_t i = 1; i < o->n; i += 2)
     o->task(o->user, i, 1);
   return NULL;
 }
 
-static void two_thread_pool(void *runner, size_t n, FbTaskFn task, void *user) {
+static inline void two_thread_pool(void *runner, size_t n, FbTaskFn task, void *user) {
   (void)runner;
   OddTasks o = {n, task, user};
   pthread_t t;
@@ -59,7 +59,7 @@ static void two_thread_pool(void *runner, size_t n, FbTaskFn task, void *user) {
 }
 
 /* name is in the comma-separated QHOST_CPU_DISABLE list (the host's test switch). */
-static int disabled(const char *name) {
+static inline int disabled(const char *name) {
   const char *m = getenv("QHOST_CPU_DISABLE");
   size_t n = strlen(name);
   for (const char *p = m; p && *p;) {

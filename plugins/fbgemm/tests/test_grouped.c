@@ -1,15 +1,16 @@
 /* The fbgemm plugin's grouped convolutions (conv-grouped.h) against their scalar twin,
- * fb_group_ref, bit for bit, without the host: random grouped shapes (1 to 40 input
- * channels per group, odd counts and groups, channel multipliers, kernels 1x1 to 5x5,
- * strides, dilations, asymmetric padding, M = 1, zero points from 0 to the top of the
- * input's range, inputs up to 127 and up to 255, output ranges [0, 255] and [0, 127],
- * fused Relu, multipliers that make exact .5 ties), each on every path that can take it
- * (GEMM always, direct where the lanes' dwords fit a vector, multiplier for one input
- * channel per group) on every ISA this CPU has, on one worker, on a 3-worker pool that
- * runs its tasks in reverse and on two real threads. The input is allocated to its last
- * byte plus the 3 bytes conv-grouped.h promises may be read; the output's next byte must
- * stay untouched. A path the CPU lacks (or QHOST_CPU_DISABLE hides) is skipped; with
- * --isa naming it the test exits 77 (CTest's skip).
+ * fb_group_ref, bit for bit, without the host: random grouped shapes (1 to 64 input
+ * channels per group, output channels per group a multiple of 16 among them, odd counts
+ * and groups, channel multipliers, kernels 1x1 to 5x5, strides, dilations, asymmetric
+ * padding, M = 1, zero points from 0 to the top of the input's range, inputs up to 127
+ * and up to 255, output ranges [0, 255] and [0, 127], fused Relu, multipliers that make
+ * exact .5 ties), each on every path that can take it (GEMM always, direct where the
+ * lanes' dwords fit a vector, multiplier for one input channel per group) on every ISA
+ * this CPU has, on one worker, on a 3-worker pool that runs its tasks in reverse and on
+ * two real threads. The input is allocated to its last byte plus the 3 bytes
+ * conv-grouped.h promises may be read; the output's next byte must stay untouched. A path the
+ * CPU lacks (or QHOST_CPU_DISABLE hides) is skipped; with --isa naming it the test exits
+ * 77 (CTest's skip).
  * usage: test_grouped [--isa NAME] [--cases N] [--seed S] */
 #include <stdio.h>
 
@@ -66,7 +67,10 @@ static int run_case(int idx, const FbIsa *isas, size_t n_isas) {
   int x_max = rnd() % 2 ? 255 : 127;
   int64_t groups = rnd() % 3 == 0 ? rnd_in(2, 3) : rnd_in(2, 40);
   int64_t cg, og;
-  switch (rnd() % 5) {
+  switch (rnd() % 6) {
+  case 5: /* whole 16-lane blocks per group (AVX-512's broadcast rows), any input count */
+    cg = rnd_in(1, 64), og = 16 * rnd_in(1, 2);
+    break;
   case 0: /* depthwise with a channel multiplier */
     cg = 1, og = rnd_in(2, 4);
     break;
