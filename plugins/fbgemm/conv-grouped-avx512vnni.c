@@ -36,10 +36,11 @@ static inline __attribute__((always_inline)) void store(const FbConv *c, const F
   }
 }
 
-/* Lanes in several groups: masked load, vpermd per chunk. */
+/* Lanes in several groups: masked load, vpermd per chunk. px[t * 6 + i]: pixel i's input
+ * at tap t, NULL outside the image. */
 static inline __attribute__((always_inline)) void pixels_perm(const FbConv *c, const FbGroupPacked *p,
-                                                              const uint8_t *x, int64_t b, int64_t oy, int64_t ox0,
-                                                              int64_t blk, uint8_t *y, const int np) {
+                                                              const uint8_t *const *px, int64_t b, int64_t oy,
+                                                              int64_t ox0, int64_t blk, uint8_t *y, const int np) {
   const int64_t taps = c->kh * c->kw, nq = p->nq;
   const __mmask16 lmask = (__mmask16)((1u << p->span[blk]) - 1u);
   const __m512i zxv = _mm512_set1_epi8((char)p->zx);
@@ -50,15 +51,10 @@ static inline __attribute__((always_inline)) void pixels_perm(const FbConv *c, c
   for (int i = 0; i < np; i++)
     acc[i] = _mm512_setzero_si512();
   for (int64_t t = 0; t < taps; t++) {
-    int64_t iy = oy * c->sh - c->pt + (t / c->kw) * c->dh, ix0 = ox0 * c->sw - c->pl + (t % c->kw) * c->dw;
     __m512i xv[6];
     _Pragma("GCC unroll 6")
-    for (int i = 0; i < np; i++) {
-      int64_t ix = ix0 + i * c->sw;
-      xv[i] = iy >= 0 && iy < c->ih && ix >= 0 && ix < c->iw
-                  ? _mm512_maskz_loadu_epi32(lmask, x + ((b * c->ih + iy) * c->iw + ix) * c->ic + off)
-                  : zxv;
-    }
+    for (int i = 0; i < np; i++)
+      xv[i] = px[t * 6 + i] ? _mm512_maskz_loadu_epi32(lmask, px[t * 6 + i] + off) : zxv;
     const int8_t *wt = p->w + (blk * taps + t) * nq * 64;
     for (int64_t q = 0; q < nq; q++) {
       __m512i wv = _mm512_load_si512((const void *)(wt + q * 64));
@@ -73,35 +69,30 @@ static inline __attribute__((always_inline)) void pixels_perm(const FbConv *c, c
 
 /* Every lane in one group: chunk q is dword base + q of the pixel for all lanes; only
  * the group's own span[blk] chunks are read (the others have zero weights, and reading
- * them could pass the input's end by more than 3 bytes). */
+ * them could pass the input's end by more than 3 bytes). A tap outside the image reads
+ * zline, a line of zx bytes: no branch in the inner loop. */
 static inline __attribute__((always_inline)) void pixels_bcast(const FbConv *c, const FbGroupPacked *p,
-                                                               const uint8_t *x, int64_t b, int64_t oy,
-                                                               int64_t ox0, int64_t blk, uint8_t *y, const int np) {
+                                                               const uint8_t *const *px, const uint8_t *zline,
+                                                               int64_t b, int64_t oy, int64_t ox0, int64_t blk,
+                                                               uint8_t *y, const int np) {
   const int64_t taps = c->kh * c->kw, nq = p->nq, live = p->span[blk];
   const int64_t off = 4 * (int64_t)p->base[blk];
-  /* a tap outside the image reads this line of zx bytes: no branch in the inner loop */
-  uint8_t zline[64];
-  memset(zline, p->zx, sizeof zline);
   __m512i acc[6];
   _Pragma("GCC unroll 6")
   for (int i = 0; i < np; i++)
     acc[i] = _mm512_setzero_si512();
   for (int64_t t = 0; t < taps; t++) {
-    int64_t iy = oy * c->sh - c->pt + (t / c->kw) * c->dh, ix0 = ox0 * c->sw - c->pl + (t % c->kw) * c->dw;
-    const uint8_t *px[6];
+    const uint8_t *pt[6];
     _Pragma("GCC unroll 6")
-    for (int i = 0; i < np; i++) {
-      int64_t ix = ix0 + i * c->sw;
-      px[i] = iy >= 0 && iy < c->ih && ix >= 0 && ix < c->iw ? x + ((b * c->ih + iy) * c->iw + ix) * c->ic + off
-                                                              : zline;
-    }
+    for (int i = 0; i < np; i++)
+      pt[i] = px[t * 6 + i] ? px[t * 6 + i] + off : zline;
     const int8_t *wt = p->w + (blk * taps + t) * nq * 64;
     for (int64_t q = 0; q < live; q++) {
       __m512i wv = _mm512_load_si512((const void *)(wt + q * 64));
       _Pragma("GCC unroll 6")
       for (int i = 0; i < np; i++) {
         int32_t a4;
-        memcpy(&a4, px[i] + 4 * q, 4);
+        memcpy(&a4, pt[i] + 4 * q, 4);
         acc[i] = dpbusd(acc[i], _mm512_set1_epi32(a4), wv);
       }
     }
@@ -109,28 +100,52 @@ static inline __attribute__((always_inline)) void pixels_bcast(const FbConv *c, 
   store(c, p, b, oy, ox0, blk, y, acc, np);
 }
 
-#define TAIL(fn, left)                                                                             \
+/* The input pointers of np pixels from ox0 at every tap (NULL outside the image), shared
+ * by all blocks of output channels. */
+static void pixel_table(const FbConv *c, const uint8_t *x, int64_t b, int64_t oy, int64_t ox0, int np,
+                        const uint8_t **px) {
+  for (int64_t t = 0; t < c->kh * c->kw; t++) {
+    int64_t iy = oy * c->sh - c->pt + (t / c->kw) * c->dh, ix0 = ox0 * c->sw - c->pl + (t % c->kw) * c->dw;
+    for (int i = 0; i < np; i++) {
+      int64_t ix = ix0 + i * c->sw;
+      px[t * 6 + i] = iy >= 0 && iy < c->ih && ix >= 0 && ix < c->iw ? x + ((b * c->ih + iy) * c->iw + ix) * c->ic
+                                                                      : NULL;
+    }
+  }
+}
+
+#define TAIL(call, left)                                                                          \
   switch (left) {                                                                                  \
-  case 5: fn(c, p, x, b, oy, ox, blk, y, 5); break;                                                \
-  case 4: fn(c, p, x, b, oy, ox, blk, y, 4); break;                                                \
-  case 3: fn(c, p, x, b, oy, ox, blk, y, 3); break;                                                \
-  case 2: fn(c, p, x, b, oy, ox, blk, y, 2); break;                                                \
-  case 1: fn(c, p, x, b, oy, ox, blk, y, 1); break;                                                \
+  case 5: call(5); break;                                                                          \
+  case 4: call(4); break;                                                                          \
+  case 3: call(3); break;                                                                          \
+  case 2: call(2); break;                                                                          \
+  case 1: call(1); break;                                                                          \
   default: break;                                                                                  \
   }
 
 void fb_group_row_avx512vnni(const FbConv *c, const FbGroupPacked *p, const uint8_t *x, int64_t b, int64_t oy,
                              uint8_t *y) {
-  for (int64_t blk = 0; blk < p->nblk; blk++) {
-    int64_t ox = 0;
-    if (p->og % 16 == 0) {
-      for (; ox + 6 <= c->ow; ox += 6)
-        pixels_bcast(c, p, x, b, oy, ox, blk, y, 6);
-      TAIL(pixels_bcast, c->ow - ox);
-    } else {
-      for (; ox + 4 <= c->ow; ox += 4)
-        pixels_perm(c, p, x, b, oy, ox, blk, y, 4);
-      TAIL(pixels_perm, c->ow - ox);
+  const uint8_t *px[FB_GROUP_MAX_TAPS * 6];
+  uint8_t zline[64];
+  memset(zline, p->zx, sizeof zline);
+  const int bcast = p->og % 16 == 0, step = bcast ? 6 : 4;
+  for (int64_t ox = 0; ox < c->ow; ox += step) {
+    int np = c->ow - ox < step ? (int)(c->ow - ox) : step;
+    pixel_table(c, x, b, oy, ox, np, px);
+    for (int64_t blk = 0; blk < p->nblk; blk++) {
+#define BCAST(n) pixels_bcast(c, p, px, zline, b, oy, ox, blk, y, n)
+#define PERM(n) pixels_perm(c, p, px, b, oy, ox, blk, y, n)
+      if (bcast && np == 6)
+        BCAST(6);
+      else if (bcast)
+        TAIL(BCAST, np)
+      else if (np == 4)
+        PERM(4);
+      else
+        TAIL(PERM, np)
+#undef BCAST
+#undef PERM
     }
   }
 }

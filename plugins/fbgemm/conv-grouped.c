@@ -32,8 +32,8 @@ int64_t fb_group_lanes(FbIsa isa) { return isa == FB_ISA_AVXVNNI || isa == FB_IS
 static int64_t first_dword(int64_t g, int64_t cg) { return g * cg / 4; }
 static int64_t dwords_of(int64_t g, int64_t cg) { return ((g + 1) * cg - 1) / 4 - first_dword(g, cg) + 1; }
 
-int fb_group_direct_fits(FbIsa isa, int64_t ic, int64_t oc, int64_t groups) {
-  if (groups < 1 || ic % groups || oc % groups)
+int fb_group_direct_fits(FbIsa isa, int64_t ic, int64_t oc, int64_t groups, int64_t taps) {
+  if (groups < 1 || ic % groups || oc % groups || taps > FB_GROUP_MAX_TAPS)
     return 0;
   int64_t lanes = fb_group_lanes(isa), cg = ic / groups, og = oc / groups;
   for (int64_t o0 = 0; o0 < oc; o0 += lanes) {
@@ -45,13 +45,14 @@ int fb_group_direct_fits(FbIsa isa, int64_t ic, int64_t oc, int64_t groups) {
 }
 
 FbGroupPath fb_group_pick(FbIsa isa, int64_t ic, int64_t oc, int64_t groups, int64_t kh, int64_t kw) {
-  int64_t cg = groups > 0 ? ic / groups : 0, og = groups > 0 ? oc / groups : 0;
+  int64_t cg = groups > 0 ? ic / groups : 0;
   if (cg == 1 && kh <= 5 && kw <= 5)
     return FB_GROUP_MULTIPLIER;
-  /* few channels per group (FBGEMM's groupwise sizes), or whole 16-lane blocks per group,
-   * which the AVX-512 row reads by broadcast, without the GEMM path's im2col */
-  int whole = (isa == FB_ISA_AVX512VNNI || isa == FB_ISA_AMX) && og % 16 == 0 && cg <= 64;
-  if ((cg <= 16 || whole) && fb_group_direct_fits(isa, ic, oc, groups))
+  /* qhost-fbgemm-grouped-bench (docs/fbgemm.md): on zmm the direct rows beat the GEMM
+   * path on every regnet and resnext shape (1.2-66x); on ymm (8 lanes, no pointer table
+   * or broadcast rows yet) only up to 8 channels per group, resnext's first two stages */
+  int zmm = isa == FB_ISA_AVX512VNNI || isa == FB_ISA_AMX;
+  if ((zmm || cg <= 8) && fb_group_direct_fits(isa, ic, oc, groups, kh * kw))
     return FB_GROUP_DIRECT;
   return FB_GROUP_GEMM;
 }
@@ -160,7 +161,7 @@ int fb_group_pack(FbGroupPacked *p, FbIsa isa, FbGroupPath path, const int8_t *w
     /* ONNX's [C * k][1][kh][kw] is already dw.c's [channel][ky][kx] */
     bad = fb_dw_pack(&p->dw, w, oc, kh, kw, rq);
   } else if (path == FB_GROUP_DIRECT) {
-    if (!fb_group_direct_fits(isa, ic, oc, groups))
+    if (!fb_group_direct_fits(isa, ic, oc, groups, kh * kw))
       return -2;
     bad = pack_direct(p, w, rq);
   } else {

@@ -54,15 +54,16 @@ typedef struct {
   int32_t zx, zo;
 } FbGroupPacked;
 
+/* Taps (kh * kw) the direct path takes at most (its per-row table of input pointers). */
+#define FB_GROUP_MAX_TAPS 64
 /* Lanes of isa's direct path: 16 (AVX-512 VNNI, AMX, portable C), 8 (AVX-VNNI, AVX2). */
 int64_t fb_group_lanes(FbIsa isa);
 /* 1 when the direct path on isa can take the shape: every block of lanes reads at most
- * `lanes` input dwords of a pixel. */
-int fb_group_direct_fits(FbIsa isa, int64_t ic, int64_t oc, int64_t groups);
+ * `lanes` input dwords of a pixel, and at most FB_GROUP_MAX_TAPS taps. */
+int fb_group_direct_fits(FbIsa isa, int64_t ic, int64_t oc, int64_t groups, int64_t taps);
 /* The path the plugin takes: MULTIPLIER for one input channel per group and kernels up
- * to 5x5; DIRECT where it fits for up to 16 input channels per group, and on AVX-512 VNNI
- * (and AMX) for up to 64 when the output channels per group are a multiple of 16 (every
- * block of lanes in one group: broadcast, no permute); GEMM otherwise. */
+ * to 5x5; DIRECT where it fits (fb_group_direct_fits) on AVX-512 VNNI and AMX, and on the
+ * ymm paths for up to 8 input channels per group; GEMM otherwise. */
 FbGroupPath fb_group_pick(FbIsa isa, int64_t ic, int64_t oc, int64_t groups, int64_t kh, int64_t kw);
 /* Packs w ([oc][ic / groups][kh][kw]) for path on isa; rq's bias and mult have oc
  * entries. 0 on success, -1 out of memory, -2 when path cannot take the shape. p is

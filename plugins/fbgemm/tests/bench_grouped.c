@@ -1,5 +1,6 @@
 /* Same-run speed of the grouped convolution's paths (conv-grouped.h) on the grouped 3x3
- * shapes of regnet_x_400mf and resnext50_32x4d at 224x224 (stride 1, padding 1, batch 1,
+ * shapes of regnet_x_400mf, resnext50_32x4d (and one of regnet_x_1_6gf's, 24 channels
+ * per group) at 224x224 (stride 1, padding 1, batch 1,
  * one thread): each path this ISA can take, in alternating rounds, the median of each
  * path's round medians in GMAC/s and the ratio to the GEMM path; the path fb_group_pick
  * chooses is marked. Not a test: it asserts nothing about time.
@@ -18,7 +19,7 @@ typedef struct {
 static const Shape shapes[] = {
     {"regnet_x_400mf block1", 32, 2, 56},   {"regnet_x_400mf block2", 64, 4, 28},
     {"regnet_x_400mf block3", 160, 10, 14}, {"regnet_x_400mf block4", 400, 25, 7},
-    {"resnext50 layer1", 128, 32, 56},      {"resnext50 layer2", 256, 32, 28},
+    {"regnet_x_1_6gf block2", 168, 7, 28},  {"resnext50 layer1", 128, 32, 56},      {"resnext50 layer2", 256, 32, 28},
     {"resnext50 layer3", 512, 32, 14},      {"resnext50 layer4", 1024, 32, 7},
 };
 
