@@ -1,6 +1,6 @@
 /* Same-run speed of the grouped convolution's paths (conv-grouped.h) on the grouped 3x3
  * shapes of regnet_x_400mf, resnext50_32x4d (and one of regnet_x_1_6gf's, 24 channels
- * per group) at 224x224 (stride 1, padding 1, batch 1,
+ * per group) at 224x224 (stride 1 unless named s2, padding 1, batch 1,
  * one thread): each path this ISA can take, in alternating rounds, the median of each
  * path's round medians in GMAC/s and the ratio to the GEMM path; the path fb_group_pick
  * chooses is marked. Not a test: it asserts nothing about time.
@@ -13,14 +13,20 @@
 
 typedef struct {
   const char *name;
-  int64_t ch, groups, hw;
+  int64_t ch, groups, hw, stride; /* hw: the input's; stride 0 means 1 */
 } Shape;
 
 static const Shape shapes[] = {
-    {"regnet_x_400mf block1", 32, 2, 56},   {"regnet_x_400mf block2", 64, 4, 28},
-    {"regnet_x_400mf block3", 160, 10, 14}, {"regnet_x_400mf block4", 400, 25, 7},
-    {"regnet_x_1_6gf block2", 168, 7, 28},  {"resnext50 layer1", 128, 32, 56},      {"resnext50 layer2", 256, 32, 28},
-    {"resnext50 layer3", 512, 32, 14},      {"resnext50 layer4", 1024, 32, 7},
+    {"regnet_x_400mf block1 s2", 32, 2, 112, 2},
+    {"regnet_x_400mf block1", 32, 2, 56, 1},
+    {"regnet_x_400mf block2", 64, 4, 28, 1},
+    {"regnet_x_400mf block3", 160, 10, 14, 1},
+    {"regnet_x_400mf block4", 400, 25, 7, 1},
+    {"regnet_x_1_6gf block2", 168, 7, 28, 1},
+    {"resnext50 layer1", 128, 32, 56, 1},
+    {"resnext50 layer2", 256, 32, 28, 1},
+    {"resnext50 layer3", 512, 32, 14, 1},
+    {"resnext50 layer4", 1024, 32, 7, 1},
 };
 
 static double now(void) {
@@ -69,8 +75,9 @@ int main(int argc, char **argv) {
   printf("isa %s, one thread, %d rounds of %d runs, load average %.1f\n", isa_name, rounds, runs, load[0]);
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
     const Shape *sh = &shapes[s];
-    FbConv c = {.n = 1, .ih = sh->hw, .iw = sh->hw, .ic = sh->ch, .oc = sh->ch, .kh = 3, .kw = 3, .sh = 1, .sw = 1,
-                .dh = 1, .dw = 1, .pt = 1, .pl = 1, .oh = sh->hw, .ow = sh->hw};
+    int64_t st = sh->stride ? sh->stride : 1, ohw = (sh->hw - 1) / st + 1;
+    FbConv c = {.n = 1, .ih = sh->hw, .iw = sh->hw, .ic = sh->ch, .oc = sh->ch, .kh = 3, .kw = 3, .sh = st, .sw = st,
+                .dh = 1, .dw = 1, .pt = 1, .pl = 1, .oh = ohw, .ow = ohw};
     int64_t cg = sh->ch / sh->groups, wn = c.oc * cg * 9, xn = c.ih * c.iw * c.ic, yn = c.oh * c.ow * c.oc;
     uint8_t *x = malloc((size_t)xn + 64), *y = malloc((size_t)yn);
     int8_t *w = malloc((size_t)wn);
@@ -111,7 +118,7 @@ int main(int argc, char **argv) {
     for (int k = 0; k < 2; k++)
       if (have[k])
         gm[k] = macs / median(t[k], rounds < 64 ? rounds : 64) * 1e-9;
-    printf("%-24s C=%-5lld groups=%-3lld %lldx%lld: gemm %7.1f GMAC/s%s", sh->name, (long long)sh->ch,
+    printf("%-25s C=%-5lld groups=%-3lld %lldx%lld: gemm %7.1f GMAC/s%s", sh->name, (long long)sh->ch,
            (long long)sh->groups, (long long)sh->hw, (long long)sh->hw, gm[0], pick == FB_GROUP_GEMM ? "*" : " ");
     if (have[1])
       printf("  direct %7.1f GMAC/s%s  direct/gemm speed %.2f\n", gm[1], pick == FB_GROUP_DIRECT ? "*" : " ",

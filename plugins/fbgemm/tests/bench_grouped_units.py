@@ -4,7 +4,7 @@ plugin's (oneDNN) on one QDQ file: alternating rounds of `qhost bench --backend 
 and `qhost bench --backend x86` (--json, --no-fp32), the per-unit times (the host's
 per-unit timing, schema_version 1) of every unit fbgemm runs on
 fbgemm_group_conv2d_nhwc_qu8_qs8w, summed per round; prints the medians over the rounds,
-their ratio, the per-shape ratios (units grouped by their weight's shape), the load
+their ratio, the sum of each unit's median over the rounds and that ratio, the per-shape ratios (units grouped by their weight's shape), the load
 average before and after, and the CPU model.
 
   bench_grouped_units.py --qhost PATH MODEL.qdq.onnx [--input X.npy] [--rounds 3]
@@ -74,6 +74,10 @@ def main():
     print(f"per round, fbgemm ms: {', '.join(f'{t:.3f}' for t in totals['fbgemm'])}; "
           f"x86 ms: {', '.join(f'{t:.3f}' for t in totals['x86'])}")
     print(f"median of the round sums: fbgemm {fb:.3f} ms, x86 {x86:.3f} ms, fbgemm/x86 {fb / x86:.2f}")
+    sf = sum(statistics.median(v) for v in per_unit["fbgemm"].values())
+    sx = sum(statistics.median(v) for v in per_unit["x86"].values())
+    print(f"sum of the units' medians over the rounds (robust to one slow round): fbgemm {sf:.3f} ms, "
+          f"x86 {sx:.3f} ms, fbgemm/x86 {sf / sx:.2f}")
     macs = {}
     for n in names:
         med_f = statistics.median(per_unit["fbgemm"][n])
