@@ -4,6 +4,7 @@
  * with an im2col of its own that reads one group's channels; the multiplier path widens
  * the input and reuses dw.c's depthwise kernels. The ISA rows of the direct path are in
  * conv-grouped-avx512vnni.c, conv-grouped-avxvnni.c and conv-grouped-avx2.c. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,10 +50,11 @@ FbGroupPath fb_group_pick(FbIsa isa, int64_t ic, int64_t oc, int64_t groups, int
   if (cg == 1 && kh <= 5 && kw <= 5)
     return FB_GROUP_MULTIPLIER;
   /* qhost-fbgemm-grouped-bench (docs/fbgemm.md): on zmm the direct rows beat the GEMM
-   * path on every regnet and resnext shape (1.2-66x); on ymm (8 lanes, no pointer table
-   * or broadcast rows yet) only up to 8 channels per group, resnext's first two stages */
-  int zmm = isa == FB_ISA_AVX512VNNI || isa == FB_ISA_AMX;
-  if ((zmm || cg <= 8) && fb_group_direct_fits(isa, ic, oc, groups, kh * kw))
+   * path on every regnet and resnext shape (1.2-66x); with AVX-VNNI up to 24 channels per
+   * group (32: 0.81x); on AVX2, whose exact dot product costs two vpmaddubsw, only up to
+   * 8 (resnext's first two stages) */
+  int64_t most = isa == FB_ISA_AVX512VNNI || isa == FB_ISA_AMX ? INT64_MAX : isa == FB_ISA_AVXVNNI ? 24 : 8;
+  if (cg <= most && fb_group_direct_fits(isa, ic, oc, groups, kh * kw))
     return FB_GROUP_DIRECT;
   return FB_GROUP_GEMM;
 }

@@ -62,8 +62,9 @@ int64_t fb_group_lanes(FbIsa isa);
  * `lanes` input dwords of a pixel, and at most FB_GROUP_MAX_TAPS taps. */
 int fb_group_direct_fits(FbIsa isa, int64_t ic, int64_t oc, int64_t groups, int64_t taps);
 /* The path the plugin takes: MULTIPLIER for one input channel per group and kernels up
- * to 5x5; DIRECT where it fits (fb_group_direct_fits) on AVX-512 VNNI and AMX, and on the
- * ymm paths for up to 8 input channels per group; GEMM otherwise. */
+ * to 5x5; DIRECT where it fits (fb_group_direct_fits) on AVX-512 VNNI and AMX, with
+ * AVX-VNNI for up to 24 input channels per group, on AVX2 and plain C up to 8; GEMM
+ * otherwise. */
 FbGroupPath fb_group_pick(FbIsa isa, int64_t ic, int64_t oc, int64_t groups, int64_t kh, int64_t kw);
 /* Packs w ([oc][ic / groups][kh][kw]) for path on isa; rq's bias and mult have oc
  * entries. 0 on success, -1 out of memory, -2 when path cannot take the shape. p is
