@@ -26,10 +26,11 @@
 #define CALIB_SEED 20261127u
 
 /* The variants of an extra operand (see the file comment). */
-enum { EXTRA_INPUT, EXTRA_CONSTANT, EXTRA_ACTIVATION, BEHIND_CONV, BETWEEN_CONVS, N_VARIANTS };
+enum { EXTRA_INPUT, EXTRA_CONSTANT, EXTRA_ACTIVATION, BEHIND_CONV, BETWEEN_CONVS, GROUPED_CONV, N_VARIANTS };
 static const char *const variant_names[N_VARIANTS] = {"second input", "constant operand",
                                                       "x * act(x), x a Conv's output",
-                                                      "behind a Conv", "between two Convs"};
+                                                      "behind a Conv", "between two Convs",
+                                                      "grouped Conv, group 2"};
 
 typedef struct {
   QhGraph *g;
@@ -144,12 +145,19 @@ static int append_op(Gen *gen, const QhLoweringPattern *p, size_t i, int x, QhSh
     n = node(gen, name_, n_in, in, y);                                    \
   } while (0)
   if (strcmp(op, "Conv") == 0 && s->rank == 4) {
-    const int64_t w[4] = {8, c, 3, 3}, b[1] = {8};
+    /* the grouped variant: two groups of c / 2 input and 4 output channels (resnext's
+     * form), for patterns that claim only grouped convolutions */
+    int grouped = gen->variant == GROUPED_CONV && i == 0 && c % 2 == 0;
+    const int64_t w[4] = {8, grouped ? c / 2 : c, 3, 3}, b[1] = {8};
     in[1] = constant(gen, "weight", 4, w, -0.3, 0.3);
     in[2] = constant(gen, "bias", 1, b, -0.2, 0.2);
     n_in = 3;
     out.dims[1] = 8;
     EMIT(op);
+    if (grouped) {
+      qh_node_set_attr_int(n, "group", 2);
+      gen->used_extra = TRUE;
+    }
     static const int64_t pads[4] = {1, 1, 1, 1}, k[2] = {3, 3};
     qh_node_set_attr_ints(n, "pads", 4, pads);
     qh_node_set_attr_ints(n, "kernel_shape", 2, k);

@@ -22,6 +22,8 @@ typedef struct {
   int clip;                /* a fused Clip (ReLU6) with bounds clip_lo, clip_hi (+-INFINITY: none) */
   float clip_lo, clip_hi;
   int dw;           /* conv: depthwise (group = ci = co, one weight channel each) */
+  int64_t groups;   /* conv: group for grouped convolutions and channel multipliers
+                     * (conv-grouped-kernel.c); 0 for group 1 and plain depthwise */
   int w_kn;         /* linear: weight stored [K, N] (MatMul, Gemm transB=0) */
   int64_t n, k;     /* linear: output channels, reduction */
   int64_t co, ci, kh, kw, stride[2], pad[4], dil[2]; /* depthwise: ci = co = group */
@@ -33,6 +35,8 @@ QhStatus *fb_analyze(const QhHostApi *host, const QhGraphView *g, const QhNodeUn
                      FbInfo *in);
 
 extern const QhKernelOps fb_conv_kernel, fb_linear_kernel;
+/* Grouped convolutions and depthwise ones with a channel multiplier (conv-grouped-kernel.c). */
+extern const QhKernelOps fb_group_conv_kernel;
 extern const QhLoweringOps fb_lowering;
 
 /* The uint8 units between the convolutions (u8ops.c): Add and Mul (+Relu), MaxPool,

@@ -3,9 +3,11 @@
  * channel) and Gemm / MatMul with a constant weight, each with an optional fused Relu (Conv and Gemm: or Clip), on
  * uint8 per-tensor activations and int8 symmetric weights (per tensor or per output
  * channel) with a float or int32 bias. Everything else is declined with the reason and
- * runs on the host: other grouped and depthwise convolutions (not claimed yet,
- * docs/fbgemm.md). The Add, Mul, MaxPool, AveragePool, GlobalAveragePool, Flatten,
- * Reshape (to 2-D) and activation (Sigmoid, Tanh, HardSigmoid, HardSwish) patterns run on
+ * runs on the host: depthwise kernels other than 3x3 and 5x5 (not claimed yet,
+ * docs/fbgemm.md). Grouped convolutions and depthwise ones with a channel multiplier
+ * (any kernel size) go to conv-grouped-kernel.c through the gconv patterns, placed
+ * after the dense ones they leave them to. The Add, Mul, MaxPool, AveragePool,
+ * GlobalAveragePool, Flatten, Reshape (to 2-D) and activation (Sigmoid, Tanh, HardSigmoid, HardSwish) patterns run on
  * u8ops.c's kernels, Concat on concat.c's. Full-range [0, 255] inputs need no
  * decline: the AVX2 path switches to an exact variant for any block holding a byte
  * above 127 (gemm-avx2.c). */
@@ -87,19 +89,22 @@ static const char *analyze_conv(const QhHostApi *host, const QhGraphView *g, con
     return "only 2-D convolution is supported";
   int64_t group = uq_attr_int(host, g, node, "group", 1);
   if (group != 1) {
-    /* depthwise: the weight is [C, 1, kh, kw] with group = C (channel multiplier 1) */
-    if (group != d[0] || d[1] != 1)
-      return "grouped convolutions and depthwise ones with a channel multiplier are not claimed yet "
-             "(the host runs them)";
-    if (!((d[2] == 3 && d[3] == 3) || (d[2] == 5 && d[3] == 5)))
-      return "depthwise kernels other than 3x3 and 5x5 are not claimed yet (the host runs them)";
-    in->dw = 1;
+    if (group < 1 || d[0] % group)
+      return "output channels are not a multiple of group";
+    if (group == d[0] && d[1] == 1) {
+      /* plain depthwise: the weight is [C, 1, kh, kw] with group = C (multiplier 1) */
+      if (!((d[2] == 3 && d[3] == 3) || (d[2] == 5 && d[3] == 5)))
+        return "depthwise kernels other than 3x3 and 5x5 are not claimed yet (the host runs them)";
+      in->dw = 1;
+    } else {
+      in->groups = group; /* grouped, or depthwise with a channel multiplier: conv-grouped.h */
+    }
   }
   int64_t ks[2];
   const char *why = uq_window_2d(host, g, node, "malformed strides, pads, dilations or kernel_shape", ks, in->stride, in->pad, in->dil);
   if (why)
     return why;
-  in->co = d[0], in->ci = in->dw ? group : d[1], in->kh = d[2], in->kw = d[3];
+  in->co = d[0], in->ci = in->dw ? group : d[1] * (in->groups ? in->groups : 1), in->kh = d[2], in->kw = d[3];
   if ((ks[0] >= 0 && ks[0] != in->kh) || (ks[1] >= 0 && ks[1] != in->kw))
     return "kernel_shape differs from the weight";
   if (in->stride[0] < 1 || in->stride[1] < 1 || in->dil[0] < 1 || in->dil[1] < 1 || in->pad[0] < 0 ||
@@ -143,7 +148,7 @@ QhStatus *fb_analyze(const QhHostApi *host, const QhGraphView *g, const QhNodeUn
     p = kind == FB_CONV ? analyze_conv(host, g, u, in) : analyze_linear(host, g, u, in);
   }
   /* 255 * 128 per product: beyond this reduction length int32 accumulation could wrap */
-  int64_t k = kind == FB_CONV ? (in->dw ? 1 : in->ci) * in->kh * in->kw : in->k;
+  int64_t k = kind == FB_CONV ? (in->dw ? 1 : in->groups ? in->ci / in->groups : in->ci) * in->kh * in->kw : in->k;
   if (!p && k > INT32_MAX / (255 * 128))
     p = "reduction too long for int32 accumulation";
   return p ? host->status_new(QH_ERR_UNSUPPORTED, p) : NULL;
@@ -153,7 +158,26 @@ static QhStatus *accept_kind(void *instance, const QhHostApi *host, const QhGrap
                              int kind) {
   (void)instance;
   FbInfo in;
-  return fb_analyze(host, g, u, kind, &in);
+  QhStatus *st = fb_analyze(host, g, u, kind, &in);
+  if (!st && in.groups)
+    st = host->status_new(QH_ERR_UNSUPPORTED, "grouped (the gconv patterns take it)");
+  return st;
+}
+
+/* The grouped patterns (conv-grouped-kernel.c) take what the dense ones leave: group > 1
+ * other than plain depthwise. */
+static QhStatus *accept_group_conv(void *instance, const QhHostApi *host, const QhGraphView *g,
+                                   const QhNodeUnit *u) {
+  (void)instance;
+  /* group 1 first: the dense patterns' decline reason is then the only one listed */
+  if (u && u->struct_size >= sizeof(QhNodeUnit) && u->n_nodes >= 1 && u->nodes &&
+      uq_attr_int(host, g, u->nodes[0], "group", 1) == 1)
+    return host->status_new(QH_ERR_UNSUPPORTED, "group 1 (the conv patterns take it)");
+  FbInfo in;
+  QhStatus *st = fb_analyze(host, g, u, FB_CONV, &in);
+  if (!st && !in.groups)
+    st = host->status_new(QH_ERR_UNSUPPORTED, "not grouped (the conv patterns take it)");
+  return st;
 }
 
 static QhStatus *accept_conv(void *i, const QhHostApi *h, const QhGraphView *g, const QhNodeUnit *u) {
@@ -191,6 +215,9 @@ static const char *const conv_relu_ops[] = {"Conv", "Relu"}, *const conv_clip_op
 PATTERN(conv_relu, conv_relu_ops, fb_conv_kernel, accept_conv, THROUGH);
 PATTERN_F(conv_clip, conv_clip_ops, 1u << 1, fb_conv_kernel, accept_conv, THROUGH);
 PATTERN(conv, conv_ops, fb_conv_kernel, accept_conv, 0);
+PATTERN(gconv_relu, conv_relu_ops, fb_group_conv_kernel, accept_group_conv, THROUGH);
+PATTERN_F(gconv_clip, conv_clip_ops, 1u << 1, fb_group_conv_kernel, accept_group_conv, THROUGH);
+PATTERN(gconv, conv_ops, fb_group_conv_kernel, accept_group_conv, 0);
 PATTERN(linear_relu, gemm_relu_ops, fb_linear_kernel, accept_linear, THROUGH);
 PATTERN_F(linear_clip, gemm_clip_ops, 1u << 1, fb_linear_kernel, accept_linear, THROUGH);
 PATTERN(linear, gemm_ops, fb_linear_kernel, accept_linear, 0);
@@ -212,8 +239,8 @@ PATTERN(flatten, flatten_ops, fb_flatten_kernel, fb_accept_u8op, 0);
 PATTERN(reshape, reshape_ops, fb_reshape_kernel, fb_accept_u8op, 0);
 
 /* Most fused first: the first pattern that matches and accepts wins. */
-static const QhLoweringPattern *const patterns[] = {&conv_relu, &conv_clip, &conv, &linear_relu, &linear_clip, &linear,
-                                                    &matmul_relu, &matmul, &add_relu, &add, &mul_relu, &mul,
+static const QhLoweringPattern *const patterns[] = {&conv_relu, &conv_clip, &gconv_relu, &gconv_clip, &conv,
+                                                    &gconv, &linear_relu, &linear_clip, &linear, &matmul_relu, &matmul, &add_relu, &add, &mul_relu, &mul,
                                                     &maxpool, &avgpool, &global_avgpool, &flatten, &reshape,
                                                     &sigmoid, &tanh_lut, &hardsigmoid, &hardswish, &concat};
 const QhLoweringOps fb_lowering = {QH_STRUCT_HEADER(QhLoweringOps), patterns,

@@ -14,8 +14,11 @@ checked on one Conv unit with outputs driven past the recorded 127: by default (
 `output_clamp=range` the host's output capped at 127.
 Depthwise convolutions (3x3 and 5x5, strided, dilated, asymmetric pads, odd channel
 counts, with and without Relu) are claimed and held to the same bars on both files; a 7x7
-depthwise, a depthwise with a channel multiplier, a grouped convolution and a Gemm with
-alpha != 1 are declined with their reasons, and 1 and 2 threads agree.
+depthwise and a Gemm with alpha != 1 are declined with their reasons, and 1 and 2 threads
+agree. Grouped convolutions and depthwise ones with a channel multiplier (each of the
+grouped kernel's paths: direct for few channels per group, GEMM per group for many, the
+widened depthwise for multipliers; with Relu, Clip, strides, dilation, asymmetric pads)
+are claimed by `fbgemm_group_conv2d_nhwc_qu8_qs8w` and held to the same bars.
 The uint8 units (u8ops): hand-built QDQ units of Add and Mul (+Relu; same shapes, and per
 channel either way round), MaxPool (also ceil_mode), AveragePool (pads, ceil_mode,
 count_include_pad, pads as wide as the window), GlobalAveragePool, Flatten and Reshape to
@@ -87,8 +90,8 @@ def conv(name, x, cin, cout, k, rng, group=1, stride=1, pads=None, dil=1):
 
 
 def forms_model(path, rng, declines=False):
-    """The claimed forms in one chain; with declines, a depthwise and a grouped conv and
-    a Gemm with alpha = 0.5 in it too."""
+    """The claimed forms in one chain; with declines, a depthwise and a grouped conv
+    (both claimed) and a Gemm with alpha = 0.5 (declined) in it too."""
     nodes, inits = [], []
 
     def add(part):
@@ -188,18 +191,17 @@ def case_declines(r, tmp):
     reasons = {u.get("name"): u.get("reason") or "" for u in units(r, model)
                if u.get("kernel") == "host:reference"}
     print("declined:", reasons)
-    assert not any(unit and "dw" in unit for unit in reasons), "the depthwise 3x3 is declined"
-    for name, text in (("gc", "grouped convolutions and depthwise ones with a channel multiplier are not "
-                              "claimed yet"),
-                       ("g2", "alpha or beta other than 1")):
+    assert not any(unit and ("dw" in unit or "gc" in unit) for unit in reasons), \
+        "the depthwise 3x3 or the grouped 1x1 is declined"
+    for name, text in (("g2", "alpha or beta other than 1"),):
         hit = [why for unit, why in reasons.items() if unit and name in unit]
         assert hit and text in hit[0], f"{name}: {hit} (want '{text}')"
     check_paths(r, model, x, tmp, "declines")  # the rest still runs, on every path
 
 
 def depthwise_model(path, rng):
-    """Depthwise units the plugin claims (d1..d5; d3 and p1 with a fused Clip), then two it
-    declines (d7: 7x7; dm: a channel multiplier of 2)."""
+    """Depthwise units the plugin claims (d1..d5; d3 and p1 with a fused Clip), one it
+    declines (d7: 7x7), then a channel multiplier of 2 (dm, the grouped kernel's)."""
     nodes, inits = [], []
 
     def add(part):
@@ -223,7 +225,7 @@ def depthwise_model(path, rng):
     nodes.append(node("Relu", ["d4"], "rd4"))
     add(conv("d5", "rd4", 19, 19, 5, rng, group=19, stride=2, pads=[2, 1, 2, 1]))     # 4x3
     add(conv("d7", "d5", 19, 19, 7, rng, group=19))                                   # declined: 7x7
-    add(conv("dm", "d7", 19, 38, 3, rng, group=19))                                   # declined: multiplier 2
+    add(conv("dm", "d7", 19, 38, 3, rng, group=19))                                   # multiplier 2: grouped
     nodes.append(node("Flatten", ["dm"], "f"))
     inits.append(("g_w", (rng.standard_normal((10, 38 * 4 * 3)) * 0.05).astype(np.float32)))
     inits.append(("g_b", (rng.standard_normal(10) * 0.1).astype(np.float32)))
@@ -251,16 +253,79 @@ def depthwise_case(backend, seed):
                                          for n, u in sorted(by_name.items())))
         for name in ("d1", "d2", "d3", "d4", "d5"):
             assert by_name.get(name, {}).get("kernel", "").startswith("fbgemm_"), (name, by_name.get(name))
+        assert by_name.get("dm", {}).get("kernel") == GROUP_KERNEL, by_name.get("dm")
         clipped = [u for u in us if "Clip" in (u.get("ops") or "")]
         print(f"{backend}: units with a Clip: " + ", ".join(f"{u.get('name')} [{u.get('ops')}] {u.get('kernel')}"
                                                            for u in clipped))
         assert len(clipped) == 2 and all(u.get("kernel", "").startswith("fbgemm_") and "Conv" in u.get("ops", "")
                                          for u in clipped), clipped
-        for name, text in (("d7", "depthwise kernels other than 3x3 and 5x5 are not claimed yet"),
-                           ("dm", "depthwise ones with a channel multiplier are not claimed yet")):
+        for name, text in (("d7", "depthwise kernels other than 3x3 and 5x5 are not claimed yet"),):
             u = by_name.get(name, {})
             assert u.get("kernel") == "host:reference" and text in (u.get("reason") or ""), (name, u)
         check_paths(r, model, x, tmp, f"depthwise_{backend}")
+    return case
+
+
+GROUP_KERNEL = "fbgemm_group_conv2d_nhwc_qu8_qs8w"
+
+
+def grouped_model(path, rng):
+    """Grouped units on each of the grouped kernel's paths (conv-grouped.h's fb_group_pick):
+    g1 3x3 with 8 channels per group + Relu and g2 3x3 stride 2, asymmetric pads, 6 in and 8
+    out per group (direct); g3 1x1 with 16 per group + Clip (direct); g4 3x3 dilated with 32
+    per group (GEMM per group); m2 3x3 with a channel multiplier of 2 (widened depthwise);
+    m7 7x7 with a multiplier of 3 on 5 groups (direct, one input channel per group)."""
+    nodes, inits = [], []
+
+    def add(part):
+        nodes.append(part[0])
+        inits.extend(part[1])
+
+    add(conv("c1", "x", 5, 24, 3, rng))
+    add(conv("g1", "c1", 24, 24, 3, rng, group=3))                                    # 13x12
+    nodes.append(node("Relu", ["g1"], "rg1"))
+    add(conv("g2", "rg1", 24, 32, 3, rng, group=4, stride=2, pads=[0, 1, 1, 0]))      # 6x6
+    inits += [("clip_lo", np.array(0.0, np.float32)), ("clip_hi", np.array(0.6, np.float32))]
+    add(conv("g3", "g2", 32, 64, 1, rng, group=2))
+    nodes.append(node("Clip", ["g3", "clip_lo", "clip_hi"], "cg3"))
+    add(conv("g4", "cg3", 64, 64, 3, rng, group=2, dil=2))
+    add(conv("m2", "g4", 64, 128, 3, rng, group=64))
+    add(conv("p1", "m2", 128, 5, 1, rng))
+    add(conv("m7", "p1", 5, 15, 7, rng, group=5))
+    nodes.append(node("Flatten", ["m7"], "f"))
+    inits.append(("g_w", (rng.standard_normal((10, 15 * 6 * 6)) * 0.05).astype(np.float32)))
+    inits.append(("g_b", (rng.standard_normal(10) * 0.1).astype(np.float32)))
+    nodes.append(node("Gemm", ["f", "g_w", "g_b"], "y", transB=1))
+    model = qhtest.make_model(nodes, [("x", [1, 5, 13, 12])], [("y", [1, 10])], inits)
+    return qhtest.save_model(model, path)
+
+
+def grouped_case(backend, seed):
+    def case(r, tmp):
+        rng = np.random.default_rng(seed)
+        fmodel = grouped_model(os.path.join(tmp, "grouped.onnx"), rng)
+        calib, x = os.path.join(tmp, "calib.npy"), os.path.join(tmp, "x.npy")
+        np.save(calib, rng.uniform(-1, 1, (24, 5, 13, 12)).astype(np.float32))
+        np.save(x, rng.uniform(-1.3, 1.3, (12, 5, 13, 12)).astype(np.float32))
+        model = os.path.join(tmp, f"grouped.{backend}.qdq.onnx")
+        ok(r, "quantize", fmodel, "--backend", backend, "--calib", calib, "-o", model, "--quiet")
+        us = units(r, model)
+        host = [(u.get("name"), u.get("reason")) for u in us
+                if u.get("kernel") == "host:reference" and any(op in u.get("ops", "") for op in WEIGHTED)]
+        print(f"{backend}: weighted units on the host: {host}")
+        assert not host, host
+        grouped = {n: u for u in us for n in ("g1", "g2", "g3", "g4", "m2", "m7") if n in (u.get("name") or "")}
+        print(f"{backend}: " + ", ".join(f"{n}: [{u.get('ops')}] {u.get('kernel')}" for n, u in sorted(grouped.items())))
+        assert sorted(grouped) == ["g1", "g2", "g3", "g4", "m2", "m7"], sorted(grouped)
+        assert all(u.get("kernel") == GROUP_KERNEL for u in grouped.values()), grouped
+        assert "Relu" in grouped["g1"].get("ops", "") and "Clip" in grouped["g3"].get("ops", ""), grouped
+        check_paths(r, model, x, tmp, f"grouped_{backend}")
+        outs = []
+        for t in (1, 2):
+            p = os.path.join(tmp, f"grouped.t{t}.npy")
+            ok(r, "run", model, "--input", x, "-o", p, "--threads", str(t), *BACKEND)
+            outs.append(np.load(p))
+        assert np.array_equal(outs[0], outs[1]), "1 and 2 threads differ"
     return case
 
 
@@ -451,6 +516,8 @@ CASES = {
     "declines": case_declines,
     "depthwise_fbgemm": depthwise_case("fbgemm", 21),
     "depthwise_qnnpack": depthwise_case("qnnpack", 23),   # full-range [0, 255] activations
+    "grouped_fbgemm": grouped_case("fbgemm", 31),
+    "grouped_qnnpack": grouped_case("qnnpack", 33),       # full-range [0, 255] activations
     "threads_agree": case_threads_agree,
 }
 
