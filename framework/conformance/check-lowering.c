@@ -16,10 +16,11 @@
  * apart (ONNX rounds half to even, a DPU half up, an fp32 order differs in the last
  * bits) but an honest kernel differs nowhere else, so a kernel a step off away from ties
  * (a zero point shifted by one, truncation for rounding) fails. Where the reference's
- * fp32 math is exact (the power-of-two built-in graphs) and the plugin supplies
- * reference_numerics, its kernels must also give bit for bit what its own fake_quantize
- * makes of the value the output quantizer reads: the one-step bar cannot see a kernel
- * that rounds ties the wrong way. A graph nobody claims gives no line; a declared
+ * fp32 math is exact (the power-of-two built-in graphs, and generated graphs
+ * check-exact.c finds exact) and the plugin supplies reference_numerics, its kernels
+ * must also give bit for bit what its own fake_quantize makes of the value the output
+ * quantizer reads, when a kernel writes that value: the one-step bar cannot see a
+ * kernel that rounds ties the wrong way. A graph nobody claims gives no line; a declared
  * pattern whose kernel never completed a run on any graph is a FAIL, listed in the
  * report, so a plugin whose kernels never run does not conform. */
 #include <glib/gstdio.h>
@@ -408,6 +409,19 @@ static char *claimed_units(const QhLowering *l) {
   return g_string_free(s, FALSE);
 }
 
+/* Whether a plugin's unit holds node id (the node writing the value the output's
+ * QuantizeLinear reads): else the host rounds the output, not the plugin. */
+static gboolean claimed_node(const QhLowering *l, int id) {
+  const GPtrArray *rows = qh_lowering_rows(l);
+  for (guint i = 0; i < rows->len; i++) {
+    const QhLoweringRow *r = rows->pdata[i];
+    for (guint k = 0; r->kernel && k < r->nodes->len; k++)
+      if (g_array_index(r->nodes, int, k) == id)
+        return TRUE;
+  }
+  return FALSE;
+}
+
 /* The plugin's own rounding (reference_numerics.fake_quantize) of pre, the value the
  * output's QuantizeLinear reads in the reference: on an exact graph what its kernel must
  * give. NULL with *why when the plugin has no numerics or refuses these qparams. */
@@ -577,7 +591,7 @@ static gboolean check_pair(QhCheckRun *run, const char *name, const char *label,
   guint n_out = low_graph->outputs->len;
   if (info.float_output)
     step = float_output_step(ref[0]);
-  if (exact)
+  if (exact && claimed_node(l, qh_graph_value(ref_graph, info.pre_quant)->producer))
     own = own_numerics(run, &info, ref[n_out], &own_why);
   double worst = 0, tie_max = 0;
   int64_t same = 0, total = 0;
@@ -744,7 +758,8 @@ static int check_generated(QhCheckRun *run, const char *dir, Tally *tally) {
       /* the pattern alone: the graph's other ops stay on the host, so what is compared
        * is this pattern's kernel (a tie rounded apart upstream would grow downstream) */
       qh_backend_restrict_lowering(run->backend, i);
-      if (check_pair(run, label, NULL, ref_graph, low_graph, &info, FALSE, error, NULL, tally))
+      gboolean exact = ref_graph && qh_check_graph_is_exact(ref_graph);
+      if (check_pair(run, label, NULL, ref_graph, low_graph, &info, exact, error, NULL, tally))
         n_claimed++;
       qh_backend_restrict_lowering(run->backend, QH_BACKEND_ALL_PATTERNS);
       g_free(label);

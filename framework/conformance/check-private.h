@@ -99,6 +99,12 @@ int qh_check_pattern_n_variants(void);
 char *qh_check_pattern_quantize(QhCheckRun *run, const QhLoweringPattern *p, int variant, const char *dir,
                                 char **label, char **why);
 
+/* Whether the host's reference computes QDQ graph g exactly in float32 (check-exact.c:
+ * power-of-two scales, ops that only add, multiply or move values on those grids
+ * within float32's significand), so a kernel can be held bit for bit to the plugin's
+ * own fake_quantize of the value its output QuantizeLinear reads. */
+gboolean qh_check_graph_is_exact(const QhGraph *g);
+
 /* The int8 power-of-two family (check-graphs-pow2.c): symmetric int8, zero point 0,
  * scale 2^-pos for activations, weights and bias, with DPU-legal positions. */
 const QhCheckGraph *qh_check_pow2_graphs(size_t *n);
