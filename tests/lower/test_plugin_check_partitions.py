@@ -15,7 +15,9 @@ see its patterns alone (partitions hidden), so they run the pattern's kernel.
 - decline_compile=true: no partition ever runs: FAIL "partitions" with the plugin's
   reason, SKIP per graph;
 - a refused claim (claims=p:conv0,conv2, not connected and reading float values) FAILs
-  each graph with the host's refusal message.
+  each graph with the host's refusal message;
+- npu_quant (the same with a BackendConfig) gets its partition graphs quantized by its
+  own flow, and its Conv pattern's kernel runs on its generated graph.
 """
 import os
 import re
@@ -109,7 +111,24 @@ def case_refused_claim(r, tmp):
     assert res.get(("FAIL", "partitions")).endswith("residual_block: failed; chain: failed"), out
 
 
+def case_quantizing_plugin(r, tmp):
+    """npu_quant can quantize (a BackendConfig): its partition graphs are quantized by its
+    own flow (MinMax qparams, not the hand-built steps 0.15 and 0.2), and its Conv pattern
+    runs on its generated graph with the partitions hidden; a planted bug still fails."""
+    plugin = lower_plugin("npu_quant")
+    res, out = check(r, plugin, expect_rc=0)
+    assert_conforms(res, out, "NCHW")
+    for graph, hand_step in (("residual_block", "0.15"), ("chain", "0.2")):
+        step = re.search(r"worst \S+ steps of (\S+?)\)", res[("PASS", f"lowering on partition graph {graph}")])
+        assert step and step.group(1) != hand_step, out
+    assert res[("PASS", "lowering on generated conv")].startswith(
+        "unit 'conv_4' (Conv, pattern conv, kernel npu_conv_unit): 3 runs"), out
+    res, out = check(r, plugin, "bug=zero_point", expect_rc=1)
+    assert [k for k in res if k[0] == "FAIL"] == [("FAIL", f"lowering on partition graph {g}") for g in GRAPHS], out
+
+
 CASES = {
+    "quantizing_plugin": case_quantizing_plugin,
     "example_npu": case_example_npu,
     "npu_patterns": case_npu_patterns,
     "npu_nhwc": case_npu_nhwc,

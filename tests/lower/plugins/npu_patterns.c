@@ -6,7 +6,9 @@
  * to the pattern), reshape_max_batch (a partition's reshape refuses a larger batch, as
  * an NPU compiled for one batch does: the host must run those shapes without it) and
  * bug=zero_point (a partition's outputs one step off everywhere, which plugin-check
- * must catch). */
+ * must catch). Built with NPU_QUANT it is npu_quant, which also quantizes (a
+ * BackendConfig for Conv[+Relu] and Add[+Relu], uint8 activations, int8 weights, int32
+ * bias): plugin-check quantizes its partition graphs with it. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -189,11 +191,49 @@ static void instance_destroy(void *instance) {
   free(inst);
 }
 
-/* Built twice: npu_patterns (NCHW boundary) and, with NPU_NHWC, npu_nhwc, whose
- * partitions take channels-last host buffers (the host transposes at the boundary). */
-#ifdef NPU_NHWC
+#ifdef NPU_QUANT
+/* ---- npu_quant's BackendConfig ---- */
+static const QhDTypeConstraint quint8 = {QH_STRUCT_HEADER(QhDTypeConstraint), .dtype = QH_DTYPE_UINT8};
+static const QhDTypeConstraint qint8 = {QH_STRUCT_HEADER(QhDTypeConstraint), .dtype = QH_DTYPE_INT8};
+static const QhDTypeConstraint qint32 = {QH_STRUCT_HEADER(QhDTypeConstraint), .dtype = QH_DTYPE_INT32};
+static const QhDTypeConfig weighted = {QH_STRUCT_HEADER(QhDTypeConfig), .name = "npu_weighted",
+                                       .input = &quint8, .output = &quint8, .weight = &qint8,
+                                       .bias = &qint32, .bias_derivation = QH_BIAS_INT32_INPUT_TIMES_WEIGHT};
+static const QhDTypeConfig unweighted = {QH_STRUCT_HEADER(QhDTypeConfig), .name = "npu_unweighted",
+                                         .input = &quint8, .output = &quint8};
+static const QhDTypeConfig *const weighted_configs[] = {&weighted}, *const unweighted_configs[] = {&unweighted};
+#define CONFIG(id, configs, ...)                                                                   \
+  static const char *const id##_cfg_ops[] = {__VA_ARGS__};                                         \
+  static const QhBackendPatternConfig id##_cfg = {                                                 \
+      QH_STRUCT_HEADER(QhBackendPatternConfig), .ops = id##_cfg_ops,                               \
+      .n_ops = sizeof id##_cfg_ops / sizeof id##_cfg_ops[0],                                       \
+      .observation_type = QH_OBS_OUTPUT_USE_DIFFERENT_OBSERVER_AS_INPUT, .dtype_configs = configs, \
+      .n_dtype_configs = 1, .fuser = QH_FUSER_NONE}
+CONFIG(conv_relu, weighted_configs, "Conv", "Relu");
+CONFIG(conv, weighted_configs, "Conv");
+CONFIG(add_relu, unweighted_configs, "Add", "Relu");
+CONFIG(add, unweighted_configs, "Add");
+static const QhBackendPatternConfig *const configs[] = {&conv_relu_cfg, &conv_cfg, &add_relu_cfg, &add_cfg};
+static const QhQuantSpec activation = {QH_STRUCT_HEADER(QhQuantSpec), .kind = QH_SPEC_QUANTIZE,
+                                       .dtype = QH_DTYPE_UINT8, .qscheme = QH_QSCHEME_PER_TENSOR_AFFINE,
+                                       .ch_axis = -1, .observer = "MinMaxObserver"};
+static const QhQConfigEntry global = {QH_STRUCT_HEADER(QhQConfigEntry), .match = QH_QCONFIG_MATCH_GLOBAL,
+                                      .activation = &activation};
+static const QhQConfigEntry *const qconfig[] = {&global};
+static const QhBackendConfig backend_config = {QH_STRUCT_HEADER(QhBackendConfig), .name = "npu_quant",
+                                               .patterns = configs, .n_patterns = sizeof configs / sizeof configs[0],
+                                               .default_qconfig = qconfig, .n_default_qconfig = 1};
+#endif
+
+/* Built three times: npu_patterns (NCHW boundary), with NPU_NHWC npu_nhwc, whose
+ * partitions take channels-last host buffers (the host transposes at the boundary), and
+ * with NPU_QUANT npu_quant (NCHW, with a BackendConfig). */
+#if defined(NPU_NHWC)
 #define PLUGIN_NAME "npu_nhwc"
 #define IO_LAYOUT QH_LAYOUT_NHWC
+#elif defined(NPU_QUANT)
+#define PLUGIN_NAME "npu_quant"
+#define IO_LAYOUT QH_LAYOUT_NCHW
 #else
 #define PLUGIN_NAME "npu_patterns"
 #define IO_LAYOUT QH_LAYOUT_NCHW
@@ -214,6 +254,9 @@ static const QhPluginDesc desc = {
     .instance_create = instance_create,
     .instance_destroy = instance_destroy,
     .lowering = &lowering,
+#ifdef NPU_QUANT
+    .backend_config = &backend_config,
+#endif
     .partitions = &partitions,
 };
 
