@@ -9,7 +9,8 @@
  * what runs is the partition) and compared with the host's reference path by the
  * lowering checks' rules (check-lowering.c: every element within one output step, and
  * different only at ties). A plugin that declares partitions conforms only when at
- * least one partition ran; a graph its claim left alone is a SKIP naming why. */
+ * least one partition ran; a graph its claim left alone is a SKIP naming why, one whose
+ * compiled partition refused the shapes compile accepted a FAIL. */
 #include <glib/gstdio.h>
 #include <string.h>
 
@@ -23,6 +24,8 @@
 #define SEED 20261127u
 #define CHANNELS 4
 #define MAX_VALUES 256
+/* lower/partition.c's reason for a compiled partition whose reshape failed */
+#define SHAPES_REFUSED "partition: cannot run these shapes: "
 
 /* One graph's builder: the float graph quantize starts from, or (qdq) the QDQ graph
  * other producers write, for a plugin that cannot quantize: uint8 activations (zero
@@ -250,7 +253,15 @@ void qh_check_partitions(QhCheckRun *run) {
       n_claimed++;
       runs += graph_runs;
     } else if (qdq && run->report->results->len > lines) {
-      /* the lowering failed (a refused claim, a failed compile): its line says why */
+      /* the lowering failed (a refused claim, a failed compile) or its output was left
+       * float: its line says why */
+      const QhCheckResult *last = run->report->results->pdata[run->report->results->len - 1];
+      g_string_append_printf(unclaimed, "%s%s: %s", unclaimed->len ? "; " : "", graphs[i].name,
+                             last->verdict == QH_CHECK_FAIL ? "failed" : "skipped");
+    } else if (qdq && strstr(declines, SHAPES_REFUSED)) {
+      /* the shapes compile just accepted: the plugin contradicts itself (decline in compile) */
+      qh_check_add(run, QH_CHECK_FAIL, check, "a compiled partition's reshape refused its planned shapes: %s",
+                   declines);
       g_string_append_printf(unclaimed, "%s%s: failed", unclaimed->len ? "; " : "", graphs[i].name);
     } else if (qdq) {
       why = g_strdup_printf("no partition claimed: %s", *declines ? declines : "the claim took none of its ops");

@@ -12,6 +12,8 @@ see its patterns alone (partitions hidden), so they run the pattern's kernel.
   claim those Convs first in a normal lowering;
 - bug=zero_point plants partition outputs one step off: both graphs FAIL naming an
   element away from a tie; the plugin does not conform (exit 1);
+- bug=reshape: a partition's reshape fails on the shapes compile accepted: FAIL per
+  graph with the plugin's message;
 - decline_compile=true: no partition ever runs: FAIL "partitions" with the plugin's
   reason, SKIP per graph;
 - a refused claim (claims=p:conv0,conv2, not connected and reading float values) FAILs
@@ -102,6 +104,16 @@ def case_never_runs(r, tmp):
     assert ("PASS", "lowering pattern conv") in res, out
 
 
+def case_bug_reshape(r, tmp):
+    """A compiled partition whose reshape fails on the shapes compile accepted: each graph
+    FAILs with the plugin's message (in a run, the nodes would go back to the host)."""
+    res, out = check(r, lower_plugin("npu_patterns"), "bug=reshape", expect_rc=1)
+    for graph in GRAPHS:
+        assert res.get(("FAIL", f"lowering on partition graph {graph}")) == (
+            "a compiled partition's reshape refused its planned shapes: partition: cannot run these shapes: "
+            "plugin 'npu_patterns': partition 'npu0': reshape: planted reshape failure (bug=reshape)"), out
+
+
 def case_refused_claim(r, tmp):
     res, out = check(r, lower_plugin("npu_patterns"), "claims=p:conv0,conv2", expect_rc=1)
     for graph in GRAPHS:
@@ -135,6 +147,7 @@ CASES = {
     "bug_zero_point": case_bug_zero_point,
     "never_runs": case_never_runs,
     "refused_claim": case_refused_claim,
+    "bug_reshape": case_bug_reshape,
 }
 
 if __name__ == "__main__":

@@ -5,8 +5,8 @@
  * decline_compile (compile answers QH_ERR_UNSUPPORTED, so the claimed nodes go back
  * to the pattern), reshape_max_batch (a partition's reshape refuses a larger batch, as
  * an NPU compiled for one batch does: the host must run those shapes without it) and
- * bug=zero_point (a partition's outputs one step off everywhere, which plugin-check
- * must catch). Built with NPU_QUANT it is npu_quant, which also quantizes (a
+ * bug=zero_point (a partition's outputs one step off everywhere) or bug=reshape (a
+ * partition's reshape fails whatever the shapes), which plugin-check must catch. Built with NPU_QUANT it is npu_quant, which also quantizes (a
  * BackendConfig for Conv[+Relu] and Add[+Relu], uint8 activations, int8 weights, int32
  * bias): plugin-check quantizes its partition graphs with it. */
 #include <stdlib.h>
@@ -18,14 +18,14 @@ typedef struct {
   NpuInstance npu; /* first: claim.c and engine.c see an NpuInstance */
   int decline_compile;
   int64_t reshape_max_batch; /* 0: any */
-  int bug_zero_point;
+  int bug_zero_point, bug_reshape;
 } Instance;
 
 /* A compiled partition: the engine's program and the options its reshape and run obey. */
 typedef struct {
   void *program;
   int64_t reshape_max_batch;
-  int bug_zero_point;
+  int bug_zero_point, bug_reshape;
 } Compiled;
 
 static QhStatus *compile_or_decline(void *instance, const QhHostApi *host, const QhGraphView *graph,
@@ -43,6 +43,7 @@ static QhStatus *compile_or_decline(void *instance, const QhHostApi *host, const
   }
   c->reshape_max_batch = inst->reshape_max_batch;
   c->bug_zero_point = inst->bug_zero_point;
+  c->bug_reshape = inst->bug_reshape;
   *out_compiled = c;
   return NULL;
 }
@@ -51,6 +52,8 @@ static QhStatus *partition_reshape(void *compiled, const QhHostApi *host, const 
                                    size_t n_inputs, QhTensorView *outputs, size_t n_outputs,
                                    size_t *out_workspace_bytes) {
   const Compiled *c = compiled;
+  if (c->bug_reshape)
+    return host->status_new(QH_ERR_INVALID_ARGUMENT, "planted reshape failure (bug=reshape)");
   for (size_t i = 0; i < n_inputs && c->reshape_max_batch > 0; i++)
     if (inputs[i].rank >= 1 && inputs[i].dims[0] > c->reshape_max_batch)
       return qh_status_newf(host, QH_ERR_UNSUPPORTED, "batch %lld is above reshape_max_batch=%lld",
@@ -161,8 +164,8 @@ static const QhOptionDecl reshape_max_batch_option = {
     QH_STRUCT_HEADER(QhOptionDecl), .name = "reshape_max_batch", .type = QH_OPTION_INT, .default_value = "0",
     .min = 0, .max = 1 << 20, .help = "a partition's reshape refuses a larger batch (0: any)"};
 static const QhOptionDecl bug_option = {
-    QH_STRUCT_HEADER(QhOptionDecl), .name = "bug", .type = QH_OPTION_ENUM, .choices = "none|zero_point",
-    .default_value = "none", .help = "zero_point: partition outputs one step off (for plugin-check)"};
+    QH_STRUCT_HEADER(QhOptionDecl), .name = "bug", .type = QH_OPTION_ENUM, .choices = "none|zero_point|reshape",
+    .default_value = "none", .help = "zero_point: partition outputs one step off; reshape: reshape fails (for plugin-check)"};
 static const QhOptionDecl *const options[] = {&claims_option, &decline_option, &reshape_max_batch_option,
                                               &bug_option};
 
@@ -180,6 +183,7 @@ static QhStatus *instance_create(const QhHostApi *host, const QhInstanceInfo *in
                                          strcmp(opts[1].value, "yes") == 0);
   inst->reshape_max_batch = n_opts > 2 ? strtoll(opts[2].value, NULL, 10) : 0;
   inst->bug_zero_point = n_opts > 3 && strcmp(opts[3].value, "zero_point") == 0;
+  inst->bug_reshape = n_opts > 3 && strcmp(opts[3].value, "reshape") == 0;
   *out_instance = inst;
   return NULL;
 }
