@@ -10,7 +10,9 @@
 
 #define GROUP(b, field) (QH_HAS_FIELD((b)->desc, QhPluginDesc, field) ? (b)->desc->field : NULL)
 
-const QhPartitionOps *qh_backend_partitions(const QhBackend *b) { return GROUP(b, partitions); }
+const QhPartitionOps *qh_backend_partitions(const QhBackend *b) {
+  return b->hide_partitions ? NULL : GROUP(b, partitions);
+}
 
 static gboolean partition_checked(const QhBackend *b, const char *partition_name, QhStatus *st,
                                   const char *callback, GError **error) {
@@ -63,7 +65,7 @@ int qh_backend_partition_compile(QhBackend *b, const QhGraphView *view, const Qh
 gboolean qh_backend_partition_reshape(QhBackend *b, const char *partition_name, void *compiled,
                                       const QhTensorView *inputs, size_t n_inputs, QhTensorView *outputs,
                                       size_t n_outputs, size_t *out_workspace_bytes, GError **error) {
-  const QhPartitionOps *ops = qh_backend_partitions(b);
+  const QhPartitionOps *ops = GROUP(b, partitions);
   const char *prev = qh_plugin_set_current(b->name);
   QhStatus *st = ops->reshape(compiled, qh_host_api_get(), inputs, n_inputs, outputs, n_outputs,
                               out_workspace_bytes);
@@ -75,7 +77,7 @@ gboolean qh_backend_partition_run(QhBackend *b, const char *partition_name, void
                                   const QhRunContext *ctx, const QhTensorView *inputs, size_t n_inputs,
                                   QhTensorView *outputs, size_t n_outputs, void *workspace,
                                   size_t workspace_bytes, GError **error) {
-  const QhPartitionOps *ops = qh_backend_partitions(b);
+  const QhPartitionOps *ops = GROUP(b, partitions);
   const char *prev = qh_plugin_set_current(b->name);
   QhStatus *st = ops->run(compiled, qh_host_api_get(), ctx, inputs, n_inputs, outputs, n_outputs, workspace,
                           workspace_bytes);
@@ -87,6 +89,6 @@ void qh_backend_partition_destroy(QhBackend *b, void *compiled) {
   if (compiled == NULL)
     return;
   const char *prev = qh_plugin_set_current(b->name);
-  qh_backend_partitions(b)->destroy(compiled);
+  GROUP(b, partitions)->destroy(compiled);
   qh_plugin_set_current(prev);
 }

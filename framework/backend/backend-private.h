@@ -11,9 +11,11 @@ struct QhBackend {
   const char *name;         /* borrowed from the plugin's info: tags calls, names errors */
   void *instance;           /* the plugin's; destroyed by qh_backend_free */
   gboolean has_instance;
-  /* qh_backend_restrict_lowering: one of the plugin's patterns, offered alone */
+  /* qh_backend_restrict_lowering: one of the plugin's patterns offered alone (or none),
+   * and whether its partitions are hidden */
   QhLoweringOps one_pattern;
   gboolean restricted;
+  gboolean hide_partitions;
 };
 
 #endif

@@ -96,16 +96,21 @@ const QhReferenceNumericsOps *qh_backend_reference_numerics(const QhBackend *b) 
   return GROUP(b, reference_numerics);
 }
 const QhLoweringOps *qh_backend_lowering(const QhBackend *b) {
-  return b->restricted ? &b->one_pattern : GROUP(b, lowering);
+  const QhLoweringOps *lo = GROUP(b, lowering);
+  return b->restricted && lo ? &b->one_pattern : lo;
 }
 
 void qh_backend_restrict_lowering(QhBackend *b, size_t index) {
   const QhLoweringOps *lo = GROUP(b, lowering);
-  b->restricted = lo && index < lo->n_patterns;
-  if (b->restricted) {
+  /* every restriction but the partitions-only one hides the partitions: a per-kernel
+   * check must run the kernel, not a partition that took its nodes first */
+  b->restricted = index != SIZE_MAX && index != QH_BACKEND_ALL_PATTERNS;
+  b->hide_partitions = index != SIZE_MAX && index != QH_BACKEND_NO_PATTERNS;
+  if (b->restricted && lo) {
     b->one_pattern = *lo;
-    b->one_pattern.patterns = lo->patterns + index;
-    b->one_pattern.n_patterns = 1;
+    gboolean one = index < lo->n_patterns;
+    b->one_pattern.patterns = one ? lo->patterns + index : NULL;
+    b->one_pattern.n_patterns = one ? 1 : 0;
   }
 }
 const QhDeployOps *qh_backend_deploy_ops(const QhBackend *b) { return GROUP(b, deploy); }

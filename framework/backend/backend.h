@@ -73,9 +73,14 @@ const QhAnnotateOps *qh_backend_annotate_ops(const QhBackend *backend);
 const QhRefineOps *qh_backend_refine_ops(const QhBackend *backend);
 const QhReferenceNumericsOps *qh_backend_reference_numerics(const QhBackend *backend);
 const QhLoweringOps *qh_backend_lowering(const QhBackend *backend);
-/* From now on qh_backend_lowering offers only the plugin's pattern `index` (<
- * n_patterns), so a lowering claims units with that pattern alone (plugin-check's
- * per-pattern graphs); index SIZE_MAX offers every pattern again. */
+/* What lowerings are offered from now on (plugin-check): with `index` < n_patterns
+ * qh_backend_lowering offers only the plugin's pattern `index` and
+ * qh_backend_partitions NULL, so a lowering claims units with that pattern alone;
+ * QH_BACKEND_ALL_PATTERNS offers every pattern and no partitions;
+ * QH_BACKEND_NO_PATTERNS the partitions and no pattern; SIZE_MAX everything again.
+ * Change it only while no lowering of this backend is alive. */
+#define QH_BACKEND_ALL_PATTERNS (SIZE_MAX - 1)
+#define QH_BACKEND_NO_PATTERNS (SIZE_MAX - 2)
 void qh_backend_restrict_lowering(QhBackend *backend, size_t index);
 const QhDeployOps *qh_backend_deploy_ops(const QhBackend *backend);
 /* ABI 1.2: post_calibration / post_convert (NULL when absent or beyond the size). */

@@ -16,10 +16,11 @@
  * apart (ONNX rounds half to even, a DPU half up, an fp32 order differs in the last
  * bits) but an honest kernel differs nowhere else, so a kernel a step off away from ties
  * (a zero point shifted by one, truncation for rounding) fails. Where the reference's
- * fp32 math is exact (the power-of-two built-in graphs) and the plugin supplies
- * reference_numerics, its kernels must also give bit for bit what its own fake_quantize
- * makes of the value the output quantizer reads: the one-step bar cannot see a kernel
- * that rounds ties the wrong way. A graph nobody claims gives no line; a declared
+ * fp32 math is exact (the power-of-two built-in graphs, and generated graphs
+ * check-exact.c finds exact) and the plugin supplies reference_numerics, its kernels
+ * must also give bit for bit what its own fake_quantize makes of the value the output
+ * quantizer reads, when a kernel writes that value: the one-step bar cannot see a
+ * kernel that rounds ties the wrong way. A graph nobody claims gives no line; a declared
  * pattern whose kernel never completed a run on any graph is a FAIL, listed in the
  * report, so a plugin whose kernels never run does not conform. */
 #include <glib/gstdio.h>
@@ -43,62 +44,9 @@
 #define TIE_STEPS (1.0 / 1024.0)
 #define RUNS 3 /* the second reuses the packed weights, the third runs on 2 threads */
 
-/* ---- building QDQ graphs (shared with check-graphs-pow2.c) ---- */
+/* ---- the uint8 built-in graphs (check-builder.c builds their parts) ---- */
 
 typedef QhCheckBuilder Builder;
-
-int qh_check_builder_constant(Builder *b, const char *name, QhDType dt, int rank, const int64_t *dims,
-                              const void *data) {
-  QhShape s = qh_shape_make(rank, dims);
-  QhTensor *t = qh_tensor_new(dt, &s, NULL);
-  memcpy(t->data, data, t->nbytes);
-  QhValue *v = qh_graph_add_value(b->g, name, NULL);
-  qh_value_set_initializer(v, t);
-  return v->id;
-}
-
-int qh_check_builder_value(Builder *b, const char *name) { return qh_graph_add_value(b->g, name, NULL)->id; }
-
-QhNode *qh_check_builder_node(Builder *b, const char *name, const char *op, int n_in, const int *in,
-                              int out) {
-  return qh_graph_add_node(b->g, name, op, "", n_in, in, 1, &out, NULL);
-}
-
-int qh_check_builder_input(Builder *b, const char *name, int rank, const int64_t *dims) {
-  QhValue *v = qh_graph_add_value(b->g, name, NULL);
-  v->dtype = QH_DTYPE_F32;
-  v->shape = qh_shape_make(rank, dims);
-  v->is_input = TRUE;
-  g_array_append_val(b->g->inputs, v->id);
-  return v->id;
-}
-
-void qh_check_builder_output(Builder *b, int pre, int out, float scale, int is_signed, int zero_point) {
-  qh_graph_value(b->g, out)->is_output = TRUE;
-  g_array_append_val(b->g->outputs, out);
-  b->pre_quant = pre;
-  b->out_scale = scale;
-  b->out_signed = is_signed;
-  b->out_zero_point = zero_point;
-}
-
-/* A QuantizeLinear then DequantizeLinear of v to uint8 (scale, zp); returns the DQ
- * output. */
-int qh_check_builder_qdq(Builder *b, const char *base, int v, float scale, int is_signed, int zero_point) {
-  char *n[4] = {g_strdup_printf("%s_scale", base), g_strdup_printf("%s_zero_point", base),
-                g_strdup_printf("%s_quantized", base), g_strdup_printf("%s_dequantized", base)};
-  int8_t zs = (int8_t)zero_point;
-  uint8_t zu = (uint8_t)zero_point;
-  int s = qh_check_builder_constant(b, n[0], QH_DTYPE_F32, 0, NULL, &scale);
-  int zv = is_signed ? qh_check_builder_constant(b, n[1], QH_DTYPE_S8, 0, NULL, &zs)
-                     : qh_check_builder_constant(b, n[1], QH_DTYPE_U8, 0, NULL, &zu);
-  int q = qh_check_builder_value(b, n[2]), d = qh_check_builder_value(b, n[3]);
-  qh_check_builder_node(b, n[2], "QuantizeLinear", 3, (int[]){v, s, zv}, q);
-  qh_check_builder_node(b, n[3], "DequantizeLinear", 3, (int[]){q, s, zv}, d);
-  for (int i = 0; i < 4; i++)
-    g_free(n[i]);
-  return d;
-}
 
 static int qdq(Builder *b, const char *base, int v, float scale, int zp) {
   return qh_check_builder_qdq(b, base, v, scale, FALSE, zp);
@@ -110,62 +58,6 @@ static int input(Builder *b, const char *name, int rank, const int64_t *dims, fl
 
 static void output(Builder *b, int v, float scale, int zp) {
   qh_check_builder_output(b, v, qdq(b, "y", v, scale, zp), scale, FALSE, zp);
-}
-
-/* A DequantizeLinear of random int8 weights [dims], symmetric (zero point 0), per
- * channel on axis when per_axis >= 0 (scales written to scales[channels]). */
-static int weight(Builder *b, const char *base, int rank, const int64_t *dims, int per_axis,
-                  float *scales) {
-  int64_t numel = 1, count = per_axis >= 0 ? dims[per_axis] : 1;
-  for (int i = 0; i < rank; i++)
-    numel *= dims[i];
-  int8_t *w = g_new(int8_t, numel), *z = g_new0(int8_t, count);
-  for (int64_t i = 0; i < numel; i++)
-    w[i] = (int8_t)g_rand_int_range(b->rng, -127, 128);
-  for (int64_t c = 0; c < count; c++)
-    scales[c] = (float)g_rand_double_range(b->rng, 0.004, 0.012);
-  char *n[4] = {g_strdup_printf("%s_quantized", base), g_strdup_printf("%s_scale", base),
-                g_strdup_printf("%s_zero_point", base), g_strdup_printf("%s_dequantized", base)};
-  int q = qh_check_builder_constant(b, n[0], QH_DTYPE_S8, rank, dims, w);
-  int s = qh_check_builder_constant(b, n[1], QH_DTYPE_F32, per_axis >= 0, &count, scales);
-  int zv = qh_check_builder_constant(b, n[2], QH_DTYPE_S8, per_axis >= 0, &count, z);
-  int d = qh_check_builder_value(b, n[3]);
-  QhNode *node = qh_check_builder_node(b, n[3], "DequantizeLinear", 3, (int[]){q, s, zv}, d);
-  if (per_axis >= 0)
-    qh_node_set_attr_int(node, "axis", per_axis);
-  for (int i = 0; i < 4; i++)
-    g_free(n[i]);
-  g_free(w);
-  g_free(z);
-  return d;
-}
-
-/* An int32 bias [n] dequantized with scale x_scale * w_scale[c] (zero point 0), as
- * quantizers write it. */
-static int bias(Builder *b, const char *base, int64_t n, float x_scale, const float *w_scales,
-                gboolean per_channel) {
-  int32_t *q = g_new(int32_t, n), *z = g_new0(int32_t, n);
-  float *s = g_new(float, n);
-  for (int64_t c = 0; c < n; c++) {
-    s[c] = x_scale * w_scales[per_channel ? c : 0];
-    q[c] = g_rand_int_range(b->rng, -3000, 3000);
-  }
-  char *nm[4] = {g_strdup_printf("%s_quantized", base), g_strdup_printf("%s_scale", base),
-                 g_strdup_printf("%s_zero_point", base), g_strdup_printf("%s_dequantized", base)};
-  int64_t one = per_channel ? n : 1;
-  int qv = qh_check_builder_constant(b, nm[0], QH_DTYPE_S32, 1, &n, q);
-  int sv = qh_check_builder_constant(b, nm[1], QH_DTYPE_F32, per_channel, &one, s);
-  int zv = qh_check_builder_constant(b, nm[2], QH_DTYPE_S32, per_channel, &one, z);
-  int d = qh_check_builder_value(b, nm[3]);
-  QhNode *node = qh_check_builder_node(b, nm[3], "DequantizeLinear", 3, (int[]){qv, sv, zv}, d);
-  if (per_channel)
-    qh_node_set_attr_int(node, "axis", 0);
-  for (int i = 0; i < 4; i++)
-    g_free(nm[i]);
-  g_free(q);
-  g_free(z);
-  g_free(s);
-  return d;
 }
 
 static int relu(Builder *b, int v) {
@@ -186,8 +78,8 @@ static void conv(Builder *b, ConvTail tail, int64_t stride) {
   float sx = 0.02f, sw[4];
   int x = input(b, "x", 4, image, sx, 128);
   static const int64_t wd[4] = {4, 3, 3, 3};
-  int w = weight(b, "conv_weight", 4, wd, 0, sw);
-  int bi = bias(b, "conv_bias", 4, sx, sw, TRUE);
+  int w = qh_check_builder_weight(b, "conv_weight", 4, wd, 0, sw);
+  int bi = qh_check_builder_bias(b, "conv_bias", 4, sx, sw, TRUE);
   int c = qh_check_builder_value(b, "conv_out");
   QhNode *n = qh_check_builder_node(b, "conv", "Conv", 3, (int[]){x, w, bi}, c);
   static const int64_t pads[4] = {1, 1, 1, 1}, ks[2] = {3, 3};
@@ -216,8 +108,8 @@ static void conv_add(Builder *b, gboolean with_relu) {
   float sx = 0.02f, sw[4];
   int x = input(b, "x", 4, image, sx, 128);
   static const int64_t wd[4] = {4, 3, 3, 3};
-  int w = weight(b, "conv_weight", 4, wd, 0, sw);
-  int bi = bias(b, "conv_bias", 4, sx, sw, TRUE);
+  int w = qh_check_builder_weight(b, "conv_weight", 4, wd, 0, sw);
+  int bi = qh_check_builder_bias(b, "conv_bias", 4, sx, sw, TRUE);
   int c = qh_check_builder_value(b, "conv_out");
   QhNode *n = qh_check_builder_node(b, "conv", "Conv", 3, (int[]){x, w, bi}, c);
   static const int64_t pads[4] = {1, 1, 1, 1}, ks[2] = {3, 3};
@@ -241,8 +133,8 @@ static void gemm(Builder *b, gboolean with_relu) {
   float sx = 0.016f, sw[1];
   int x = input(b, "x", 2, rows, sx, 120);
   static const int64_t wd[2] = {8, 16};
-  int w = weight(b, "fc_weight", 2, wd, -1, sw);
-  int bi = bias(b, "fc_bias", 8, sx, sw, FALSE);
+  int w = qh_check_builder_weight(b, "fc_weight", 2, wd, -1, sw);
+  int bi = qh_check_builder_bias(b, "fc_bias", 8, sx, sw, FALSE);
   int y = qh_check_builder_value(b, "fc_out");
   QhNode *n = qh_check_builder_node(b, "fc", "Gemm", 3, (int[]){x, w, bi}, y);
   qh_node_set_attr_int(n, "transB", 1);
@@ -258,7 +150,7 @@ static void g_matmul(Builder *b) {
   float sw[1];
   int x = input(b, "x", 2, rows, 0.016f, 128);
   static const int64_t wd[2] = {16, 8};
-  int w = weight(b, "matmul_weight", 2, wd, -1, sw);
+  int w = qh_check_builder_weight(b, "matmul_weight", 2, wd, -1, sw);
   int y = qh_check_builder_value(b, "matmul_out");
   qh_check_builder_node(b, "matmul", "MatMul", 2, (int[]){x, w}, y);
   output(b, y, 0.05f, 131);
@@ -507,11 +399,27 @@ static char *claimed_units(const QhLowering *l) {
   const GPtrArray *rows = qh_lowering_rows(l);
   for (guint i = 0; i < rows->len; i++) {
     const QhLoweringRow *r = rows->pdata[i];
-    if (r->kernel)
+    if (r->kernel && r->partition)
+      g_string_append_printf(s, "%spartition '%s' (%s, kernel %s)", s->len ? ", " : "", r->partition, r->ops,
+                             r->kernel);
+    else if (r->kernel)
       g_string_append_printf(s, "%sunit '%s' (%s, pattern %s, kernel %s)", s->len ? ", " : "", r->name,
                              r->ops, r->pattern, r->kernel);
   }
   return g_string_free(s, FALSE);
+}
+
+/* Whether a plugin's unit holds node id (the node writing the value the output's
+ * QuantizeLinear reads): else the host rounds the output, not the plugin. */
+static gboolean claimed_node(const QhLowering *l, int id) {
+  const GPtrArray *rows = qh_lowering_rows(l);
+  for (guint i = 0; i < rows->len; i++) {
+    const QhLoweringRow *r = rows->pdata[i];
+    for (guint k = 0; r->kernel && k < r->nodes->len; k++)
+      if (g_array_index(r->nodes, int, k) == id)
+        return TRUE;
+  }
+  return FALSE;
 }
 
 /* The plugin's own rounding (reference_numerics.fake_quantize) of pre, the value the
@@ -573,6 +481,7 @@ typedef struct {
 typedef struct {
   GHashTable *patterns; /* id -> PatternTally* */
   GHashTable *declines; /* the host rows' reasons */
+  int partition_runs;   /* completed runs of compiled partitions */
 } Tally;
 
 static void pattern_tally_free(gpointer p) {
@@ -599,6 +508,7 @@ static void count_runs(Tally *tally, const QhLowering *l) {
     const QhLoweringRow *r = rows->pdata[i];
     if (r->kernel && r->pattern)
       tally_of(tally, r->pattern)->runs++;
+    tally->partition_runs += r->partition != NULL;
   }
 }
 
@@ -659,6 +569,8 @@ static gboolean check_pair(QhCheckRun *run, const char *name, const char *label,
       any = TRUE;
       GString *s = tally_of(tally, r->pattern)->claims;
       g_string_append_printf(s, "%s%s (unit '%s')", s->len ? ", " : "", name, r->name);
+    } else if (r->partition) {
+      any = TRUE;
     } else if (r->reason && !g_hash_table_contains(tally->declines, r->reason)) {
       g_hash_table_add(tally->declines, g_strdup(r->reason));
     }
@@ -679,7 +591,7 @@ static gboolean check_pair(QhCheckRun *run, const char *name, const char *label,
   guint n_out = low_graph->outputs->len;
   if (info.float_output)
     step = float_output_step(ref[0]);
-  if (exact)
+  if (exact && claimed_node(l, qh_graph_value(ref_graph, info.pre_quant)->producer))
     own = own_numerics(run, &info, ref[n_out], &own_why);
   double worst = 0, tie_max = 0;
   int64_t same = 0, total = 0;
@@ -746,6 +658,28 @@ done:
   qh_plan_free(ref_plan);
   qh_graph_free(low_graph);
   qh_graph_free(ref_graph);
+  return claimed;
+}
+
+gboolean qh_check_lowered_file(QhCheckRun *run, const char *name, const char *qdq, int *partition_runs,
+                               char **declines) {
+  Tally tally = {g_hash_table_new_full(g_str_hash, g_str_equal, g_free, pattern_tally_free),
+                 g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL), 0};
+  GError *error = NULL;
+  Builder info = {0}, low_info = {0};
+  QhGraph *ref_graph = load_qdq(qdq, &info, &error);
+  QhGraph *low_graph = ref_graph ? load_qdq(qdq, &low_info, &error) : NULL;
+  gboolean claimed = check_pair(run, name, NULL, ref_graph, low_graph, &info, FALSE, error, NULL, &tally);
+  GString *why = g_string_new(NULL);
+  GHashTableIter it;
+  gpointer key;
+  g_hash_table_iter_init(&it, tally.declines);
+  while (g_hash_table_iter_next(&it, &key, NULL))
+    g_string_append_printf(why, "%s%s", why->len ? "; " : "", (const char *)key);
+  *declines = g_string_free(why, FALSE);
+  *partition_runs = tally.partition_runs;
+  g_hash_table_destroy(tally.patterns);
+  g_hash_table_destroy(tally.declines);
   return claimed;
 }
 
@@ -824,9 +758,10 @@ static int check_generated(QhCheckRun *run, const char *dir, Tally *tally) {
       /* the pattern alone: the graph's other ops stay on the host, so what is compared
        * is this pattern's kernel (a tie rounded apart upstream would grow downstream) */
       qh_backend_restrict_lowering(run->backend, i);
-      if (check_pair(run, label, NULL, ref_graph, low_graph, &info, FALSE, error, NULL, tally))
+      gboolean exact = ref_graph && qh_check_graph_is_exact(ref_graph);
+      if (check_pair(run, label, NULL, ref_graph, low_graph, &info, exact, error, NULL, tally))
         n_claimed++;
-      qh_backend_restrict_lowering(run->backend, SIZE_MAX);
+      qh_backend_restrict_lowering(run->backend, QH_BACKEND_ALL_PATTERNS);
       g_free(label);
       if (tally_of(tally, p->id)->claims->len > 0)
         break;
@@ -838,13 +773,14 @@ static int check_generated(QhCheckRun *run, const char *dir, Tally *tally) {
 void qh_check_lowering(QhCheckRun *run) {
   const QhLoweringOps *lo = run->desc->lowering;
   Tally tally = {g_hash_table_new_full(g_str_hash, g_str_equal, g_free, pattern_tally_free),
-                 g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL)};
+                 g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL), 0};
   GError *error = NULL;
   const QhPluginDesc *d = run->desc;
   gboolean quantizes = (QH_HAS_FIELD(d, QhPluginDesc, backend_config) && d->backend_config) ||
                        (QH_HAS_FIELD(d, QhPluginDesc, annotate) && d->annotate);
   char *dir = quantizes ? g_dir_make_tmp("qhost-plugin-check-XXXXXX", &error) : NULL;
   int n_generated = 0;
+  qh_backend_restrict_lowering(run->backend, QH_BACKEND_ALL_PATTERNS); /* partitions: check-partitions.c */
   if (!quantizes) {
     /* a lowering-only plugin runs QDQ files others made: the built-in graphs only */
   } else if (dir == NULL) {
@@ -873,6 +809,7 @@ void qh_check_lowering(QhCheckRun *run) {
   for (size_t i = 0; i < fams[1].n; i++)
     check_graph(run, &fams[1], &fams[1].graphs[i], covered, &tally, &n_claimed[1]);
   g_hash_table_destroy(covered);
+  qh_backend_restrict_lowering(run->backend, SIZE_MAX);
   for (size_t i = 0; i < lo->n_patterns; i++) {
     const char *id = lo->patterns[i]->id;
     char *check = g_strdup_printf("lowering pattern %s", id);

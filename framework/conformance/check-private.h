@@ -1,6 +1,7 @@
 /* What the plugin-check files share: the state of one run, the graph-based checks
- * (check-graphs.c), the lowering checks (check-lowering.c) and the builder of their
- * small QDQ graphs, whose int8 power-of-two family lives in check-graphs-pow2.c. */
+ * (check-graphs.c), the lowering checks (check-lowering.c), the partition checks
+ * (check-partitions.c) and the builder of their small QDQ graphs (check-builder.c),
+ * whose int8 power-of-two family lives in check-graphs-pow2.c. */
 #ifndef QH_CONFORMANCE_CHECK_PRIVATE_H
 #define QH_CONFORMANCE_CHECK_PRIVATE_H
 
@@ -26,6 +27,17 @@ void qh_check_annotate(QhCheckRun *run);
 void qh_check_refine(QhCheckRun *run);
 void qh_check_deploy(QhCheckRun *run);
 void qh_check_lowering(QhCheckRun *run);
+/* ABI 1.2 partitions (check-partitions.c); the backend's partitions group must exist. */
+void qh_check_partitions(QhCheckRun *run);
+
+/* Load the QDQ file qdq twice, lower one copy with what the backend offers now (see
+ * qh_backend_restrict_lowering) and compare its runs with the host's reference run of
+ * the other, adding one line "lowering on NAME" when something was claimed or the
+ * lowering failed. *partition_runs counts the completed runs of compiled partitions,
+ * *declines (g_free) joins the host rows' reasons ("" when none). TRUE when a unit or
+ * partition was claimed. */
+gboolean qh_check_lowered_file(QhCheckRun *run, const char *name, const char *qdq, int *partition_runs,
+                               char **declines);
 
 /* ---- building the lowering checks' QDQ graphs ---- */
 
@@ -61,6 +73,15 @@ QhNode *qh_check_builder_node(QhCheckBuilder *b, const char *name, const char *o
  * is_signed else uint8, per tensor; returns the DequantizeLinear's output. */
 int qh_check_builder_qdq(QhCheckBuilder *b, const char *base, int v, float scale, int is_signed,
                          int zero_point);
+/* A DequantizeLinear of seeded random int8 weights [dims], symmetric (zero point 0),
+ * per channel on axis per_axis when >= 0 (the scales written to scales[channels], else
+ * scales[0]); returns its output. */
+int qh_check_builder_weight(QhCheckBuilder *b, const char *base, int rank, const int64_t *dims, int per_axis,
+                            float *scales);
+/* A DequantizeLinear of a seeded int32 bias [n] at scale x_scale * w_scales[c] (per
+ * channel, or w_scales[0]), zero point 0, as quantizers write it; returns its output. */
+int qh_check_builder_bias(QhCheckBuilder *b, const char *base, int64_t n, float x_scale, const float *w_scales,
+                          gboolean per_channel);
 /* A graph input of float dims; returns its id. */
 int qh_check_builder_input(QhCheckBuilder *b, const char *name, int rank, const int64_t *dims);
 /* Marks out, the DequantizeLinear of pre's quantization (int8 when is_signed) with
@@ -77,6 +98,12 @@ void qh_check_builder_output(QhCheckBuilder *b, int pre, int out, float scale, i
 int qh_check_pattern_n_variants(void);
 char *qh_check_pattern_quantize(QhCheckRun *run, const QhLoweringPattern *p, int variant, const char *dir,
                                 char **label, char **why);
+
+/* Whether the host's reference computes QDQ graph g exactly in float32 (check-exact.c:
+ * power-of-two scales, ops that only add, multiply or move values on those grids
+ * within float32's significand), so a kernel can be held bit for bit to the plugin's
+ * own fake_quantize of the value its output QuantizeLinear reads. */
+gboolean qh_check_graph_is_exact(const QhGraph *g);
 
 /* The int8 power-of-two family (check-graphs-pow2.c): symmetric int8, zero point 0,
  * scale 2^-pos for activations, weights and bias, with DPU-legal positions. */

@@ -3,7 +3,7 @@
  * counts within capacity, scales positive and finite, zero points in range, observer
  * state that survives save/load and merge, nothing printed). Each check yields one
  * line a vendor can act on. Graph-based groups use check-graphs.c, lowering
- * check-lowering.c. */
+ * check-lowering.c, partitions check-partitions.c. */
 #include <math.h>
 #include <string.h>
 
@@ -381,6 +381,8 @@ static void run_groups(QhCheckRun *run) {
     check_reference_numerics(run, d->reference_numerics);
   if (QH_HAS_FIELD(d, QhPluginDesc, lowering) && d->lowering)
     qh_check_lowering(run);
+  if (QH_HAS_FIELD(d, QhPluginDesc, partitions) && d->partitions)
+    qh_check_partitions(run);
   if (QH_HAS_FIELD(d, QhPluginDesc, deploy) && d->deploy)
     qh_check_deploy(run);
 }

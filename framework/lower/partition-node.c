@@ -48,6 +48,51 @@ static void view_of(const QhPartitionNode *k, const QhTensor *t, const QhQParams
   v->qparams = q;
 }
 
+/* Reshape with the boundary tensors ins (data NULL) and check every output the plugin
+ * reports against the partition's planned one, and the workspace against the cap. */
+static gboolean reshape_checked(QhPartitionNode *k, const QhTensorView *ins, GError **error) {
+  const QhPartition *p = &k->part->abi;
+  QhTensorView *outs = g_new0(QhTensorView, p->n_outputs + 1);
+  for (size_t i = 0; i < p->n_outputs; i++)
+    outs[i] = (QhTensorView){QH_STRUCT_HEADER(QhTensorView)};
+  size_t workspace = 0;
+  gboolean ok = qh_backend_partition_reshape(k->backend, k->part->name, k->part->compiled, ins, p->n_inputs,
+                                             outs, p->n_outputs, &workspace, error);
+  for (size_t i = 0; ok && i < p->n_outputs; i++) {
+    const QhTensorView *want = &p->output_tensors[i], *got = &outs[i];
+    gboolean same = got->dtype == want->dtype && got->rank == want->rank &&
+                    (got->layout == want->layout || (want->layout != QH_LAYOUT_NHWC && got->layout == QH_LAYOUT_ANY));
+    for (int d = 0; same && d < want->rank; d++)
+      same = got->dims[d] == want->dims[d];
+    if (!same)
+      ok = fail(k, error, "reshape reported output %zu as dtype %d, layout %d, rank %d; the graph needs dtype %d, "
+                          "layout %d, rank %d with the planned dimensions",
+                i, got->dtype, got->layout, got->rank, want->dtype, want->layout, want->rank);
+  }
+  if (ok && workspace > QH_KERNEL_MAX_WORKSPACE)
+    ok = fail(k, error, "reshape asked for %zu bytes of workspace (the limit is %zu)", workspace,
+              QH_KERNEL_MAX_WORKSPACE);
+  g_free(outs);
+  if (ok) {
+    k->workspace = workspace;
+    k->reshaped = TRUE;
+  }
+  return ok;
+}
+
+gboolean qh_partition_node_trial(QhBackend *backend, const QhClaimedPartition *part, GError **error) {
+  QhPartitionNode *k = qh_partition_node_new(backend, part);
+  QhTensorView *ins = g_new0(QhTensorView, part->abi.n_inputs + 1);
+  for (size_t i = 0; i < part->abi.n_inputs; i++) {
+    ins[i] = part->abi.input_tensors[i];
+    ins[i].data = NULL;
+  }
+  gboolean ok = reshape_checked(k, ins, error);
+  g_free(ins);
+  qh_partition_node_free(k);
+  return ok;
+}
+
 gboolean qh_partition_node_infer(gpointer data, const QhNode *node, const QhTensor *const *inputs,
                                  int n_inputs, QhTensor *outputs, int n_outputs, GError **error) {
   QhPartitionNode *k = data;
@@ -55,41 +100,17 @@ gboolean qh_partition_node_infer(gpointer data, const QhNode *node, const QhTens
   if ((size_t)n_inputs != p->n_inputs || (size_t)n_outputs != p->n_outputs)
     return fail(k, error, "node '%s' does not fit its partition", node->name);
   QhTensorView *ins = g_new0(QhTensorView, (gsize)n_inputs + 1);
-  QhTensorView *outs = g_new0(QhTensorView, (gsize)n_outputs + 1);
   for (int i = 0; i < n_inputs; i++) {
     view_of(k, inputs[i], p->input_tensors[i].qparams, &ins[i]);
     ins[i].data = NULL;
   }
-  for (int i = 0; i < n_outputs; i++)
-    outs[i] = (QhTensorView){QH_STRUCT_HEADER(QhTensorView)};
-  size_t workspace = 0;
-  gboolean ok = qh_backend_partition_reshape(k->backend, k->part->name, k->part->compiled, ins,
-                                             (size_t)n_inputs, outs, (size_t)n_outputs, &workspace, error);
-  for (int i = 0; ok && i < n_outputs; i++) {
-    const QhTensorView *want = &p->output_tensors[i], *got = &outs[i];
-    gboolean same = got->dtype == want->dtype && got->rank == want->rank &&
-                    (got->layout == want->layout || (want->layout != QH_LAYOUT_NHWC && got->layout == QH_LAYOUT_ANY));
-    for (int d = 0; same && d < want->rank; d++)
-      same = got->dims[d] == want->dims[d];
-    if (!same)
-      ok = fail(k, error, "reshape reported output %d as dtype %d, layout %d, rank %d; the graph needs dtype %d, "
-                          "layout %d, rank %d with the planned dimensions",
-                i, got->dtype, got->layout, got->rank, want->dtype, want->layout, want->rank);
-  }
-  if (ok && workspace > QH_KERNEL_MAX_WORKSPACE)
-    ok = fail(k, error, "reshape asked for %zu bytes of workspace (the limit is %zu)", workspace,
-              QH_KERNEL_MAX_WORKSPACE);
+  gboolean ok = reshape_checked(k, ins, error);
   for (int i = 0; ok && i < n_outputs; i++) {
     outputs[i].dtype = (QhDType)p->output_tensors[i].dtype;
     outputs[i].shape.rank = p->output_tensors[i].rank;
     memcpy(outputs[i].shape.dims, p->output_tensors[i].dims, sizeof(int64_t) * (size_t)p->output_tensors[i].rank);
   }
   g_free(ins);
-  g_free(outs);
-  if (ok) {
-    k->workspace = workspace;
-    k->reshaped = TRUE;
-  }
   return ok;
 }
 

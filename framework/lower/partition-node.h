@@ -27,6 +27,12 @@ typedef struct {
 QhPartitionNode *qh_partition_node_new(QhBackend *backend, const QhClaimedPartition *part);
 void qh_partition_node_free(QhPartitionNode *k);
 
+/* Reshape the compiled partition with its planned boundary tensors and check what it
+ * reports as the plan will (qh_partition_node_infer), before the partition replaces its
+ * nodes. FALSE with error ("plugin 'P': partition 'NAME': reshape: ...") when it cannot
+ * run these shapes. */
+gboolean qh_partition_node_trial(QhBackend *backend, const QhClaimedPartition *part, GError **error);
+
 /* QhPlanKernel callbacks (data is the QhPartitionNode). */
 gboolean qh_partition_node_infer(gpointer data, const QhNode *node, const QhTensor *const *inputs,
                                  int n_inputs, QhTensor *outputs, int n_outputs, GError **error);

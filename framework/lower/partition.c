@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "hostapi/annotation.h"
 #include "hostapi/qdq-qparams.h"
+#include "lower/partition-node.h"
 
 /* One op offered to the plugin, with the storage its QhNodeUnit points into. */
 typedef struct {
@@ -547,6 +548,20 @@ static void describe(QhPartitionSet *s, QhClaimedPartition *p) {
   p->abi.n_outputs = p->outputs->len;
 }
 
+/* A compiled partition whose reshape cannot take the planned shapes (a symbolic
+ * dimension that changed at run time: every plan of new shapes lowers again) gives its
+ * nodes back as a declined compile does, so they run on the patterns or the host's
+ * reference path for runs of these shapes; a kernel's unit does the same. */
+static void try_shapes(QhBackend *backend, QhClaimedPartition *p) {
+  GError *why = NULL;
+  if (qh_partition_node_trial(backend, p, &why))
+    return;
+  qh_backend_partition_destroy(backend, p->compiled);
+  p->compiled = NULL;
+  p->decline = g_strdup_printf("cannot run these shapes: %s", why->message);
+  g_error_free(why);
+}
+
 QhPartitionSet *qh_partitions_new(QhGraph *graph, QhBackend *backend, const QhPlan *shape_plan,
                                   QhGraphView *view, GError **error) {
   G_STATIC_ASSERT(sizeof(int) == sizeof(uint32_t));
@@ -622,6 +637,8 @@ QhPartitionSet *qh_partitions_new(QhGraph *graph, QhBackend *backend, const QhPl
                   qh_backend_name(backend), p->name);
       ok = FALSE;
     }
+    if (ok && p->compiled)
+      try_shapes(backend, p);
   }
   if (!ok) {
     qh_partitions_free(s);

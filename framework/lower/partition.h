@@ -9,7 +9,8 @@
  * through DequantizeLinear, values leave through QuantizeLinear). The first bad claim
  * fails the whole lowering with one error "plugin 'P': partition N ('NAME'): node 'X':
  * cause". Every good claim is compiled once; a compile declining with
- * QH_ERR_UNSUPPORTED gives the nodes back (the reason is kept for the report).
+ * QH_ERR_UNSUPPORTED, or a compiled partition whose reshape fails for (or misreports)
+ * the planned shapes, gives the nodes back (the reason is kept for the report).
  *
  * Ownership: the set owns the partitions, their compiled objects (destroyed through
  * the backend by qh_partitions_free) and the offered units; it borrows the graph, the

@@ -17,7 +17,8 @@ from onnx import TensorProto, helper, numpy_helper
 C, H, W = 4, 8, 8
 
 
-def residual_block(seed=0):
+def residual_block(seed=0, batch=1):
+    """The model and its output step; batch may be a name (a symbolic batch dimension)."""
     rng = np.random.default_rng(seed)
     nodes, inits = [], []
 
@@ -75,8 +76,8 @@ def residual_block(seed=0):
     q("relu2_y", "y_q", s3, 0)
     dq("y_q", "y", s3, 0)
     graph = helper.make_graph(nodes, "residual_block",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, C, H, W])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, C, H, W])], inits)
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, C, H, W])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, C, H, W])], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="qhost-tests")
     model.ir_version = 8
     onnx.checker.check_model(model)

@@ -5,11 +5,13 @@ pattern. On the residual-block model (partition_models.py):
   - partition_first: with the block claimed, its Convs are in the partition and the
     pattern is tried only on the stem's Conv;
   - patterns_elsewhere: with only the stem claimed, the pattern takes conv2 and leaves
-    conv1 (float output into Relu) to the host with the kernel's reason;
+    conv1 (float output into Relu) to the host with the pattern's reason;
   - compile_declined: a compile declining with QH_ERR_UNSUPPORTED gives the nodes
     back: the pattern takes them, the host rows say why the partition declined.
   - nhwc_boundary: a plugin declaring io_layout NHWC gets channels-last buffers
-    through one Transpose each way.
+    through one Transpose each way;
+  - shape_change_host_path: a partition whose reshape refuses a run's batch (the model's
+    batch is symbolic) gives its nodes back for those shapes; the run succeeds.
 Each lowered run agrees with the host's QDQ reference within one output step.
 """
 import json
@@ -28,6 +30,8 @@ import partition_models  # noqa: E402
 
 PLUGIN_DIR = os.environ.get("QH_LOWER_PLUGIN_DIR", "")
 BACKEND = ["--backend", "npu_patterns", "--plugin-dir", PLUGIN_DIR]
+# the Conv pattern's accept, for a Conv whose output goes on float into a Relu
+DECLINED = "conv: a quantized Conv output expected (this one goes on float)"
 
 
 def ok(r, *args):
@@ -59,7 +63,7 @@ def case_partition_first(r, tmp):
     rows = lowered(r, tmp, "claims=block:conv1,relu1,conv2,add,relu2")
     assert rows["conv1"].get("partition") == "block" and rows["conv1"]["ops"] == "Conv+Relu+Conv+Add+Relu", rows
     # the pattern was tried outside the partition (conv0 writes a float value into relu0)
-    assert rows["conv0"]["kernel"] == "host:reference" and "npu_conv_unit" in rows["conv0"]["reason"], rows
+    assert rows["conv0"]["kernel"] == "host:reference" and DECLINED in rows["conv0"]["reason"], rows
     # conv2, which the pattern takes when no partition holds it (patterns_elsewhere), is
     # inside the partition's row, not a unit of its own
     assert "conv2" not in rows, rows
@@ -69,7 +73,7 @@ def case_patterns_elsewhere(r, tmp):
     rows = lowered(r, tmp, "claims=stem:conv0,relu0")
     assert rows["conv0"].get("partition") == "stem", rows
     assert rows["conv2"]["kernel"] == "npu_conv_unit", rows
-    assert rows["conv1"]["kernel"] == "host:reference" and "npu_conv_unit" in rows["conv1"]["reason"], rows
+    assert rows["conv1"]["kernel"] == "host:reference" and DECLINED in rows["conv1"]["reason"], rows
 
 
 def case_compile_declined(r, tmp):
@@ -89,7 +93,38 @@ def case_nhwc_boundary(r, tmp):
     assert "layout transposes: 2 nodes" in rows["_text"], rows["_text"]
 
 
+def case_shape_change_host_path(r, tmp):
+    """A partition whose reshape refuses the shapes of a run (reshape_max_batch=1 at batch 3
+    of a model whose batch is symbolic) gives its nodes back for runs of those shapes, as
+    a kernel's unit does: the run succeeds within one step of the host's (the pattern takes
+    the Conv it can, the host the rest), bench names the partition's reason; at batch 1 the
+    partition runs again."""
+    model_proto, step = partition_models.residual_block(batch="N")
+    model = os.path.join(tmp, "residual_n.qdq.onnx")
+    onnx.save(model_proto, model)
+    opts = ["--backend-opt", "claims=block:conv1,relu1,conv2,add,relu2", "--backend-opt", "reshape_max_batch=1"]
+    x3 = os.path.join(tmp, "x3.npy")
+    np.save(x3, np.random.default_rng(3).normal(0, 1, (3, 4, 8, 8)).astype(np.float32))
+    ok(r, "run", model, "--input", x3, "-o", os.path.join(tmp, "host3.npy"))
+    ok(r, "run", model, "--input", x3, "-o", os.path.join(tmp, "low3.npy"), *BACKEND, *opts)
+    host, low = np.load(os.path.join(tmp, "host3.npy")), np.load(os.path.join(tmp, "low3.npy"))
+    assert host.shape == (3, 4, 8, 8) and np.abs(low - host).max() / step <= 1.0 + 1e-6
+    units = json.loads(ok(r, "bench", model, "--json", "--runs", "1", "--input", x3, *BACKEND, *opts))
+    rows = {u["name"]: u for u in units["coverage"]["units"]}
+    assert not any(u.get("partition") for u in rows.values()), rows
+    want = ("partition: cannot run these shapes: plugin 'npu_patterns': partition 'block': reshape: "
+            "batch 3 is above reshape_max_batch=1")
+    assert want in rows["add"]["reason"], rows
+    assert rows["conv2"]["kernel"] == "npu_conv_unit", rows  # the nodes went back to the pattern
+    x1 = os.path.join(tmp, "x1.npy")
+    np.save(x1, np.load(x3)[:1])
+    units = json.loads(ok(r, "bench", model, "--json", "--runs", "1", "--input", x1, *BACKEND, *opts))
+    rows = {u["name"]: u for u in units["coverage"]["units"]}
+    assert rows["conv1"].get("partition") == "block", rows
+
+
 CASES = {
+    "shape_change_host_path": case_shape_change_host_path,
     "nhwc_boundary": case_nhwc_boundary,
     "partition_first": case_partition_first,
     "patterns_elsewhere": case_patterns_elsewhere,

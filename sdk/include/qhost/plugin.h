@@ -414,7 +414,10 @@ typedef struct QhPartitionOps {
                        const QhPartition *partition, void **out_compiled);
   /* Required. As QhKernelOps.reshape for the partition's inputs and outputs: fill
    * every output's dtype, layout, rank and dims and the workspace size. The host checks
-   * them against the graph's. Called at plan time and when shapes change. */
+   * them against the graph's. Called right after compile with the planned shapes (an
+   * error, or outputs other than the graph's, declines the partition for these shapes:
+   * its nodes go back to the patterns and the host), at plan time and when shapes
+   * change. */
   QhStatus *(*reshape)(void *compiled, const QhHostApi *host, const QhTensorView *inputs,
                        size_t n_inputs, QhTensorView *outputs, size_t n_outputs,
                        size_t *out_workspace_bytes);
