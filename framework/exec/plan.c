@@ -9,6 +9,9 @@
 
 #include <string.h>
 #include <time.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
 
 #include "core/error.h"
 #include "core/log.h"
@@ -535,8 +538,49 @@ void qh_plan_set_value_hook(QhPlan *plan, QhPlanValueFn fn, gpointer user_data) 
   plan->value_hook_data = user_data;
 }
 
+/* Subnormal floats (below 2^-126) cost the CPU a microcode assist per operation: a
+ * MatMul whose input is half subnormal ran 140x slower (ONNX Runtime's too). Softmax
+ * writes them where an attention mask subtracts ~100 (swin_t's shifted windows: exp(-100)
+ * = 3.7e-44), which made swin_t's attention-times-V products 12 ms of a 150 ms run. So a
+ * run flushes them on its thread (MXCSR's flush-to-zero and denormals-are-zero, restored
+ * after): no value the kernels compute changes by more than 2^-126 absolute. The pool's
+ * workers keep the process's setting (the small per-batch GEMMs of attention run on this
+ * thread). Runs that must match PyTorch bit for bit keep IEEE subnormals: bit-compatible
+ * ones and those with a value hook (calibration observes every value). Returns the saved
+ * setting. */
+static unsigned int flush_subnormals_begin(const QhPlan *plan, const QhExecContext *ctx) {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned int saved = _mm_getcsr();
+  if (!ctx->bit_compatible && plan->value_hook == NULL)
+    _mm_setcsr(saved | 0x8040u); /* FTZ (bit 15) | DAZ (bit 6) */
+  return saved;
+#else
+  (void)plan, (void)ctx;
+  return 0;
+#endif
+}
+
+static void flush_subnormals_end(unsigned int saved) {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_setcsr(saved);
+#else
+  (void)saved;
+#endif
+}
+
+static gboolean plan_run(QhPlan *plan, QhExecContext *ctx, const QhTensor *const *inputs,
+                         QhTensor ***outputs, GError **error);
+
 gboolean qh_plan_run(QhPlan *plan, QhExecContext *ctx, const QhTensor *const *inputs,
                      QhTensor ***outputs, GError **error) {
+  unsigned int saved = flush_subnormals_begin(plan, ctx);
+  gboolean ok = plan_run(plan, ctx, inputs, outputs, error);
+  flush_subnormals_end(saved);
+  return ok;
+}
+
+static gboolean plan_run(QhPlan *plan, QhExecContext *ctx, const QhTensor *const *inputs,
+                         QhTensor ***outputs, GError **error) {
   const QhGraph *g = plan->graph;
   if (plan->shapes_only) {
     g_set_error(error, QH_ERROR, QH_ERROR_FAILED, "this plan was made for shapes only");
