@@ -9,11 +9,10 @@ tensor is quantized, else the tensor itself) against the float model's tensor of
 same name. A diagnostic, not a test: it asserts nothing.
 
   tensor_sqnr.py FLOAT.onnx QDQ.onnx INPUT.npy [--ops Softmax,MatMul,...] [--grep TEXT]
-      [--softmax-scale S] [--workdir DIR] [--node NODE]
+      [--token K] [--workdir DIR] [--node NODE]
 
---softmax-scale rewrites every Softmax output's QuantizeLinear/DequantizeLinear scale to S
-(zero point 0) before running: what the model would give if those tensors were quantized
-with a calibrated scale instead of the fixed 1/256 of PyTorch's BackendConfigs.
+--token K adds two columns for tensors of rank 3 (batch, tokens, features): the SQNR of
+token K alone and of the other tokens (vit_b_16's class token is token 0).
 """
 import argparse
 import os
@@ -23,7 +22,6 @@ import tempfile
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
 
 ORT_RUN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "ort", "ort_run.js")
 
@@ -45,19 +43,6 @@ def expose(model, names):
     return model, keep.name
 
 
-def set_softmax_scale(model, scale):
-    softmax_out = {n.output[0] for n in model.graph.node if n.op_type == "Softmax"}
-    inits = {i.name: i for i in model.graph.initializer}
-    touched = 0
-    for n in model.graph.node:
-        if n.op_type in ("QuantizeLinear", "DequantizeLinear") and (
-                n.input[0] in softmax_out or n.input[0].replace("_quantized", "") in softmax_out):
-            s = inits[n.input[1]]
-            s.CopyFrom(numpy_helper.from_array(np.array(scale, dtype=np.float32), s.name))
-            touched += 1
-    return touched
-
-
 def run(model, x_path, names, node, workdir, tag):
     model, first = expose(model, names)
     path = os.path.join(workdir, f"{tag}.onnx")
@@ -74,16 +59,15 @@ def main():
     ap.add_argument("input")
     ap.add_argument("--ops", default="Softmax,MatMul,Gemm,Add,Erf,Conv")
     ap.add_argument("--grep", default="")
-    ap.add_argument("--softmax-scale", type=float)
+    ap.add_argument("--token", type=int)
     ap.add_argument("--workdir")
     ap.add_argument("--node", default="node")
     a = ap.parse_args()
     workdir = a.workdir or tempfile.mkdtemp(prefix="tensor_sqnr")
+    os.makedirs(workdir, exist_ok=True)
     ops = set(a.ops.split(","))
     f = onnx.load(a.float_model)
     q = onnx.load(a.qdq_model)
-    if a.softmax_scale:
-        print(f"rewrote {set_softmax_scale(q, a.softmax_scale)} Softmax Q/DQ scales to {a.softmax_scale}")
     f_out = {o for n in f.graph.node if n.op_type in ops for o in n.output}
     q_all = {o for n in q.graph.node for o in n.output}
     order = [o for n in q.graph.node if n.op_type in ops for o in n.output
@@ -94,7 +78,13 @@ def main():
     qr = run(q, a.input, sorted(set(seen.values())), a.node, workdir, "qdq")
     for o in order + final:
         tag = "q" if seen[o] != o else " "
-        print(f"{sqnr(fr[o], qr[seen[o]]):7.2f} dB {tag} {o}")
+        ref, got = fr[o], qr[seen[o]]
+        split = ""
+        if a.token is not None and ref.ndim == 3 and ref.shape[1] > max(a.token, 1):
+            k = a.token
+            rest = np.delete(np.arange(ref.shape[1]), k)
+            split = f"  token {k} {sqnr(ref[:, k], got[:, k]):7.2f} dB, others {sqnr(ref[:, rest], got[:, rest]):7.2f} dB"
+        print(f"{sqnr(ref, got):7.2f} dB {tag} {o}{split}")
 
 
 if __name__ == "__main__":
