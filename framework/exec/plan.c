@@ -9,6 +9,9 @@
 
 #include <string.h>
 #include <time.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
 
 #include "core/error.h"
 #include "core/log.h"
@@ -337,9 +340,28 @@ static gint compare_offsets(gconstpointer a, gconstpointer b) {
   return (x->offset > y->offset) - (x->offset < y->offset);
 }
 
+/* Whether node only re-labels its first input's bytes (ONNX's view ops, on the host's
+ * kernels, which copy them): its output may then take the input's place in the arena. */
+static gboolean is_view_node(const QhPlan *plan, const QhNode *node) {
+  static const char *const views[] = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout"};
+  const QhOpDef *def = plan->defs[node->id];
+  if (def == NULL || plan->ext[node->id].run != NULL || node->n_inputs < 1 || node->inputs[0] < 0 ||
+      node->n_outputs < 1 || node->outputs[0] < 0)
+    return FALSE;
+  for (int o = 1; o < node->n_outputs; o++) /* Dropout's mask */
+    if (node->outputs[o] >= 0)
+      return FALSE;
+  for (size_t i = 0; i < G_N_ELEMENTS(views); i++)
+    if (strcmp(def->op_type, views[i]) == 0)
+      return def == qh_op_find("", views[i]);
+  return FALSE;
+}
+
 /* Place every intermediate value in the arena: largest first, each at the lowest
  * offset not used by a value alive at an overlapping step. Lifetimes are
- * inclusive, so a node's output never shares bytes with its own inputs. */
+ * inclusive, so a node's output never shares bytes with its own inputs, except a
+ * view's (Reshape, Squeeze, ...) whose input dies at that node: the two share one
+ * slot and the view's copy becomes nothing (swin_t: 3% of the run in Reshape copies). */
 static void plan_arena(QhPlan *plan) {
   const QhGraph *g = plan->graph;
   plan->arena_offset = g_new(size_t, plan->n_values + 1);
@@ -352,9 +374,27 @@ static void plan_arena(QhPlan *plan) {
   for (guint step = 0; plan->fused && step < plan->run_order->len; step++)
     if (plan->fused[step].kind != QH_POST_NONE || plan->fused[step].host.kind != QH_HOST_GROUP_NONE)
       born[plan->fused[step].out_value] = (int)step;
+  /* slot_of[v]: index in slots (before sorting) of the slot v lives in, or -1; root[v]:
+   * the value that slot was made for (v itself but for views) */
+  int *slot_of = g_new(int, plan->n_values + 1), *root = g_new(int, plan->n_values + 1);
+  for (int v = 0; v < plan->n_values; v++) {
+    slot_of[v] = -1;
+    root[v] = v;
+  }
   GArray *slots = g_array_new(FALSE, FALSE, sizeof(Slot));
   for (guint step = 0; step < plan->run_order->len; step++) {
     const QhNode *node = qh_graph_node(g, g_array_index(plan->run_order, int, step));
+    if ((plan->fused == NULL || !plan->fused[step].absorbed) && is_view_node(plan, node)) {
+      int in = node->inputs[0], out = node->outputs[0];
+      if (slot_of[in] >= 0 && plan->last_use[in] == (int)step && !qh_graph_value(g, out)->is_output &&
+          born[out] == G_MAXINT && plan->infos[out].nbytes == plan->infos[in].nbytes) {
+        Slot *shared = &g_array_index(slots, Slot, slot_of[in]);
+        shared->last = MAX(shared->last, MAX((int)step, plan->last_use[out]));
+        slot_of[out] = slot_of[in];
+        root[out] = shared->vid;
+        continue;
+      }
+    }
     for (int o = 0; o < node->n_outputs; o++) {
       int vid = node->outputs[o];
       if (vid < 0 || qh_graph_value(g, vid)->is_output)
@@ -363,6 +403,7 @@ static void plan_arena(QhPlan *plan) {
        * kernels are promised (vector loads past the end; canaries live there). */
       size_t size = (plan->infos[vid].nbytes + 2 * QH_TENSOR_ALIGN - 1) / QH_TENSOR_ALIGN * QH_TENSOR_ALIGN;
       Slot s = {vid, size, MIN((int)step, born[vid]), MAX((int)step, plan->last_use[vid]), 0};
+      slot_of[vid] = (int)slots->len;
       g_array_append_val(slots, s);
     }
   }
@@ -392,6 +433,11 @@ static void plan_arena(QhPlan *plan) {
     g_ptr_array_add(placed, s);
   }
   plan->arena_size = end;
+  for (int v = 0; v < plan->n_values; v++) /* the views, placed with their inputs */
+    if (root[v] != v)
+      plan->arena_offset[v] = plan->arena_offset[root[v]];
+  g_free(slot_of);
+  g_free(root);
   g_free(born);
   g_ptr_array_free(overlapping, TRUE);
   g_ptr_array_free(placed, TRUE);
@@ -542,8 +588,49 @@ void qh_plan_set_value_hook(QhPlan *plan, QhPlanValueFn fn, gpointer user_data) 
   plan->value_hook_data = user_data;
 }
 
+/* Subnormal floats (below 2^-126) cost the CPU a microcode assist per operation: a
+ * MatMul whose input is half subnormal ran 140x slower (ONNX Runtime's too). Softmax
+ * writes them where an attention mask subtracts ~100 (swin_t's shifted windows: exp(-100)
+ * = 3.7e-44), which made swin_t's attention-times-V products 12 ms of a 150 ms run. So a
+ * run flushes them on its thread (MXCSR's flush-to-zero and denormals-are-zero, restored
+ * after): no value the kernels compute changes by more than 2^-126 absolute. The pool's
+ * workers keep the process's setting (the small per-batch GEMMs of attention run on this
+ * thread). Runs that must match PyTorch bit for bit keep IEEE subnormals: bit-compatible
+ * ones and those with a value hook (calibration observes every value). Returns the saved
+ * setting. */
+static unsigned int flush_subnormals_begin(const QhPlan *plan, const QhExecContext *ctx) {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned int saved = _mm_getcsr();
+  if (!ctx->bit_compatible && plan->value_hook == NULL)
+    _mm_setcsr(saved | 0x8040u); /* FTZ (bit 15) | DAZ (bit 6) */
+  return saved;
+#else
+  (void)plan, (void)ctx;
+  return 0;
+#endif
+}
+
+static void flush_subnormals_end(unsigned int saved) {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_setcsr(saved);
+#else
+  (void)saved;
+#endif
+}
+
+static gboolean plan_run(QhPlan *plan, QhExecContext *ctx, const QhTensor *const *inputs,
+                         QhTensor ***outputs, GError **error);
+
 gboolean qh_plan_run(QhPlan *plan, QhExecContext *ctx, const QhTensor *const *inputs,
                      QhTensor ***outputs, GError **error) {
+  unsigned int saved = flush_subnormals_begin(plan, ctx);
+  gboolean ok = plan_run(plan, ctx, inputs, outputs, error);
+  flush_subnormals_end(saved);
+  return ok;
+}
+
+static gboolean plan_run(QhPlan *plan, QhExecContext *ctx, const QhTensor *const *inputs,
+                         QhTensor ***outputs, GError **error) {
   const QhGraph *g = plan->graph;
   if (plan->shapes_only) {
     g_set_error(error, QH_ERROR, QH_ERROR_FAILED, "this plan was made for shapes only");

@@ -65,7 +65,9 @@ int64_t qh_plan_node_macs(const QhPlan *plan, int node_id);
 
 /* Run the plan. inputs has one tensor per graph input, with the planned dtype and
  * shape (checked). On success *outputs is a new array of one new tensor per graph
- * output, freed with qh_tensor_free each and g_free for the array. */
+ * output, freed with qh_tensor_free each and g_free for the array. On x86, unless
+ * ctx->bit_compatible or a value hook is set, the calling thread computes with
+ * subnormal floats flushed to zero (MXCSR FTZ and DAZ, restored before returning). */
 gboolean qh_plan_run(QhPlan *plan, QhExecContext *ctx, const QhTensor *const *inputs,
                      QhTensor ***outputs, GError **error);
 

@@ -5,23 +5,12 @@
  * GRU's linear_before_reset. Each time step is written as the ONNX formulas read,
  * one gate row at a time; a batch entry past its sequence length gets zeros in Y and
  * keeps its last state, as ONNX Runtime does. Other activations, layout 1 and
- * input_forget are refused by name. */
+ * input_forget are refused by name. These loops are the naive twin of rnn-fast.c, the
+ * path runs take. */
 #include <math.h>
 #include <string.h>
 
-#include "exec/kernels/common.h"
-
-typedef enum { RNN_LSTM, RNN_GRU } RnnKind;
-
-typedef struct {
-  RnnKind kind;
-  int gates;     /* 4 (LSTM: i, o, f, c) or 3 (GRU: z, r, h) */
-  int dirs;      /* 1 or 2 */
-  gboolean reverse; /* direction "reverse" (dirs == 1) */
-  int64_t seq, batch, input, hidden;
-  float clip;    /* <= 0: none */
-  gboolean lbr;  /* GRU linear_before_reset */
-} Rnn;
+#include "exec/kernels/rnn-private.h"
 
 static gboolean read_attrs(const QhNode *node, Rnn *r, GError **error) {
   r->kind = strcmp(node->op_type, "LSTM") == 0 ? RNN_LSTM : RNN_GRU;
@@ -231,8 +220,8 @@ static void run_direction(const Rnn *r, int d, gboolean reverse, const QhTensor 
   }
 }
 
-static gboolean run(QhExecContext *ctx, const QhNode *node, const QhTensor *const *inputs, int n_inputs,
-                    QhTensor *const *outputs, int n_outputs, GError **error) {
+static gboolean run_naive(QhExecContext *ctx, const QhNode *node, const QhTensor *const *inputs,
+                          int n_inputs, QhTensor *const *outputs, int n_outputs, GError **error) {
   Rnn r;
   if (!read_attrs(node, &r, error))
     return FALSE;
@@ -247,8 +236,17 @@ static gboolean run(QhExecContext *ctx, const QhNode *node, const QhTensor *cons
   return TRUE;
 }
 
+static gboolean run(QhExecContext *ctx, const QhNode *node, const QhTensor *const *inputs, int n_inputs,
+                    QhTensor *const *outputs, int n_outputs, GError **error) {
+  Rnn r;
+  if (!read_attrs(node, &r, error))
+    return FALSE;
+  r.seq = inputs[0]->shape.dims[0], r.batch = inputs[0]->shape.dims[1], r.input = inputs[0]->shape.dims[2];
+  return qh_rnn_run_fast(ctx, node, &r, inputs, n_inputs, outputs, n_outputs, error);
+}
+
 const QhOpDef qh_ops_rnn[] = {
-    {"LSTM", 3, 8, 0, 3, infer, run, NULL, NULL},
-    {"GRU", 3, 6, 0, 2, infer, run, NULL, NULL},
+    {"LSTM", 3, 8, 0, 3, infer, run, run_naive, NULL},
+    {"GRU", 3, 6, 0, 2, infer, run, run_naive, NULL},
     {NULL},
 };
