@@ -20,7 +20,6 @@
 #include "io/onnx.h"
 #include "quant/flow.h"
 
-#define CALIB_SAMPLES 4
 #define SEED 20261127u
 #define CHANNELS 4
 #define MAX_VALUES 256
@@ -154,58 +153,13 @@ static QhGraph *build(const PartitionGraph *pg, gboolean qdq) {
   return gen.b.g;
 }
 
-/* CALIB_SAMPLES seeded samples of the graph's one input. */
-static GPtrArray *calibration(const QhGraph *g) {
-  GPtrArray *arrays = g_ptr_array_new_with_free_func((GDestroyNotify)qh_named_tensor_free);
-  GRand *rng = g_rand_new_with_seed(SEED + 1);
-  const QhValue *v = qh_graph_value(g, g_array_index(g->inputs, int, 0));
-  QhShape s = v->shape;
-  s.dims[0] = CALIB_SAMPLES;
-  QhNamedTensor *nt = g_new0(QhNamedTensor, 1);
-  nt->name = g_strdup(v->name);
-  nt->tensor = qh_tensor_new(QH_DTYPE_F32, &s, NULL);
-  float *d = nt->tensor->data;
-  for (int64_t k = 0; k < qh_tensor_numel(nt->tensor); k++)
-    d[k] = (float)g_rand_double_range(rng, -2.0, 2.5);
-  g_ptr_array_add(arrays, nt);
-  g_rand_free(rng);
-  return arrays;
-}
-
 /* g quantized with the plugin by qh_quantize into dir: the QDQ file's path (g_free; the
  * caller removes it), or NULL with *why (g_free). */
 static char *quantize(QhCheckRun *run, const QhGraph *g, const char *dir, const char *stem, char **why) {
   char *model = g_strdup_printf("%s/partition-%s.onnx", dir, stem);
   char *qdq = g_strdup_printf("%s/partition-%s.qdq.onnx", dir, stem);
-  GError *error = NULL;
-  GPtrArray *arrays = calibration(g);
-  char *report_text = NULL;
-  gboolean ok = qh_onnx_save(g, model, &error);
-  if (ok) {
-    QhQuantizeOptions opt = {.model_path = model,
-                             .backend = run->report->info->path,
-                             .search = *run->search,
-                             .backend_opts = run->backend_opts,
-                             .calib_path = "plugin-check's seeded samples",
-                             .output_path = qdq,
-                             .threads = 1,
-                             .quiet = TRUE,
-                             .calib_arrays = arrays,
-                             .report_text_out = &report_text};
-    /* the flow's warnings go to the report; on stderr they would read as the plugin's */
-    QhLogLevel level = qh_log_get_level();
-    qh_log_set_level(QH_LOG_ERROR);
-    ok = qh_quantize(&opt, &error);
-    qh_log_set_level(level);
-  }
-  if (!ok) {
-    *why = g_strdup_printf("qhost quantize of its float graph failed: %s", error->message);
-    g_error_free(error);
+  if (!qh_check_quantize_graph(run, g, model, qdq, FALSE, why))
     g_clear_pointer(&qdq, g_free);
-  }
-  g_free(report_text);
-  g_ptr_array_unref(arrays);
-  g_unlink(model);
   g_free(model);
   return qdq;
 }

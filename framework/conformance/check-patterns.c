@@ -367,6 +367,42 @@ static GPtrArray *calibration(const QhGraph *g) {
   return arrays;
 }
 
+gboolean qh_check_quantize_graph(QhCheckRun *run, const QhGraph *g, const char *model, const char *qdq,
+                                 gboolean dynamic, char **why) {
+  GError *error = NULL;
+  GPtrArray *arrays = calibration(g);
+  char *report_text = NULL;
+  gboolean ok = qh_onnx_save(g, model, &error);
+  if (ok && dynamic) {
+    QhDynamicOptions opt = {.model_path = model, .output_path = qdq, .report_text_out = &report_text};
+    ok = qh_quantize_dynamic(&opt, &error);
+  } else if (ok) {
+    QhQuantizeOptions opt = {.model_path = model,
+                             .backend = run->report->info->path,
+                             .search = *run->search,
+                             .backend_opts = run->backend_opts,
+                             .calib_path = "plugin-check's seeded samples",
+                             .output_path = qdq,
+                             .threads = 1,
+                             .quiet = TRUE,
+                             .calib_arrays = arrays,
+                             .report_text_out = &report_text};
+    /* the flow's warnings go to the report; on stderr they would read as the plugin's */
+    QhLogLevel level = qh_log_get_level();
+    qh_log_set_level(QH_LOG_ERROR);
+    ok = qh_quantize(&opt, &error);
+    qh_log_set_level(level);
+  }
+  if (!ok) {
+    *why = g_strdup_printf("qhost quantize of its float graph failed: %s", error->message);
+    g_error_free(error);
+  }
+  g_free(report_text);
+  g_ptr_array_unref(arrays);
+  g_unlink(model);
+  return ok;
+}
+
 int qh_check_pattern_n_variants(void) { return N_VARIANTS; }
 
 /* ---- the requantize pattern's graphs (QH_PATTERN_OP_REQUANTIZE) ----
@@ -483,38 +519,8 @@ char *qh_check_pattern_quantize(QhCheckRun *run, const QhLoweringPattern *p, int
                       : g_strdup_printf("generated %s", p->id);
   char *model = g_strdup_printf("%s/%s-%d.onnx", dir, p->id, variant);
   char *qdq = g_strdup_printf("%s/%s-%d.qdq.onnx", dir, p->id, variant);
-  GError *error = NULL;
-  GPtrArray *arrays = calibration(g);
-  char *report_text = NULL;
-  gboolean ok = qh_onnx_save(g, model, &error);
-  if (ok && dynamic) {
-    QhDynamicOptions opt = {.model_path = model, .output_path = qdq, .report_text_out = &report_text};
-    ok = qh_quantize_dynamic(&opt, &error);
-  } else if (ok) {
-    QhQuantizeOptions opt = {.model_path = model,
-                             .backend = run->report->info->path,
-                             .search = *run->search,
-                             .backend_opts = run->backend_opts,
-                             .calib_path = "plugin-check's seeded samples",
-                             .output_path = qdq,
-                             .threads = 1,
-                             .quiet = TRUE,
-                             .calib_arrays = arrays,
-                             .report_text_out = &report_text};
-    /* the flow's warnings go to the report; on stderr they would read as the plugin's */
-    QhLogLevel level = qh_log_get_level();
-    qh_log_set_level(QH_LOG_ERROR);
-    ok = qh_quantize(&opt, &error);
-    qh_log_set_level(level);
-  }
-  if (!ok) {
-    *why = g_strdup_printf("qhost quantize of its float graph failed: %s", error->message);
-    g_error_free(error);
+  if (!qh_check_quantize_graph(run, g, model, qdq, dynamic, why))
     g_clear_pointer(&qdq, g_free);
-  }
-  g_free(report_text);
-  g_ptr_array_unref(arrays);
-  g_unlink(model);
   g_free(model);
   qh_graph_free(g);
   return qdq;

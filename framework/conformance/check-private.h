@@ -96,6 +96,11 @@ void qh_check_builder_output(QhCheckBuilder *b, int pre, int out, float scale, i
  * changes) or could not be made (*why says why, g_free; *label NULL when the pattern's
  * ops have no generated graph at all). Variants are 0 .. qh_check_pattern_n_variants()-1. */
 int qh_check_pattern_n_variants(void);
+/* Saves the float graph g to model, quantizes it with the plugin under check (static, on
+ * seeded calibration samples, or dynamic with qh_quantize_dynamic) into qdq and removes
+ * model. FALSE with *why (g_free) when saving or quantizing fails. */
+gboolean qh_check_quantize_graph(QhCheckRun *run, const QhGraph *g, const char *model, const char *qdq,
+                                 gboolean dynamic, char **why);
 char *qh_check_pattern_quantize(QhCheckRun *run, const QhLoweringPattern *p, int variant, const char *dir,
                                 char **label, char **why);
 

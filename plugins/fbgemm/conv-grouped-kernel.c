@@ -30,78 +30,19 @@ static void destroy(void *kernel) {
   free(k);
 }
 
-/* PyTorch's fbgemm engine (PackedConvWeight::apply_impl): act_times_w_scale[c] = sx *
- * sw[c] in float, multiplier = act_times_w_scale / so, the float bias added in
- * accumulator units (bias / act_times_w_scale per channel, bias * (1 / act_times_w_scale)
- * per tensor); an int32 bias already on act_times_w_scale is taken as it is. kernel.c
- * computes the same for the dense convolutions. */
-static void requant_arrays(const FbInfo *in, const void *b, int64_t nc, float *bias, float *mult) {
-  float sx = in->xq->scale[0], so = in->yq->scale[0];
-  for (int64_t c = 0; c < nc; c++) {
-    float atws = sx * in->wq->scale[in->wq->count == 1 ? 0 : c];
-    mult[c] = atws / so;
-    bias[c] = 0.0f;
-    if (!b)
-      continue;
-    float bf;
-    if (in->bq) {
-      float bs = in->bq->scale[in->bq->count == 1 ? 0 : c];
-      int32_t bi = ((const int32_t *)b)[c];
-      if (bs == atws) {
-        bias[c] = (float)bi;
-        continue;
-      }
-      bf = (float)bi * bs;
-    } else {
-      bf = ((const float *)b)[c];
-    }
-    if (in->wq->count == 1) {
-      float rcp = 1.0f / atws;
-      bias[c] = bf * rcp;
-    } else {
-      bias[c] = bf / atws;
-    }
-  }
-}
-
-/* The host's QuantizeLinear of a Clip bound, saturated to uint8. */
-static int32_t quantize_bound(float v, float s, int32_t z) {
-  float q = nearbyintf(v / s) + (float)z;
-  return q < 0.0f ? 0 : q > 255.0f ? 255 : (int32_t)q;
-}
-
 static QhStatus *prepare(GroupKernel *k, const QhHostApi *host, const QhGraphView *g) {
   const FbInfo *in = &k->in;
   int64_t nc = in->co, kk = in->ci / in->groups * in->kh * in->kw;
   const void *w = NULL, *b = NULL;
-  size_t wn = 0, bn = 0;
-  QhStatus *st = host->value_data(g, in->w_value, &w, &wn);
+  QhStatus *st = fb_weight_data(host, g, in, nc, kk, &w, &b);
   if (st)
     return st;
-  if (!w || wn != (size_t)(nc * kk))
-    return host->status_new(QH_ERR_INVALID_ARGUMENT, "weight data size differs from its shape");
-  if (in->b_value != QH_INVALID_ID) {
-    if ((st = host->value_data(g, in->b_value, &b, &bn)))
-      return st;
-    if (!b || bn != (size_t)nc * 4)
-      return host->status_new(QH_ERR_INVALID_ARGUMENT, "bias data size differs from its shape");
-  }
   float *bias = malloc((size_t)nc * sizeof *bias), *mult = malloc((size_t)nc * sizeof *mult);
   if (!bias || !mult) {
     free(bias), free(mult);
     return host->status_new(QH_ERR_OUT_OF_MEMORY, "out of memory packing weights");
   }
-  requant_arrays(in, b, nc, bias, mult);
-  const QhQParams *yq = in->yq;
-  int32_t zo = yq->zero_point[0];
-  FbRequant rq = {.zx = in->xq->zero_point[0], .zo = zo, .lo = in->relu && zo > yq->quant_min ? zo : yq->quant_min,
-                  .hi = k->inst->clamp_to_dtype ? 255 : yq->quant_max, .bias = bias, .mult = mult};
-  if (in->clip) {
-    int32_t qlo = quantize_bound(in->clip_lo, yq->scale[0], zo), qhi = quantize_bound(in->clip_hi, yq->scale[0], zo);
-    rq.lo = qlo > rq.lo ? qlo : rq.lo;
-    rq.hi = qhi < rq.hi ? qhi : rq.hi;
-    rq.hi = rq.hi < rq.lo ? rq.lo : rq.hi;
-  }
+  FbRequant rq = fb_requant_setup(k->inst, in, b, nc, bias, mult);
   FbIsa isa = k->inst->isa;
   FbGroupPath path = fb_group_pick(isa, in->ci, in->co, in->groups, in->kh, in->kw);
   int bad = fb_group_pack(&k->gp, isa, path, w, in->ci, in->co, in->groups, in->kh, in->kw, &rq);

@@ -34,6 +34,17 @@ typedef struct {
 QhStatus *fb_analyze(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u, int kind,
                      FbInfo *in);
 
+/* The requantization of a weighted unit with nc output channels (requant-setup.c): fills
+ * bias[nc] and mult[nc] (caller-owned) from the unit's qparams and its bias data b (int32
+ * or float as in->bq says; NULL for none) as PyTorch 1.13's fbgemm engine does, and
+ * returns the FbRequant pointing at them, clamped by the unit's range, Relu and Clip. */
+FbRequant fb_requant_setup(const FbInstance *inst, const FbInfo *in, const void *b, int64_t nc, float *bias,
+                           float *mult);
+/* The unit's weight data (nc x kk int8) and bias data (nc elements, or *b NULL without a
+ * bias), borrowed from the graph; an error status when a size differs from the shape. */
+QhStatus *fb_weight_data(const QhHostApi *host, const QhGraphView *g, const FbInfo *in, int64_t nc, int64_t kk,
+                         const void **w, const void **b);
+
 extern const QhKernelOps fb_conv_kernel, fb_linear_kernel;
 /* Grouped convolutions and depthwise ones with a channel multiplier (conv-grouped-kernel.c). */
 extern const QhKernelOps fb_group_conv_kernel;
