@@ -560,6 +560,13 @@ static gboolean check_lowering(Ctx *c, const QhLoweringOps *l, QhPluginInfo *inf
       ok = fail(c, "descriptor: %s: unknown flags 0x%x", what, p->flags & ~known);
     if (ok && (p->flags & QH_PATTERN_THROUGH_SHARED_QDQ) && p->n_ops < 2)
       ok = fail(c, "descriptor: %s: QH_PATTERN_THROUGH_SHARED_QDQ needs two or more ops", what);
+    /* The requantize pseudo-op (ABI 1.2) matches a DequantizeLinear -> QuantizeLinear step
+     * only as a pattern of its own: anywhere else it would silently never match. */
+    for (size_t k = 0; ok && k < p->n_ops; k++)
+      if (strcmp(p->ops[k], QH_PATTERN_OP_REQUANTIZE) == 0 &&
+          (minor < 2 || p->n_ops != 1 || p->flags != 0 || p->extra_inputs_mask != 0))
+        ok = fail(c, "descriptor: %s: %s must be the pattern's only op, without flags or extra inputs, "
+                  "in a pattern built against ABI 1.2 or later", what, QH_PATTERN_OP_REQUANTIZE);
     ok = ok && check_roles(c, what, p->input_roles, p->n_input_roles);
     char kwhat[160];
     snprintf(kwhat, sizeof kwhat, "%s: kernel", what);

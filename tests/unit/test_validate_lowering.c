@@ -2,7 +2,7 @@
  * against ABI 1.1 may set QH_PATTERN_THROUGH_SHARED_QDQ on a pattern of two or more
  * ops; a 1.0 pattern, a one-op pattern or an unknown bit is refused with one message
  * naming the pattern. Four-op patterns load when built against ABI 1.2, not 1.1; five
- * ops never. */
+ * ops never. The requantize pseudo-op loads only as a 1.2 pattern's one op. */
 #include <string.h>
 
 #include "core/error.h"
@@ -104,9 +104,31 @@ static void test_four_op_patterns(void) {
   g_free(msg);
 }
 
+static const char *const requantize[] = {QH_PATTERN_OP_REQUANTIZE};
+static const char *const add_requantize[] = {"Add", QH_PATTERN_OP_REQUANTIZE};
+
+static void test_requantize_pattern(void) {
+  QhLoweringPattern p = {QH_STRUCT_HEADER(QhLoweringPattern), .id = "requant", .ops = requantize, .n_ops = 1,
+                         .kernel = &kernel};
+  g_assert_null(validate(&p));
+
+  QhLoweringPattern chained = p, flagged = p, old = p;
+  chained.ops = add_requantize, chained.n_ops = 2;
+  flagged.flags = QH_PATTERN_FLOAT_EXTRA_INPUTS;
+  old.abi_version = QH_ABI_MAJOR << 16 | 1u;
+  const QhLoweringPattern *bad[] = {&chained, &flagged, &old};
+  for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+    char *msg = validate(bad[i]);
+    g_assert_nonnull(msg);
+    g_assert_nonnull(strstr(msg, "lowering.patterns[0] 'requant': qhost:Requantize must be the pattern's only op"));
+    g_free(msg);
+  }
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/validate/lowering/through-shared-qdq-flag", test_through_shared_qdq_flag);
   g_test_add_func("/validate/lowering/four-op-patterns", test_four_op_patterns);
+  g_test_add_func("/validate/lowering/requantize-pattern", test_requantize_pattern);
   return g_test_run();
 }
