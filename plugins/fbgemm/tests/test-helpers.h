@@ -1,8 +1,8 @@
 /* Helpers for the fbgemm plugin's host-free kernel tests: a random generator, pools that
  * run tasks in reverse on fake workers and on two real threads, and the ISA check that
- * honours QHOST_CPU_DISABLE as the host does. (tests/test_kernels.c has its own copy
- * from before this header; it can include this one.) Static functions: one copy per
- * test program, single-threaded use except the pools. */
+ * honours QHOST_CPU_DISABLE as the host does, for tests/test_kernels.c and
+ * tests/test_grouped.c. Static functions: one copy per test program, single-threaded use
+ * except the pools. */
 #ifndef QH_FBGEMM_TEST_HELPERS_H
 #define QH_FBGEMM_TEST_HELPERS_H
 
