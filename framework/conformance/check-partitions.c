@@ -240,10 +240,12 @@ void qh_check_partitions(QhCheckRun *run) {
     qh_check_add(run, QH_CHECK_PASS, "partitions", "'%s' (%s boundary): %d partition runs on %d of %zu graphs%s%s",
                  ops->id, layout, runs, n_claimed, G_N_ELEMENTS(graphs), unclaimed->len ? "; " : "",
                  unclaimed->str);
-  else
+  else {
     qh_check_add(run, QH_CHECK_FAIL, "partitions",
                  "'%s': no partition completed a run on the %zu partition graphs (a plugin that declares "
                  "partitions conforms only when one runs)%s%s",
                  ops->id, G_N_ELEMENTS(graphs), unclaimed->len ? ": " : "", unclaimed->str);
+    g_ptr_array_add(run->report->unrun_patterns, g_strdup_printf("partitions '%s'", ops->id));
+  }
   g_string_free(unclaimed, TRUE);
 }

@@ -25,7 +25,8 @@ typedef struct {
   QhPluginInfo *info;  /* NULL when the plugin could not be scanned */
   GPtrArray *results;  /* QhCheckResult* in the order run */
   GPtrArray *findings; /* char*: what the plugin logged or reported during the run */
-  GPtrArray *unrun_patterns; /* char*: declared lowering patterns whose kernel never ran */
+  GPtrArray *unrun_patterns; /* char*: declared lowering patterns whose kernel never ran, and
+                              * "partitions 'ID'" when the plugin's partitions never ran */
 } QhCheckReport;
 
 /* Run every check on the plugin `name_or_path` (a name, or a path with a '/').

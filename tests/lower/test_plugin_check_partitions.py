@@ -102,6 +102,8 @@ def case_never_runs(r, tmp):
         "partitions conforms only when one runs): residual_block: " + why), out
     # the Conv pattern still runs: only the partitions failed
     assert ("PASS", "lowering pattern conv") in res, out
+    # listed with the patterns that never ran, above the verdict
+    assert out.splitlines()[-2] == "lowering patterns whose kernel never ran: partitions 'npu_subgraph'", out
 
 
 def case_bug_reshape(r, tmp):
