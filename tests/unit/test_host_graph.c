@@ -2,7 +2,7 @@
  * every query on a small conv -> relu -> add graph with a removed node, the invalid
  * id / NULL / foreign-handle / wrong-permission cases (out-parameters untouched),
  * the rewrites (checked with qh_graph_topo_order), annotation, qconfig and qparams
- * through a table filled by qh_host_api_fill_graph. */
+ * through a table filled by qh_host_api_fill_graph and qh_host_api_fill_quant. */
 #include <math.h>
 #include <string.h>
 
@@ -78,6 +78,7 @@ static void test_fill(void) {
   QhHostApi t;
   memset(&t, 0, sizeof t);
   qh_host_api_fill_graph(&t);
+  qh_host_api_fill_quant(&t);
   /* Every slot from graph_node_count through qparams_set is set. */
   void **first = (void **)&t.graph_node_count, **last = (void **)&t.qparams_set;
   for (void **p = first; p <= last; p++)
@@ -844,6 +845,7 @@ static void test_qparams(void) {
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   qh_host_api_fill_graph(&api);
+  qh_host_api_fill_quant(&api);
   g_test_add_func("/host-graph/fill", test_fill);
   g_test_add_func("/host-graph/queries", test_queries);
   g_test_add_func("/host-graph/invalid-queries", test_invalid_queries);
