@@ -34,7 +34,7 @@ typedef struct {
 QhStatus *fb_analyze(const QhHostApi *host, const QhGraphView *g, const QhNodeUnit *u, int kind,
                      FbInfo *in);
 
-/* The requantization of a weighted unit with nc output channels (requant-setup.c): fills
+/* The requantization of a weighted unit with nc output channels (kernel-shared.c): fills
  * bias[nc] and mult[nc] (caller-owned) from the unit's qparams and its bias data b (int32
  * or float as in->bq says; NULL for none) as PyTorch 1.13's fbgemm engine does, and
  * returns the FbRequant pointing at them, clamped by the unit's range, Relu and Clip. */
@@ -44,6 +44,16 @@ FbRequant fb_requant_setup(const FbInstance *inst, const FbInfo *in, const void 
  * bias), borrowed from the graph; an error status when a size differs from the shape. */
 QhStatus *fb_weight_data(const QhHostApi *host, const QhGraphView *g, const FbInfo *in, int64_t nc, int64_t kk,
                          const void **w, const void **b);
+
+/* An FbPool's runner for a kernel's run (kernel-shared.c): fb_pool_run hands the tasks to
+ * host->parallel_for on ctx and keeps the first error status in status (the caller
+ * returns or frees it); later ones are freed. Used on the run's thread only. */
+typedef struct {
+  const QhHostApi *host;
+  const QhRunContext *ctx;
+  QhStatus *status;
+} FbRunner;
+void fb_pool_run(void *runner, size_t n, FbTaskFn task, void *user);
 
 extern const QhKernelOps fb_conv_kernel, fb_linear_kernel;
 /* Grouped convolutions and depthwise ones with a channel multiplier (conv-grouped-kernel.c). */

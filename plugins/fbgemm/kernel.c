@@ -181,21 +181,6 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
   return NULL;
 }
 
-typedef struct {
-  const QhHostApi *host;
-  const QhRunContext *ctx;
-  QhStatus *status;
-} Runner;
-
-static void pool_run(void *runner, size_t n, FbTaskFn task, void *user) {
-  Runner *r = runner;
-  QhStatus *st = r->host->parallel_for(r->ctx, n, task, user);
-  if (st && !r->status)
-    r->status = st;
-  else
-    r->host->status_free(st);
-}
-
 static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ctx, const QhTensorView *inputs,
                      size_t n_inputs, QhTensorView *outputs, size_t n_outputs, void *workspace,
                      size_t workspace_bytes) {
@@ -219,10 +204,10 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: workspace smaller than reshape asked for");
   if (k->out_bytes == 0)
     return NULL;
-  Runner r = {host, ctx, NULL};
+  FbRunner r = {host, ctx, NULL};
   uint32_t workers = ctx && host->run_thread_count ? host->run_thread_count(ctx) : 1;
   /* the workspace has one im2col block per worker reshape counted on */
-  FbPool pool = {.run = pool_run, .runner = &r, .n_workers = workers <= k->slots ? workers : 1};
+  FbPool pool = {.run = fb_pool_run, .runner = &r, .n_workers = workers <= k->slots ? workers : 1};
   if (k->in.dw)
     fb_dw_run(k->isa, &k->geo, &k->dw, x->data, y->data, workspace, &pool);
   else

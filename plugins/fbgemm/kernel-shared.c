@@ -1,8 +1,8 @@
 /* What the weighted kernels (kernel.c: dense, depthwise, linear; conv-grouped-kernel.c)
- * share when they are created: the unit's weight and bias data, checked against the
- * shapes, and the requantization as PyTorch 1.13's fbgemm engine sets it up (the
- * per-channel multiplier and bias in accumulator units, and the output clamp from the
- * unit's range, Relu and Clip). */
+ * share: at creation the unit's weight and bias data, checked against the shapes, and
+ * the requantization as PyTorch 1.13's fbgemm engine sets it up (the per-channel
+ * multiplier and bias in accumulator units, and the output clamp from the unit's range,
+ * Relu and Clip); at run the pool that hands their tasks to the host's parallel_for. */
 #include <math.h>
 
 #include "fbgemm.h"
@@ -80,4 +80,13 @@ QhStatus *fb_weight_data(const QhHostApi *host, const QhGraphView *g, const FbIn
       return host->status_new(QH_ERR_INVALID_ARGUMENT, "bias data size differs from its shape");
   }
   return NULL;
+}
+
+void fb_pool_run(void *runner, size_t n, FbTaskFn task, void *user) {
+  FbRunner *r = runner;
+  QhStatus *st = r->host->parallel_for(r->ctx, n, task, user);
+  if (st && !r->status)
+    r->status = st;
+  else
+    r->host->status_free(st);
 }
