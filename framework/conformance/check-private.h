@@ -1,7 +1,7 @@
 /* What the plugin-check files share: the state of one run, the graph-based checks
  * (check-graphs.c), the lowering checks (check-lowering.c), the partition checks
  * (check-partitions.c) and the builder of their small QDQ graphs (check-builder.c),
- * whose int8 power-of-two family lives in check-graphs-pow2.c. */
+ * whose built-in families live in check-graphs-u8.c and check-graphs-pow2.c. */
 #ifndef QH_CONFORMANCE_CHECK_PRIVATE_H
 #define QH_CONFORMANCE_CHECK_PRIVATE_H
 
@@ -109,6 +109,10 @@ char *qh_check_pattern_quantize(QhCheckRun *run, const QhLoweringPattern *p, int
  * within float32's significand), so a kernel can be held bit for bit to the plugin's
  * own fake_quantize of the value its output QuantizeLinear reads. */
 gboolean qh_check_graph_is_exact(const QhGraph *g);
+
+/* The uint8 family (check-graphs-u8.c), which every plugin meets: uint8 activations with
+ * zero points, int8 per-channel weights, int32 bias, scales that are not powers of two. */
+const QhCheckGraph *qh_check_u8_graphs(size_t *n);
 
 /* The int8 power-of-two family (check-graphs-pow2.c): symmetric int8, zero point 0,
  * scale 2^-pos for activations, weights and bias, with DPU-legal positions. */
