@@ -207,6 +207,68 @@ static inline double qh_peak_best(double (*fn)(long), long chunk_iters, int runs
   return best;
 }
 
+/* The rate one core reads buf (bytes, a multiple of 256, 64-byte aligned) when it read
+ * the same bytes just before: the roof of a kernel that uses each loaded byte once, as an
+ * M = 1 GEMM uses its weights (L2's read bandwidth for a few hundred KiB). Eight
+ * independent OR chains of aligned loads, passes passes per timing; returns the best of
+ * runs timings after one warm-up, in GB/s. The 256-bit twin is the roof of an AVX2
+ * kernel's loads. */
+__attribute__((target("avx512f"), unused)) static double qh_read_roof512(const void *buf, size_t bytes, int passes,
+                                                                        int runs) {
+  double best = 0.0;
+  for (int r = -1; r < runs; r++) {
+    __m512i acc[8];
+    for (int i = 0; i < 8; i++)
+      acc[i] = _mm512_setzero_si512();
+    double t0 = qh_peak_now_s();
+    for (int p = 0; p < passes; p++) {
+      const __m512i *v = buf;
+      for (size_t o = 0; o < bytes / 64; o += 8) {
+        QH_PEAK_UNROLL
+        for (int i = 0; i < 8; i++)
+          acc[i] = _mm512_or_si512(acc[i], _mm512_load_si512(v + o + i));
+      }
+      __asm__ volatile("" ::: "memory");
+    }
+    double g = (double)bytes * passes / (qh_peak_now_s() - t0) / 1e9;
+    for (int i = 1; i < 8; i++)
+      acc[0] = _mm512_or_si512(acc[0], acc[i]);
+    qh_peak_sink_i = _mm512_reduce_or_epi32(acc[0]);
+    if (r >= 0 && g > best)
+      best = g;
+  }
+  return best;
+}
+
+__attribute__((target("avx2"), unused)) static double qh_read_roof256(const void *buf, size_t bytes, int passes,
+                                                                     int runs) {
+  double best = 0.0;
+  for (int r = -1; r < runs; r++) {
+    __m256i acc[8];
+    for (int i = 0; i < 8; i++)
+      acc[i] = _mm256_setzero_si256();
+    double t0 = qh_peak_now_s();
+    for (int p = 0; p < passes; p++) {
+      const __m256i *v = buf;
+      for (size_t o = 0; o < bytes / 32; o += 8) {
+        QH_PEAK_UNROLL
+        for (int i = 0; i < 8; i++)
+          acc[i] = _mm256_or_si256(acc[i], _mm256_load_si256(v + o + i));
+      }
+      __asm__ volatile("" ::: "memory");
+    }
+    double g = (double)bytes * passes / (qh_peak_now_s() - t0) / 1e9;
+    for (int i = 1; i < 8; i++)
+      acc[0] = _mm256_or_si256(acc[0], acc[i]);
+    int32_t v[8];
+    memcpy(v, &acc[0], sizeof v);
+    qh_peak_sink_i = v[0] | v[7];
+    if (r >= 0 && g > best)
+      best = g;
+  }
+  return best;
+}
+
 /* feature is in the comma-separated QHOST_CPU_DISABLE list (the switch the host and the
  * plugins honour, e.g. avx512vnni,avxvnni,amxint8), so a benchmark that hides features
  * from qhost measures the peak of the path such a CPU would take. Case-insensitive,
