@@ -27,46 +27,57 @@ static inline __attribute__((always_inline)) __m512i dpbusd(__m512i acc, __m512i
   return acc;
 }
 
-/* The row buffer: v[j * cq + position], input column j - pl, dword byte t from input row
- * iy0 + t * dh (the zx line outside the image). */
-static void build4(const FbConv *c, const FbDwPacked *p, const uint8_t *img, int64_t iy0, int32_t *v,
-                   const uint8_t *zxl) {
-  const int64_t ih = c->ih, iw = c->iw, ic = c->ic, cq = p->cq, ncol = fb_dw_cols(c), pl = c->pl;
-  const uint8_t *row[4];
-  for (int t = 0; t < 4; t++) {
-    int64_t iy = iy0 + t * c->dh;
-    row[t] = iy >= 0 && iy < ih ? img + iy * iw * ic : NULL;
-  }
-  const int64_t full = ic / 64 * 64;
+/* The row buffer of one block of channels [cb, cb + 64) (fewer in the tail block): v[j * 64 +
+ * position], input column j - pl, dword byte t from row[t] (the zx line for a padding
+ * row or column). One block at a time, so that the buffer (at most ncol * 256 bytes)
+ * stays in L1 between its build and the pixels that read it. */
+static void build_block(const FbConv *c, const uint8_t *const row[4], int64_t cb, int32_t *v, const uint8_t *zxl) {
+  const int64_t iw = c->iw, ic = c->ic, ncol = fb_dw_cols(c), pl = c->pl;
+  const int full = cb + 64 <= ic;
   for (int64_t j = 0; j < ncol; j++) {
     int64_t ix = j - pl;
     int inside = ix >= 0 && ix < iw;
-    const uint8_t *s0 = inside && row[0] ? row[0] + ix * ic : zxl, *s1 = inside && row[1] ? row[1] + ix * ic : zxl;
-    const uint8_t *s2 = inside && row[2] ? row[2] + ix * ic : zxl, *s3 = inside && row[3] ? row[3] + ix * ic : zxl;
-    int32_t *dst = v + j * cq;
-    int64_t cb = 0;
-    for (; cb < full; cb += 64) {
-      __m512i r0 = _mm512_loadu_si512((const void *)(s0 + cb)), r1 = _mm512_loadu_si512((const void *)(s1 + cb));
-      __m512i r2 = _mm512_loadu_si512((const void *)(s2 + cb)), r3 = _mm512_loadu_si512((const void *)(s3 + cb));
+    const uint8_t *s0 = (inside && row[0] ? row[0] + ix * ic : zxl) + cb;
+    const uint8_t *s1 = (inside && row[1] ? row[1] + ix * ic : zxl) + cb;
+    const uint8_t *s2 = (inside && row[2] ? row[2] + ix * ic : zxl) + cb;
+    const uint8_t *s3 = (inside && row[3] ? row[3] + ix * ic : zxl) + cb;
+    int32_t *dst = v + j * 64;
+    if (full) {
+      __m512i r0 = _mm512_loadu_si512((const void *)s0), r1 = _mm512_loadu_si512((const void *)s1);
+      __m512i r2 = _mm512_loadu_si512((const void *)s2), r3 = _mm512_loadu_si512((const void *)s3);
       __m512i lo01 = _mm512_unpacklo_epi8(r0, r1), hi01 = _mm512_unpackhi_epi8(r0, r1);
       __m512i lo23 = _mm512_unpacklo_epi8(r2, r3), hi23 = _mm512_unpackhi_epi8(r2, r3);
-      _mm512_store_si512((void *)(dst + cb), _mm512_unpacklo_epi16(lo01, lo23));
-      _mm512_store_si512((void *)(dst + cb + 16), _mm512_unpackhi_epi16(lo01, lo23));
-      _mm512_store_si512((void *)(dst + cb + 32), _mm512_unpacklo_epi16(hi01, hi23));
-      _mm512_store_si512((void *)(dst + cb + 48), _mm512_unpackhi_epi16(hi01, hi23));
+      _mm512_store_si512((void *)dst, _mm512_unpacklo_epi16(lo01, lo23));
+      _mm512_store_si512((void *)(dst + 16), _mm512_unpackhi_epi16(lo01, lo23));
+      _mm512_store_si512((void *)(dst + 32), _mm512_unpacklo_epi16(hi01, hi23));
+      _mm512_store_si512((void *)(dst + 48), _mm512_unpackhi_epi16(hi01, hi23));
+      continue;
     }
-    /* the tail 16 channels at a time: unpacks within one 128-bit lane keep channel order;
+    /* the tail (fb_dw3_tail_channel): pieces of 32 through 256-bit unpacks while more than
+     * 16 channels remain, then up to 16 through 128-bit ones, which keep channel order;
      * channels past ic read 0 and meet zero weights */
-    for (; cb < ic; cb += 16) {
-      const __mmask16 m = ic - cb >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (ic - cb)) - 1u);
-      __m128i r0 = _mm_maskz_loadu_epi8(m, s0 + cb), r1 = _mm_maskz_loadu_epi8(m, s1 + cb);
-      __m128i r2 = _mm_maskz_loadu_epi8(m, s2 + cb), r3 = _mm_maskz_loadu_epi8(m, s3 + cb);
+    int64_t k = 0;
+    for (; ic - cb - k > 16; k += 32) {
+      const __mmask32 m = ic - cb - k >= 32 ? ~(__mmask32)0 : (__mmask32)((1u << (ic - cb - k)) - 1u);
+      __m256i r0 = _mm256_maskz_loadu_epi8(m, s0 + k), r1 = _mm256_maskz_loadu_epi8(m, s1 + k);
+      __m256i r2 = _mm256_maskz_loadu_epi8(m, s2 + k), r3 = _mm256_maskz_loadu_epi8(m, s3 + k);
+      __m256i lo01 = _mm256_unpacklo_epi8(r0, r1), hi01 = _mm256_unpackhi_epi8(r0, r1);
+      __m256i lo23 = _mm256_unpacklo_epi8(r2, r3), hi23 = _mm256_unpackhi_epi8(r2, r3);
+      _mm256_store_si256((__m256i *)(dst + k), _mm256_unpacklo_epi16(lo01, lo23));
+      _mm256_store_si256((__m256i *)(dst + k + 8), _mm256_unpackhi_epi16(lo01, lo23));
+      _mm256_store_si256((__m256i *)(dst + k + 16), _mm256_unpacklo_epi16(hi01, hi23));
+      _mm256_store_si256((__m256i *)(dst + k + 24), _mm256_unpackhi_epi16(hi01, hi23));
+    }
+    if (cb + k < ic) {
+      const __mmask16 m = (__mmask16)((1u << (ic - cb - k)) - 1u); /* 1..16 channels */
+      __m128i r0 = _mm_maskz_loadu_epi8(m, s0 + k), r1 = _mm_maskz_loadu_epi8(m, s1 + k);
+      __m128i r2 = _mm_maskz_loadu_epi8(m, s2 + k), r3 = _mm_maskz_loadu_epi8(m, s3 + k);
       __m128i lo01 = _mm_unpacklo_epi8(r0, r1), hi01 = _mm_unpackhi_epi8(r0, r1);
       __m128i lo23 = _mm_unpacklo_epi8(r2, r3), hi23 = _mm_unpackhi_epi8(r2, r3);
-      _mm_store_si128((__m128i *)(dst + cb), _mm_unpacklo_epi16(lo01, lo23));
-      _mm_store_si128((__m128i *)(dst + cb + 4), _mm_unpackhi_epi16(lo01, lo23));
-      _mm_store_si128((__m128i *)(dst + cb + 8), _mm_unpacklo_epi16(hi01, hi23));
-      _mm_store_si128((__m128i *)(dst + cb + 12), _mm_unpackhi_epi16(hi01, hi23));
+      _mm_store_si128((__m128i *)(dst + k), _mm_unpacklo_epi16(lo01, lo23));
+      _mm_store_si128((__m128i *)(dst + k + 4), _mm_unpackhi_epi16(lo01, lo23));
+      _mm_store_si128((__m128i *)(dst + k + 8), _mm_unpacklo_epi16(hi01, hi23));
+      _mm_store_si128((__m128i *)(dst + k + 12), _mm_unpackhi_epi16(hi01, hi23));
     }
   }
 }
@@ -90,16 +101,16 @@ static inline __attribute__((always_inline)) void store64(const __m512i acc[4], 
   _mm512_storeu_si512((void *)dst, _mm512_max_epu8(_mm512_packus_epi16(w01, w23), lo8));
 }
 
-/* One output row from the row buffer with weight set w3 (p->w3[0] or p->w3[1]): per full
- * block of 64 channels, the 12 weight vectors stay in registers and each pixel is 12
- * independent vpdpbusd and one store; then the tail. */
-static void compute_row(const FbConv *c, const FbDwPacked *p, const int32_t *v, const int8_t *w3, uint8_t *orow) {
+/* Block cb of one output row from its row buffer with weight set w3 (p->w3[0] or
+ * p->w3[1]): a full block keeps its 12 weight vectors in registers, and each pixel is 12
+ * independent vpdpbusd and one store; then the tail block's pieces. */
+static void compute_block(const FbConv *c, const FbDwPacked *p, const int32_t *v, const int8_t *w3, int64_t cb,
+                          uint8_t *orow) {
   const int64_t ow = c->ow, oc = c->oc, cq = p->cq, sw = c->sw, dw = c->dw;
   const __m512 hi = _mm512_set1_ps(p->hi);
-  const __m512i zo16 = _mm512_set1_epi16((short)p->zo);
-  const __m512i lo8 = _mm512_set1_epi8((char)(uint8_t)((int32_t)p->lo + p->zo)); /* in [0, 255] */
-  const int64_t full = oc / 64 * 64;
-  for (int64_t cb = 0; cb < full; cb += 64) {
+  if (cb + 64 <= oc) {
+    const __m512i zo16 = _mm512_set1_epi16((short)p->zo);
+    const __m512i lo8 = _mm512_set1_epi8((char)(uint8_t)((int32_t)p->lo + p->zo)); /* in [0, 255] */
     __m512i wv[4][3], nzs[4];
     _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) {
       nzs[u] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_load_si512((const void *)(p->zsum3 + cb + 16 * u)));
@@ -108,34 +119,68 @@ static void compute_row(const FbConv *c, const FbDwPacked *p, const int32_t *v, 
     }
     const float *bias = p->bias3 + cb, *mult = p->mult3 + cb;
     for (int64_t ox = 0; ox < ow; ox++) {
-      const int32_t *vc = v + ox * sw * cq + cb;
+      const int32_t *vc = v + ox * sw * 64;
       __m512i acc[4];
       _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) {
         acc[u] = nzs[u];
         _Pragma("GCC unroll 3") for (int kx = 0; kx < 3; kx++)
-          acc[u] = dpbusd(acc[u], _mm512_load_si512((const void *)(vc + kx * dw * cq + 16 * u)), wv[u][kx]);
+          acc[u] = dpbusd(acc[u], _mm512_load_si512((const void *)(vc + kx * dw * 64 + 16 * u)), wv[u][kx]);
       }
       store64(acc, bias, mult, hi, zo16, lo8, orow + ox * oc + cb);
     }
+    return;
   }
-  /* the tail in channel order, 16 at a time, each vector through vpmovdb and a masked store */
-  const __m512 lo = _mm512_set1_ps(p->lo);
-  const __m512i zo = _mm512_set1_epi32(p->zo);
-  for (int64_t cb = full; cb < oc; cb += 16) {
-    const __mmask16 mask = oc - cb >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (oc - cb)) - 1u);
-    const __m512i nzs = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_load_si512((const void *)(p->zsum3 + cb)));
-    const __m512 bias = _mm512_load_ps(p->bias3 + cb), mult = _mm512_load_ps(p->mult3 + cb);
+  /* the tail's pieces of 32: two vectors, whose packs leave the channels in the order
+   * 0-3, 8-11 | 16-19, 24-27 | 4-7, 12-15 | 20-23, 28-31 (dwords 0, 1 | 4, 5 | 8, 9 | 12, 13),
+   * which one vpermd puts back */
+  const __m512i zo16 = _mm512_set1_epi16((short)p->zo);
+  const __m512i lo8 = _mm512_set1_epi8((char)(uint8_t)((int32_t)p->lo + p->zo));
+  const __m512i perm32 = _mm512_setr_epi32(0, 8, 1, 9, 4, 12, 5, 13, 0, 0, 0, 0, 0, 0, 0, 0);
+  int64_t k = 0;
+  for (; oc - cb - k > 16; k += 32) {
+    const int64_t ck = cb + k;
+    const __mmask32 mask = oc - ck >= 32 ? ~(__mmask32)0 : (__mmask32)((1u << (oc - ck)) - 1u);
+    __m512i wv[2][3], nzs[2];
+    _Pragma("GCC unroll 2") for (int u = 0; u < 2; u++) {
+      nzs[u] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_load_si512((const void *)(p->zsum3 + ck + 16 * u)));
+      _Pragma("GCC unroll 3") for (int kx = 0; kx < 3; kx++)
+        wv[u][kx] = _mm512_load_si512((const void *)(w3 + (kx * cq + ck + 16 * u) * 4));
+    }
+    const float *bias = p->bias3 + ck, *mult = p->mult3 + ck;
+    for (int64_t ox = 0; ox < ow; ox++) {
+      const int32_t *vc = v + ox * sw * 64 + k;
+      __m512i q[2];
+      _Pragma("GCC unroll 2") for (int u = 0; u < 2; u++) {
+        __m512i acc = nzs[u];
+        _Pragma("GCC unroll 3") for (int kx = 0; kx < 3; kx++)
+          acc = dpbusd(acc, _mm512_load_si512((const void *)(vc + kx * dw * 64 + 16 * u)), wv[u][kx]);
+        __m512 f = _mm512_cvtepi32_ps(acc);
+        f = _mm512_mul_ps(_mm512_add_ps(f, _mm512_load_ps(bias + 16 * u)), _mm512_load_ps(mult + 16 * u));
+        q[u] = _mm512_cvtps_epi32(_mm512_min_ps(f, hi));
+      }
+      __m512i w = _mm512_adds_epi16(_mm512_packs_epi32(q[0], q[1]), zo16);
+      __m512i u8 = _mm512_permutexvar_epi32(perm32, _mm512_max_epu8(_mm512_packus_epi16(w, w), lo8));
+      _mm256_mask_storeu_epi8(orow + ox * oc + ck, mask, _mm512_castsi512_si256(u8));
+    }
+  }
+  if (cb + k < oc) { /* up to 16 in channel order, through vpmovdb and a masked store */
+    const int64_t ck = cb + k;
+    const __mmask16 mask = (__mmask16)((1u << (oc - ck)) - 1u);
+    const __m512 lo = _mm512_set1_ps(p->lo);
+    const __m512i zo = _mm512_set1_epi32(p->zo);
+    const __m512i nzs = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_load_si512((const void *)(p->zsum3 + ck)));
+    const __m512 bias = _mm512_load_ps(p->bias3 + ck), mult = _mm512_load_ps(p->mult3 + ck);
     __m512i wv[3];
     _Pragma("GCC unroll 3") for (int kx = 0; kx < 3; kx++)
-      wv[kx] = _mm512_load_si512((const void *)(w3 + (kx * cq + cb) * 4));
+      wv[kx] = _mm512_load_si512((const void *)(w3 + (kx * cq + ck) * 4));
     for (int64_t ox = 0; ox < ow; ox++) {
-      const int32_t *vc = v + ox * sw * cq + cb;
+      const int32_t *vc = v + ox * sw * 64 + k;
       __m512i acc = nzs;
       _Pragma("GCC unroll 3") for (int kx = 0; kx < 3; kx++)
-        acc = dpbusd(acc, _mm512_load_si512((const void *)(vc + kx * dw * cq)), wv[kx]);
+        acc = dpbusd(acc, _mm512_load_si512((const void *)(vc + kx * dw * 64)), wv[kx]);
       __m512 f = _mm512_mul_ps(_mm512_add_ps(_mm512_cvtepi32_ps(acc), bias), mult);
       f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
-      _mm_mask_storeu_epi8(orow + ox * oc + cb, mask, _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(f), zo)));
+      _mm_mask_storeu_epi8(orow + ox * oc + ck, mask, _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(f), zo)));
     }
   }
 }
@@ -145,14 +190,23 @@ void fb_dw3_rows_avx512vnni(const FbConv *c, const FbDwPacked *p, const uint8_t 
   int32_t *v = ws;
   uint8_t *zxl = (uint8_t *)ws + fb_dw_row_bytes(c, p);
   memset(zxl, p->zx, (size_t)c->ic);
-  const uint8_t *img = x + b * c->ih * c->iw * c->ic;
+  const int64_t ih = c->ih, iw = c->iw, ic = c->ic;
+  const uint8_t *img = x + b * ih * iw * ic;
   const int pairs = c->sh == 1 && c->dh == 1;
   const int64_t row_bytes = c->ow * c->oc;
   uint8_t *yb = y + b * c->oh * row_bytes;
   for (int64_t oy = oy0; oy < oy1; oy += pairs ? 2 : 1) {
-    build4(c, p, img, oy * c->sh - c->pt, v, zxl);
-    compute_row(c, p, v, p->w3[0], yb + oy * row_bytes);
-    if (pairs && oy + 1 < oy1)
-      compute_row(c, p, v, p->w3[1], yb + (oy + 1) * row_bytes);
+    const uint8_t *row[4];
+    for (int t = 0; t < 4; t++) {
+      int64_t iy = oy * c->sh - c->pt + t * c->dh;
+      row[t] = iy >= 0 && iy < ih ? img + iy * iw * ic : NULL;
+    }
+    const int second = pairs && oy + 1 < oy1;
+    for (int64_t cb = 0; cb < ic; cb += 64) {
+      build_block(c, row, cb, v, zxl);
+      compute_block(c, p, v, p->w3[0], cb, yb + oy * row_bytes);
+      if (second)
+        compute_block(c, p, v, p->w3[1], cb, yb + (oy + 1) * row_bytes);
+    }
   }
 }

@@ -12,7 +12,7 @@
 
 #include "kernels.h"
 
-/* The AVX-512 VNNI 3x3 path's copies (kernels.h), lane-ordered in full blocks of 64, from
+/* The AVX-512 VNNI 3x3 path's copies (kernels.h), lane-ordered in blocks and pieces, from
  * p->zsum (already filled) and the caller's weights. */
 static int pack_3x3(FbDwPacked *p, const int8_t *w, const FbRequant *rq) {
   const int64_t cq = p->cq, ch = p->c;
@@ -23,9 +23,9 @@ static int pack_3x3(FbDwPacked *p, const int8_t *w, const FbRequant *rq) {
   p->mult3 = aligned_alloc(64, (size_t)cq * sizeof *p->mult3);
   if (!p->w3[0] || !p->w3[1] || !p->zsum3 || !p->bias3 || !p->mult3)
     return -1;
-  const int64_t full = ch / 64 * 64; /* the channels past the last full block stay in order */
+  const int64_t full = ch / 64 * 64; /* the tail block's pieces: fb_dw3_tail_channel */
   for (int64_t pos = 0; pos < cq; pos++) {
-    int64_t c = pos < full ? pos / 64 * 64 + fb_dw_lane_channel(pos % 64) : pos;
+    int64_t c = pos < full ? pos / 64 * 64 + fb_dw_lane_channel(pos % 64) : full + fb_dw3_tail_channel(pos - full, ch - full);
     int in = c < ch;
     p->zsum3[pos] = in ? p->zsum[c] : 0;
     p->bias3[pos] = in ? rq->bias[c] : 0.0f;

@@ -171,7 +171,8 @@ void fb_dw_ref(const FbConv *c, const uint8_t *x, const int8_t *w, const FbRequa
  * bias and multiplier padded like w;
  * - for 3x3 kernels only (NULL otherwise), the AVX-512 VNNI 3x3 path's copies
  *   (dw-avx512vnni-3x3.c), channels padded to cq (a multiple of 64), each full block of 64
- *   in lane order (fb_dw_lane_channel), the channels after the last full block in order: w3[0] the dwords (w[c][0][kx], w[c][1][kx],
+ *   in lane order (fb_dw_lane_channel), the channels after the last full block in pieces
+ *   of 32 in 256-bit lane order and a last piece of up to 16 in order (fb_dw3_tail_channel): w3[0] the dwords (w[c][0][kx], w[c][1][kx],
  *   w[c][2][kx], 0) at [kx * cq + position], serving the output row whose taps start at
  *   the row buffer's first row, w3[1] the same shifted up one byte (0, w0, w1, w2), serving the
  *   row below it; zsum3, bias3 and mult3 permuted the same way. */
@@ -233,6 +234,14 @@ void fb_dw_row_avx512vnni(const FbConv *c, const FbDwPacked *p, const uint8_t *x
  * each row's buffer is rolled from the previous one (one new input row per output row). */
 void fb_dw_rows_avx512vnni(const FbConv *c, const FbDwPacked *p, const uint8_t *x, int64_t b, int64_t oy0,
                            int64_t oy1, uint8_t *y, void *ws);
+/* The channel (relative to the tail's first) at offset off of a tail block of n < 64
+ * channels: pieces of 32 while more than 16 remain, each in the order 256-bit unpacks
+ * leave them (dword vector k, lane L, element e: channel 16L + 4k + e at 8k + 4L + e),
+ * then up to 16 in channel order (128-bit unpacks keep it). */
+static inline int64_t fb_dw3_tail_channel(int64_t off, int64_t n) {
+  int64_t ps = off / 32 * 32, q = off - ps;
+  return n - ps > 16 ? ps + (((q >> 2) & 1) << 4 | (q >> 3) << 2 | (q & 3)) : off;
+}
 /* Output rows [oy0, oy1) of image b on AVX-512 VNNI for 3x3 kernels (any stride and
  * dilation; dw-avx512vnni-3x3.c): 4 input rows interleaved per dword by byte and word
  * unpacks, 64 lane-ordered channels at a time; with stride 1 and dilation 1 one buffer
