@@ -29,9 +29,10 @@ static inline __attribute__((always_inline)) __m512i dpbusd(__m512i acc, __m512i
 
 /* The row buffer of one block of channels [cb, cb + 64) (fewer in the tail block): v[j * 64 +
  * position], input column j - pl, dword byte t from row[t] (the zx line for a padding
- * row or column). One block at a time, so that the buffer (at most ncol * 256 bytes)
+ * row or column; byte 3 is 0 when nr is 3, for a single output row). One block at a time, so that the buffer (at most ncol * 256 bytes)
  * stays in L1 between its build and the pixels that read it. */
-static void build_block(const FbConv *c, const uint8_t *const row[4], int64_t cb, int32_t *v, const uint8_t *zxl) {
+static inline __attribute__((always_inline)) void build_block(const FbConv *c, const uint8_t *const row[4], int64_t cb,
+                                                              int32_t *v, const uint8_t *zxl, const int nr) {
   const int64_t iw = c->iw, ic = c->ic, ncol = fb_dw_cols(c), pl = c->pl;
   const int full = cb + 64 <= ic;
   for (int64_t j = 0; j < ncol; j++) {
@@ -44,7 +45,8 @@ static void build_block(const FbConv *c, const uint8_t *const row[4], int64_t cb
     int32_t *dst = v + j * 64;
     if (full) {
       __m512i r0 = _mm512_loadu_si512((const void *)s0), r1 = _mm512_loadu_si512((const void *)s1);
-      __m512i r2 = _mm512_loadu_si512((const void *)s2), r3 = _mm512_loadu_si512((const void *)s3);
+      __m512i r2 = _mm512_loadu_si512((const void *)s2);
+      __m512i r3 = nr == 4 ? _mm512_loadu_si512((const void *)s3) : _mm512_setzero_si512();
       __m512i lo01 = _mm512_unpacklo_epi8(r0, r1), hi01 = _mm512_unpackhi_epi8(r0, r1);
       __m512i lo23 = _mm512_unpacklo_epi8(r2, r3), hi23 = _mm512_unpackhi_epi8(r2, r3);
       _mm512_store_si512((void *)dst, _mm512_unpacklo_epi16(lo01, lo23));
@@ -60,7 +62,8 @@ static void build_block(const FbConv *c, const uint8_t *const row[4], int64_t cb
     for (; ic - cb - k > 16; k += 32) {
       const __mmask32 m = ic - cb - k >= 32 ? ~(__mmask32)0 : (__mmask32)((1u << (ic - cb - k)) - 1u);
       __m256i r0 = _mm256_maskz_loadu_epi8(m, s0 + k), r1 = _mm256_maskz_loadu_epi8(m, s1 + k);
-      __m256i r2 = _mm256_maskz_loadu_epi8(m, s2 + k), r3 = _mm256_maskz_loadu_epi8(m, s3 + k);
+      __m256i r2 = _mm256_maskz_loadu_epi8(m, s2 + k);
+      __m256i r3 = nr == 4 ? _mm256_maskz_loadu_epi8(m, s3 + k) : _mm256_setzero_si256();
       __m256i lo01 = _mm256_unpacklo_epi8(r0, r1), hi01 = _mm256_unpackhi_epi8(r0, r1);
       __m256i lo23 = _mm256_unpacklo_epi8(r2, r3), hi23 = _mm256_unpackhi_epi8(r2, r3);
       _mm256_store_si256((__m256i *)(dst + k), _mm256_unpacklo_epi16(lo01, lo23));
@@ -71,7 +74,8 @@ static void build_block(const FbConv *c, const uint8_t *const row[4], int64_t cb
     if (cb + k < ic) {
       const __mmask16 m = (__mmask16)((1u << (ic - cb - k)) - 1u); /* 1..16 channels */
       __m128i r0 = _mm_maskz_loadu_epi8(m, s0 + k), r1 = _mm_maskz_loadu_epi8(m, s1 + k);
-      __m128i r2 = _mm_maskz_loadu_epi8(m, s2 + k), r3 = _mm_maskz_loadu_epi8(m, s3 + k);
+      __m128i r2 = _mm_maskz_loadu_epi8(m, s2 + k);
+      __m128i r3 = nr == 4 ? _mm_maskz_loadu_epi8(m, s3 + k) : _mm_setzero_si128();
       __m128i lo01 = _mm_unpacklo_epi8(r0, r1), hi01 = _mm_unpackhi_epi8(r0, r1);
       __m128i lo23 = _mm_unpacklo_epi8(r2, r3), hi23 = _mm_unpackhi_epi8(r2, r3);
       _mm_store_si128((__m128i *)(dst + k), _mm_unpacklo_epi16(lo01, lo23));
@@ -203,7 +207,10 @@ void fb_dw3_rows_avx512vnni(const FbConv *c, const FbDwPacked *p, const uint8_t 
     }
     const int second = pairs && oy + 1 < oy1;
     for (int64_t cb = 0; cb < ic; cb += 64) {
-      build_block(c, row, cb, v, zxl);
+      if (second) /* the fourth row only where the lower output row reads it */
+        build_block(c, row, cb, v, zxl, 4);
+      else
+        build_block(c, row, cb, v, zxl, 3);
       compute_block(c, p, v, p->w3[0], cb, yb + oy * row_bytes);
       if (second)
         compute_block(c, p, v, p->w3[1], cb, yb + (oy + 1) * row_bytes);
