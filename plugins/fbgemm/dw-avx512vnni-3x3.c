@@ -27,22 +27,29 @@ static inline __attribute__((always_inline)) __m512i dpbusd(__m512i acc, __m512i
   return acc;
 }
 
+/* Output columns per chunk: the input bytes a chunk reads (4 rows of about 2 * 16 + 2
+ * columns at stride 2) and its row buffer (256 bytes a column) stay in L1 while every
+ * block of channels of the chunk is built and computed, where whole rows of mobilenet's
+ * 112- and 56-pixel maps overflowed it between blocks. */
+#define FB_DW3_CHUNK 16
+
 /* The row buffer of one block of channels [cb, cb + 64) (fewer in the tail block): v[j * 64 +
  * position], input column j - pl, dword byte t from row[t] (the zx line for a padding
- * row or column; byte 3 is 0 when nr is 3, for a single output row). One block at a time, so that the buffer (at most ncol * 256 bytes)
- * stays in L1 between its build and the pixels that read it. */
+ * row or column; byte 3 is 0 when nr is 3, for a single output row), input columns
+ * [j0, j1) - pl at v[(j - j0) * 64 + position]. One block and chunk at a time. */
 static inline __attribute__((always_inline)) void build_block(const FbConv *c, const uint8_t *const row[4], int64_t cb,
-                                                              int32_t *v, const uint8_t *zxl, const int nr) {
-  const int64_t iw = c->iw, ic = c->ic, ncol = fb_dw_cols(c), pl = c->pl;
+                                                              int64_t j0, int64_t j1, int32_t *v, const uint8_t *zxl,
+                                                              const int nr) {
+  const int64_t iw = c->iw, ic = c->ic, pl = c->pl;
   const int full = cb + 64 <= ic;
-  for (int64_t j = 0; j < ncol; j++) {
+  for (int64_t j = j0; j < j1; j++) {
     int64_t ix = j - pl;
     int inside = ix >= 0 && ix < iw;
     const uint8_t *s0 = (inside && row[0] ? row[0] + ix * ic : zxl) + cb;
     const uint8_t *s1 = (inside && row[1] ? row[1] + ix * ic : zxl) + cb;
     const uint8_t *s2 = (inside && row[2] ? row[2] + ix * ic : zxl) + cb;
     const uint8_t *s3 = (inside && row[3] ? row[3] + ix * ic : zxl) + cb;
-    int32_t *dst = v + j * 64;
+    int32_t *dst = v + (j - j0) * 64;
     if (full) {
       __m512i r0 = _mm512_loadu_si512((const void *)s0), r1 = _mm512_loadu_si512((const void *)s1);
       __m512i r2 = _mm512_loadu_si512((const void *)s2);
@@ -109,8 +116,9 @@ static inline __attribute__((always_inline)) void store64(const __m512i acc[4], 
  * p->w3[1]): a full block keeps its 12 weight vectors in registers, and each pixel is 12
  * independent vpdpbusd and one store; then the tail block's pieces. */
 static void compute_block(const FbConv *c, const FbDwPacked *p, const int32_t *v, const int8_t *w3, int64_t cb,
-                          uint8_t *orow) {
-  const int64_t ow = c->ow, oc = c->oc, cq = p->cq, sw = c->sw, dw = c->dw;
+                          int64_t ox0, int64_t ox1, uint8_t *orow) {
+  const int64_t oc = c->oc, cq = p->cq, sw = c->sw, dw = c->dw;
+  v -= ox0 * sw * 64; /* the buffer starts at output column ox0's first input column */
   const __m512 hi = _mm512_set1_ps(p->hi);
   if (cb + 64 <= oc) {
     const __m512i zo16 = _mm512_set1_epi16((short)p->zo);
@@ -122,7 +130,7 @@ static void compute_block(const FbConv *c, const FbDwPacked *p, const int32_t *v
         wv[u][kx] = _mm512_load_si512((const void *)(w3 + (kx * cq + cb + 16 * u) * 4));
     }
     const float *bias = p->bias3 + cb, *mult = p->mult3 + cb;
-    for (int64_t ox = 0; ox < ow; ox++) {
+    for (int64_t ox = ox0; ox < ox1; ox++) {
       const int32_t *vc = v + ox * sw * 64;
       __m512i acc[4];
       _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) {
@@ -151,7 +159,7 @@ static void compute_block(const FbConv *c, const FbDwPacked *p, const int32_t *v
         wv[u][kx] = _mm512_load_si512((const void *)(w3 + (kx * cq + ck + 16 * u) * 4));
     }
     const float *bias = p->bias3 + ck, *mult = p->mult3 + ck;
-    for (int64_t ox = 0; ox < ow; ox++) {
+    for (int64_t ox = ox0; ox < ox1; ox++) {
       const int32_t *vc = v + ox * sw * 64 + k;
       __m512i q[2];
       _Pragma("GCC unroll 2") for (int u = 0; u < 2; u++) {
@@ -177,7 +185,7 @@ static void compute_block(const FbConv *c, const FbDwPacked *p, const int32_t *v
     __m512i wv[3];
     _Pragma("GCC unroll 3") for (int kx = 0; kx < 3; kx++)
       wv[kx] = _mm512_load_si512((const void *)(w3 + (kx * cq + ck) * 4));
-    for (int64_t ox = 0; ox < ow; ox++) {
+    for (int64_t ox = ox0; ox < ox1; ox++) {
       const int32_t *vc = v + ox * sw * 64 + k;
       __m512i acc = nzs;
       _Pragma("GCC unroll 3") for (int kx = 0; kx < 3; kx++)
@@ -206,14 +214,18 @@ void fb_dw3_rows_avx512vnni(const FbConv *c, const FbDwPacked *p, const uint8_t 
       row[t] = iy >= 0 && iy < ih ? img + iy * iw * ic : NULL;
     }
     const int second = pairs && oy + 1 < oy1;
-    for (int64_t cb = 0; cb < ic; cb += 64) {
-      if (second) /* the fourth row only where the lower output row reads it */
-        build_block(c, row, cb, v, zxl, 4);
-      else
-        build_block(c, row, cb, v, zxl, 3);
-      compute_block(c, p, v, p->w3[0], cb, yb + oy * row_bytes);
-      if (second)
-        compute_block(c, p, v, p->w3[1], cb, yb + (oy + 1) * row_bytes);
+    for (int64_t ox0 = 0; ox0 < c->ow; ox0 += FB_DW3_CHUNK) {
+      const int64_t ox1 = ox0 + FB_DW3_CHUNK < c->ow ? ox0 + FB_DW3_CHUNK : c->ow;
+      const int64_t j0 = ox0 * c->sw, j1 = (ox1 - 1) * c->sw + 2 * c->dw + 1;
+      for (int64_t cb = 0; cb < ic; cb += 64) {
+        if (second) /* the fourth row only where the lower output row reads it */
+          build_block(c, row, cb, j0, j1, v, zxl, 4);
+        else
+          build_block(c, row, cb, j0, j1, v, zxl, 3);
+        compute_block(c, p, v, p->w3[0], cb, ox0, ox1, yb + oy * row_bytes);
+        if (second)
+          compute_block(c, p, v, p->w3[1], cb, ox0, ox1, yb + (oy + 1) * row_bytes);
+      }
     }
   }
 }
