@@ -198,7 +198,7 @@ static void compute_block(const FbConv *c, const FbDwPacked *p, const int32_t *v
 }
 
 void fb_dw3_rows_avx512vnni(const FbConv *c, const FbDwPacked *p, const uint8_t *x, int64_t b, int64_t oy0,
-                            int64_t oy1, uint8_t *y, void *ws) {
+                            int64_t oy1, int64_t c0, int64_t c1, uint8_t *y, void *ws) {
   int32_t *v = ws;
   uint8_t *zxl = (uint8_t *)ws + fb_dw_row_bytes(c, p);
   memset(zxl, p->zx, (size_t)c->ic);
@@ -217,7 +217,7 @@ void fb_dw3_rows_avx512vnni(const FbConv *c, const FbDwPacked *p, const uint8_t 
     for (int64_t ox0 = 0; ox0 < c->ow; ox0 += FB_DW3_CHUNK) {
       const int64_t ox1 = ox0 + FB_DW3_CHUNK < c->ow ? ox0 + FB_DW3_CHUNK : c->ow;
       const int64_t j0 = ox0 * c->sw, j1 = (ox1 - 1) * c->sw + 2 * c->dw + 1;
-      for (int64_t cb = 0; cb < ic; cb += 64) {
+      for (int64_t cb = c0; cb < c1; cb += 64) {
         if (second) /* the fourth row only where the lower output row reads it */
           build_block(c, row, cb, j0, j1, v, zxl, 4);
         else

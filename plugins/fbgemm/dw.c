@@ -140,7 +140,16 @@ typedef struct {
   size_t slice;  /* workspace bytes per worker */
   int64_t band;  /* output rows per task (the AVX-512 VNNI paths; 1 otherwise) */
   int64_t bands; /* tasks per image */
+  int64_t cgs, cg; /* the 3x3 path: channel groups per band and channels per group */
 } DwJob;
+
+static void dw3_task(void *user, size_t i, uint32_t worker) {
+  const DwJob *j = user;
+  int64_t g = (int64_t)i % j->cgs, r = (int64_t)i / j->cgs, b = r / j->bands, oy0 = r % j->bands * j->band;
+  int64_t oy1 = oy0 + j->band < j->c->oh ? oy0 + j->band : j->c->oh;
+  int64_t c0 = g * j->cg, c1 = c0 + j->cg < j->c->ic ? c0 + j->cg : j->c->ic;
+  fb_dw3_rows_avx512vnni(j->c, j->p, j->x, b, oy0, oy1, c0, c1, j->y, j->ws + worker * j->slice);
+}
 
 static void dw_task(void *user, size_t i, uint32_t worker) {
   const DwJob *j = user;
@@ -173,12 +182,24 @@ void fb_dw_run(FbIsa isa, const FbConv *c, const FbDwPacked *p, const uint8_t *x
   size_t rows = (size_t)(c->n * c->oh);
   j.band = 1, j.bands = c->oh;
   uint32_t workers = pool && pool->run && pool->n_workers > 1 ? pool->n_workers : 1;
-  if (isa == FB_ISA_AVX512VNNI && p->w3[0] && c->oh > 0) {
-    /* 3x3: with stride 1 and dilation 1 one row buffer serves a pair of output rows */
-    j.rows = fb_dw3_rows_avx512vnni;
+  if (isa == FB_ISA_AVX512VNNI && p->w3[0] && c->oh > 0 && c->ic > 0) {
+    /* 3x3: with stride 1 and dilation 1 one row buffer serves a pair of output rows; with
+     * several workers the blocks of 64 channels are split too, so that the few rows of
+     * 14x14 and 7x7 maps still give every worker about 4 tasks of equal size */
     j.band = c->sh == 1 && c->dh == 1 ? 2 : 1;
     j.bands = (c->oh + j.band - 1) / j.band;
-    rows = (size_t)(c->n * j.bands);
+    int64_t blocks = (c->ic + 63) / 64, tasks = c->n * j.bands, want = (int64_t)workers * 4;
+    j.cgs = workers > 1 && tasks < want ? (want + tasks - 1) / tasks : 1;
+    j.cgs = j.cgs > blocks ? blocks : j.cgs;
+    j.cg = (blocks + j.cgs - 1) / j.cgs * 64;
+    j.cgs = (c->ic + j.cg - 1) / j.cg;
+    tasks *= j.cgs;
+    if (pool && pool->run && tasks > 1 && pool->n_workers > 1)
+      pool->run(pool->runner, (size_t)tasks, dw3_task, &j);
+    else
+      for (int64_t i = 0; i < tasks; i++)
+        dw3_task(&j, (size_t)i, 0);
+    return;
   } else if (isa == FB_ISA_AVX512VNNI && c->sh == 1 && c->dh == 1 && p->groups == 1 && c->oh > 0) {
     /* bands of rows, so that each task rolls its row buffer down; about 4 per worker */
     int64_t want = (int64_t)workers * 4;

@@ -242,12 +242,13 @@ static inline int64_t fb_dw3_tail_channel(int64_t off, int64_t n) {
   int64_t ps = off / 32 * 32, q = off - ps;
   return n - ps > 16 ? ps + (((q >> 2) & 1) << 4 | (q >> 3) << 2 | (q & 3)) : off;
 }
-/* Output rows [oy0, oy1) of image b on AVX-512 VNNI for 3x3 kernels (any stride and
- * dilation; dw-avx512vnni-3x3.c): 4 input rows interleaved per dword by byte and word
- * unpacks, 64 lane-ordered channels at a time; with stride 1 and dilation 1 one buffer
- * serves two output rows (w3[0] and w3[1]). */
+/* Output rows [oy0, oy1), channels [c0, c1) (c0 a multiple of 64, c1 one too or c->ic) of
+ * image b on AVX-512 VNNI for 3x3 kernels (any stride and dilation; dw-avx512vnni-3x3.c):
+ * 4 input rows interleaved per dword by byte and word unpacks, 64 lane-ordered channels
+ * at a time; with stride 1 and dilation 1 one buffer serves two output rows (w3[0] and
+ * w3[1]). */
 void fb_dw3_rows_avx512vnni(const FbConv *c, const FbDwPacked *p, const uint8_t *x, int64_t b, int64_t oy0,
-                            int64_t oy1, uint8_t *y, void *ws);
+                            int64_t oy1, int64_t c0, int64_t c1, uint8_t *y, void *ws);
 /* Columns of the VNNI paths' row buffer: every input column an output row's taps reach,
  * padding included. */
 static inline int64_t fb_dw_cols(const FbConv *c) { return (c->ow - 1) * c->sw + (c->kw - 1) * c->dw + 1; }
