@@ -112,36 +112,53 @@ static inline __attribute__((always_inline)) void store64(const __m512i acc[4], 
   _mm512_storeu_si512((void *)dst, _mm512_max_epu8(_mm512_packus_epi16(w01, w23), lo8));
 }
 
+/* A full block of 64 channels of one output row with the stride and dilation known at
+ * compile time (sw_c, dw_c > 0) or not (0), so that the common ones address the row
+ * buffer with constant offsets: the 12 weight vectors stay in registers, and each pixel
+ * is 12 independent vpdpbusd and one store. */
+static inline __attribute__((always_inline)) void full_block(const FbConv *c, const FbDwPacked *p, const int32_t *v,
+                                                             const int8_t *w3, int64_t cb, int64_t ox0, int64_t ox1,
+                                                             uint8_t *orow, const int sw_c, const int dw_c) {
+  const int64_t oc = c->oc, cq = p->cq, sw = sw_c ? sw_c : c->sw, dw = dw_c ? dw_c : c->dw;
+  const __m512 hi = _mm512_set1_ps(p->hi);
+  const __m512i zo16 = _mm512_set1_epi16((short)p->zo);
+  const __m512i lo8 = _mm512_set1_epi8((char)(uint8_t)((int32_t)p->lo + p->zo)); /* in [0, 255] */
+  __m512i wv[4][3], nzs[4];
+  _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) {
+    nzs[u] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_load_si512((const void *)(p->zsum3 + cb + 16 * u)));
+    _Pragma("GCC unroll 3") for (int kx = 0; kx < 3; kx++)
+      wv[u][kx] = _mm512_load_si512((const void *)(w3 + (kx * cq + cb + 16 * u) * 4));
+  }
+  const float *bias = p->bias3 + cb, *mult = p->mult3 + cb;
+  const int32_t *vc = v;
+  uint8_t *out = orow + ox0 * oc + cb;
+  for (int64_t ox = ox0; ox < ox1; ox++, vc += sw * 64, out += oc) {
+    __m512i acc[4];
+    _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) {
+      acc[u] = nzs[u];
+      _Pragma("GCC unroll 3") for (int kx = 0; kx < 3; kx++)
+        acc[u] = dpbusd(acc[u], _mm512_load_si512((const void *)(vc + kx * dw * 64 + 16 * u)), wv[u][kx]);
+    }
+    store64(acc, bias, mult, hi, zo16, lo8, out);
+  }
+}
+
 /* Block cb of one output row from its row buffer with weight set w3 (p->w3[0] or
- * p->w3[1]): a full block keeps its 12 weight vectors in registers, and each pixel is 12
- * independent vpdpbusd and one store; then the tail block's pieces. */
+ * p->w3[1]): a full block (full_block), or the tail block's pieces. */
 static void compute_block(const FbConv *c, const FbDwPacked *p, const int32_t *v, const int8_t *w3, int64_t cb,
                           int64_t ox0, int64_t ox1, uint8_t *orow) {
   const int64_t oc = c->oc, cq = p->cq, sw = c->sw, dw = c->dw;
   v -= ox0 * sw * 64; /* the buffer starts at output column ox0's first input column */
-  const __m512 hi = _mm512_set1_ps(p->hi);
   if (cb + 64 <= oc) {
-    const __m512i zo16 = _mm512_set1_epi16((short)p->zo);
-    const __m512i lo8 = _mm512_set1_epi8((char)(uint8_t)((int32_t)p->lo + p->zo)); /* in [0, 255] */
-    __m512i wv[4][3], nzs[4];
-    _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) {
-      nzs[u] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_load_si512((const void *)(p->zsum3 + cb + 16 * u)));
-      _Pragma("GCC unroll 3") for (int kx = 0; kx < 3; kx++)
-        wv[u][kx] = _mm512_load_si512((const void *)(w3 + (kx * cq + cb + 16 * u) * 4));
-    }
-    const float *bias = p->bias3 + cb, *mult = p->mult3 + cb;
-    for (int64_t ox = ox0; ox < ox1; ox++) {
-      const int32_t *vc = v + ox * sw * 64;
-      __m512i acc[4];
-      _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) {
-        acc[u] = nzs[u];
-        _Pragma("GCC unroll 3") for (int kx = 0; kx < 3; kx++)
-          acc[u] = dpbusd(acc[u], _mm512_load_si512((const void *)(vc + kx * dw * 64 + 16 * u)), wv[u][kx]);
-      }
-      store64(acc, bias, mult, hi, zo16, lo8, orow + ox * oc + cb);
-    }
+    if (sw == 1 && dw == 1)
+      full_block(c, p, v + ox0 * 64, w3, cb, ox0, ox1, orow, 1, 1);
+    else if (sw == 2 && dw == 1)
+      full_block(c, p, v + ox0 * 128, w3, cb, ox0, ox1, orow, 2, 1);
+    else
+      full_block(c, p, v + ox0 * sw * 64, w3, cb, ox0, ox1, orow, 0, 0);
     return;
   }
+  const __m512 hi = _mm512_set1_ps(p->hi);
   /* the tail's pieces of 32: two vectors, whose packs leave the channels in the order
    * 0-3, 8-11 | 16-19, 24-27 | 4-7, 12-15 | 20-23, 28-31 (dwords 0, 1 | 4, 5 | 8, 9 | 12, 13),
    * which one vpermd puts back */
