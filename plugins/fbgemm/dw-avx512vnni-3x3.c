@@ -27,11 +27,12 @@ static inline __attribute__((always_inline)) __m512i dpbusd(__m512i acc, __m512i
   return acc;
 }
 
-/* Output columns per chunk: the input bytes a chunk reads (4 rows of about 2 * 16 + 2
- * columns at stride 2) and its row buffer (256 bytes a column) stay in L1 while every
- * block of channels of the chunk is built and computed, where whole rows of mobilenet's
- * 112- and 56-pixel maps overflowed it between blocks. */
-#define FB_DW3_CHUNK 16
+/* Input columns per chunk (64 output columns at stride 1, 32 at stride 2): a chunk's
+ * input bytes (4 rows of 64 columns) and row buffer (256 bytes a column) stay in L1 while
+ * every block of channels of the chunk is built and computed, where whole rows of
+ * mobilenet's 112-pixel maps overflowed it between blocks at stride 2; smaller chunks
+ * measured slower (the weights reloaded and 2 columns built twice per chunk). */
+#define FB_DW3_CHUNK_COLS 64
 
 /* The row buffer of one block of channels [cb, cb + 64) (fewer in the tail block): v[j * 64 +
  * position], input column j - pl, dword byte t from row[t] (the zx line for a padding
@@ -260,6 +261,7 @@ void fb_dw3_rows_avx512vnni(const FbConv *c, const FbDwPacked *p, const uint8_t 
   const int64_t ih = c->ih, iw = c->iw, ic = c->ic;
   const uint8_t *img = x + b * ih * iw * ic;
   const int pairs = c->sh == 1 && c->dh == 1;
+  const int64_t chunk = c->sw < FB_DW3_CHUNK_COLS ? FB_DW3_CHUNK_COLS / c->sw : 1;
   const int64_t row_bytes = c->ow * c->oc;
   uint8_t *yb = y + b * c->oh * row_bytes;
   for (int64_t oy = oy0; oy < oy1; oy += pairs ? 2 : 1) {
@@ -269,8 +271,8 @@ void fb_dw3_rows_avx512vnni(const FbConv *c, const FbDwPacked *p, const uint8_t 
       row[t] = iy >= 0 && iy < ih ? img + iy * iw * ic : NULL;
     }
     const int second = pairs && oy + 1 < oy1;
-    for (int64_t ox0 = 0; ox0 < c->ow; ox0 += FB_DW3_CHUNK) {
-      const int64_t ox1 = ox0 + FB_DW3_CHUNK < c->ow ? ox0 + FB_DW3_CHUNK : c->ow;
+    for (int64_t ox0 = 0; ox0 < c->ow; ox0 += chunk) {
+      const int64_t ox1 = ox0 + chunk < c->ow ? ox0 + chunk : c->ow;
       const int64_t j0 = ox0 * c->sw, j1 = (ox1 - 1) * c->sw + 2 * c->dw + 1;
       for (int64_t cb = c0; cb < c1; cb += 64) {
         if (second) /* the fourth row only where the lower output row reads it */

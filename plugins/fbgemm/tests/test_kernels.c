@@ -24,7 +24,7 @@ static int strided_cases;
  * of 4, output rows of 16 pixels or more), likewise. */
 static int tap_cases;
 /* Depthwise cases of the AVX-512 VNNI 3x3 path's shapes (dw-avx512vnni-3x3.c): a full
- * block of 64 channels and a tail, and rows wider than one chunk of 16 output columns. */
+ * block of 64 channels and a tail, and rows wider than one chunk of 64 input columns. */
 static int dw3_block_cases, dw3_chunk_cases;
 
 /* One random case; returns 0 when every path agrees with the twin. */
@@ -166,7 +166,7 @@ static int run_dw_case(int idx, const FbIsa *isas, size_t n_isas) {
   c.kw = rnd() % 2 ? c.kh : rnd_in(1, 5);
   c.sh = rnd_in(1, 3), c.sw = rnd() % 2 ? c.sh : rnd_in(1, 3);
   c.dh = rnd() % 3 == 0 ? rnd_in(2, 3) : 1, c.dw = rnd() % 3 == 0 ? rnd_in(2, 3) : 1;
-  c.ih = rnd_in(1, 12), c.iw = rnd() % 6 == 0 ? rnd_in(13, 70) : rnd_in(1, 12); /* wide: past a 3x3 chunk */
+  c.ih = rnd_in(1, 12), c.iw = rnd() % 6 == 0 ? rnd_in(13, 140) : rnd_in(1, 12); /* wide: past a 3x3 chunk */
   int64_t pb = 0, pr = 0;
   if (rnd() % 4) {
     c.pt = rnd_in(0, c.kh), c.pl = rnd_in(0, c.kw), pb = rnd_in(0, c.kh), pr = rnd_in(0, c.kw);
@@ -178,7 +178,7 @@ static int run_dw_case(int idx, const FbIsa *isas, size_t n_isas) {
   c.oh = eh / c.sh + 1, c.ow = ew / c.sw + 1;
   if (c.kh == 3 && c.kw == 3) {
     dw3_block_cases += c.ic > 64 && c.ic % 64 != 0;
-    dw3_chunk_cases += c.ow > 16;
+    dw3_chunk_cases += c.ow * c.sw > 64;
   }
   if (c.sh == 1 && c.sw == 1 && c.dh == 1 && c.dw == 1 && c.ic % 64 == 0 && c.kh * c.kw > 1)
     gathered_cases++;
@@ -346,7 +346,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   printf("%d of the depthwise cases are 3x3 with full blocks of 64 channels and a tail, %d 3x3 with rows of more "
-         "than one 16-column chunk\n", dw3_block_cases, dw3_chunk_cases);
+         "than one chunk of 64 input columns\n", dw3_block_cases, dw3_chunk_cases);
   if ((dw3_block_cases == 0 || dw3_chunk_cases == 0) && cases >= 100) {
     fprintf(stderr, "no depthwise case reached the 3x3 path's blocks and tail or its chunks\n");
     return 1;
