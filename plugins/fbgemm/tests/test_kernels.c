@@ -24,8 +24,9 @@ static int strided_cases;
  * of 4, output rows of 16 pixels or more), likewise. */
 static int tap_cases;
 /* Depthwise cases of the AVX-512 VNNI 3x3 path's shapes (dw-avx512vnni-3x3.c): a full
- * block of 64 channels and a tail, and rows wider than one chunk of 64 input columns. */
-static int dw3_block_cases, dw3_chunk_cases;
+ * block of 64 channels and a tail, rows wider than one chunk of 64 input columns, and
+ * stride 2 with dilation 1 over several output rows. */
+static int dw3_block_cases, dw3_chunk_cases, dw3_stride2_cases;
 
 /* One random case; returns 0 when every path agrees with the twin. */
 static int run_case(int idx, const FbIsa *isas, size_t n_isas) {
@@ -179,6 +180,7 @@ static int run_dw_case(int idx, const FbIsa *isas, size_t n_isas) {
   if (c.kh == 3 && c.kw == 3) {
     dw3_block_cases += c.ic > 64 && c.ic % 64 != 0;
     dw3_chunk_cases += c.ow * c.sw > 64;
+    dw3_stride2_cases += c.sh == 2 && c.dh == 1 && c.oh > 1;
   }
   if (c.sh == 1 && c.sw == 1 && c.dh == 1 && c.dw == 1 && c.ic % 64 == 0 && c.kh * c.kw > 1)
     gathered_cases++;
@@ -346,8 +348,9 @@ int main(int argc, char **argv) {
     return 1;
   }
   printf("%d of the depthwise cases are 3x3 with full blocks of 64 channels and a tail, %d 3x3 with rows of more "
-         "than one chunk of 64 input columns\n", dw3_block_cases, dw3_chunk_cases);
-  if ((dw3_block_cases == 0 || dw3_chunk_cases == 0) && cases >= 100) {
+         "than one chunk of 64 input columns, %d 3x3 at stride 2 over several rows\n",
+         dw3_block_cases, dw3_chunk_cases, dw3_stride2_cases);
+  if ((dw3_block_cases == 0 || dw3_chunk_cases == 0 || dw3_stride2_cases == 0) && cases >= 100) {
     fprintf(stderr, "no depthwise case reached the 3x3 path's blocks and tail or its chunks\n");
     return 1;
   }
