@@ -264,16 +264,18 @@ void fb_dw3_rows_avx512vnni(const FbConv *c, const FbDwPacked *p, const uint8_t 
   const int64_t chunk = c->sw < FB_DW3_CHUNK_COLS ? FB_DW3_CHUNK_COLS / c->sw : 1;
   const int64_t row_bytes = c->ow * c->oc;
   uint8_t *yb = y + b * c->oh * row_bytes;
-  for (int64_t oy = oy0; oy < oy1; oy += pairs ? 2 : 1) {
-    const uint8_t *row[4];
-    for (int t = 0; t < 4; t++) {
-      int64_t iy = oy * c->sh - c->pt + t * c->dh;
-      row[t] = iy >= 0 && iy < ih ? img + iy * iw * ic : NULL;
-    }
-    const int second = pairs && oy + 1 < oy1;
-    for (int64_t ox0 = 0; ox0 < c->ow; ox0 += chunk) {
-      const int64_t ox1 = ox0 + chunk < c->ow ? ox0 + chunk : c->ow;
-      const int64_t j0 = ox0 * c->sw, j1 = (ox1 - 1) * c->sw + 2 * c->dw + 1;
+  /* chunks outermost: down a band the input rows that consecutive output rows share
+   * (row 2oy + 1 at stride 2) are still in L1 */
+  for (int64_t ox0 = 0; ox0 < c->ow; ox0 += chunk) {
+    const int64_t ox1 = ox0 + chunk < c->ow ? ox0 + chunk : c->ow;
+    const int64_t j0 = ox0 * c->sw, j1 = (ox1 - 1) * c->sw + 2 * c->dw + 1;
+    for (int64_t oy = oy0; oy < oy1; oy += pairs ? 2 : 1) {
+      const uint8_t *row[4];
+      for (int t = 0; t < 4; t++) {
+        int64_t iy = oy * c->sh - c->pt + t * c->dh;
+        row[t] = iy >= 0 && iy < ih ? img + iy * iw * ic : NULL;
+      }
+      const int second = pairs && oy + 1 < oy1;
       for (int64_t cb = c0; cb < c1; cb += 64) {
         if (second) /* the fourth row only where the lower output row reads it */
           build_block(c, row, cb, j0, j1, v, zxl, 4);
