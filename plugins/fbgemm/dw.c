@@ -186,10 +186,10 @@ void fb_dw_run(FbIsa isa, const FbConv *c, const FbDwPacked *p, const uint8_t *x
     /* 3x3: with stride 1 and dilation 1 one row buffer serves a pair of output rows; with
      * several workers the blocks of 64 channels are split too, so that the few rows of
      * 14x14 and 7x7 maps still give every worker about 4 tasks of equal size */
-    j.band = c->sh == 1 && c->dh == 1 ? 2 : 1;
-    if (c->sh > 1) { /* bands of rows, each sharing input rows down a chunk of columns */
+    {   /* bands of rows (of pairs at stride 1), each sharing input rows down a chunk of columns */
       int64_t want_bands = workers > 1 ? ((int64_t)workers * 4 + c->n - 1) / c->n : 1;
       j.band = (c->oh + want_bands - 1) / want_bands;
+      j.band = c->sh == 1 && c->dh == 1 ? (j.band + 1) / 2 * 2 : j.band;
     }
     j.bands = (c->oh + j.band - 1) / j.band;
     int64_t blocks = (c->ic + 63) / 64, tasks = c->n * j.bands, want = (int64_t)workers * 4;
