@@ -1,21 +1,22 @@
-/* The fbgemm plugin's 3x3 depthwise convolution on AVX-512 VNNI (mobilenet's shape),
- * built for the two ports that the general path (dw-avx512vnni.c) keeps busy: on these
- * cores vpdpbusd zmm, the int/float conversions and the shifts share one port, the
- * shuffles another. Per output row pair, 4 input rows are interleaved into the worker's
- * row buffer with byte then word unpacks (8 shuffles per 64 channels and column, no
- * shifts: the rolled buffer took 8 shifts and 4 zero-extensions), which leaves each block
- * of 64 channels in lane order (kernels.h, fb_dw_lane_channel); the packed weights, zero
- * point sums, biases and multipliers are in the same order (dw.c), and the saturating
- * packs of the epilogue undo it, so the 64 bytes leave in channel order through one store
- * without the vpermd of gemm-avx512-store.h. The channels after the last full block (32
- * of mobilenet's 96, 16 of its 144) go 16 at a time through 128-bit unpacks, which keep
- * channel order, and a per-vector epilogue, so no work is spent on padding channels. With stride 1 and dilation 1 the buffer's
- * rows 0-3 serve the upper output row with weights (w0, w1, w2, 0) and the lower with
- * (0, w0, w1, w2): one build per two rows. Padding reads a line of zx bytes (every
- * source pointer valid, so no branches in the copy); the sums less zx * sum(w) are
- * exactly sum (x - zx) * w, then kernels.h's output rule as in gemm-avx512-store.h, so the
- * bytes are the scalar twin's (fb_dw_ref). Built with AVX-512 F/BW/VL/VNNI flags of its
- * own (CMakeLists.txt); called by dw.c on the avx512vnni (and AMX) path only. */
+/* The fbgemm plugin's 3x3 depthwise convolution on AVX-512 VNNI (mobilenet's shape). The
+ * general path (dw-avx512vnni.c) spent about 40% of its time (perf) building its row
+ * buffer: per 16 channels and column a zero-extension, two shifts and an or per row. Here
+ * 4 input rows are interleaved per dword with byte then word unpacks (8 shuffles per 64
+ * channels and column, nothing else), which leaves each block of 64 channels in lane
+ * order (kernels.h, fb_dw_lane_channel); the packed weights, zero point sums, biases and
+ * multipliers are in the same order (dw.c), and the saturating packs of the epilogue undo
+ * it, so the 64 bytes leave in channel order through one store without the vpermd of
+ * gemm-avx512-store.h. The channels after the last full block (32 of mobilenet's 96, 16 of
+ * its 144) go in pieces of 32 through 256-bit unpacks and of up to 16 through 128-bit
+ * ones (fb_dw3_tail_channel), so no work is spent on padding channels. With stride 1 and
+ * dilation 1 the buffer's rows 0-3 serve the upper output row with weights (w0, w1, w2, 0)
+ * and the lower with (0, w0, w1, w2): one build per two rows. The buffer holds one block
+ * of channels of one chunk of columns, so it stays in L1 from its build to the pixels that
+ * read it. Padding reads a line of zx bytes (every source pointer valid, so no branches
+ * in the copy); the sums less zx * sum(w) are exactly sum (x - zx) * w, then kernels.h's
+ * output rule as in gemm-avx512-store.h, so the bytes are the scalar twin's (fb_dw_ref).
+ * Built with AVX-512 F/BW/VL/VNNI flags of its own (CMakeLists.txt); called by dw.c on the
+ * avx512vnni (and AMX) path only. */
 #include <immintrin.h>
 #include <string.h>
 

@@ -2,8 +2,9 @@
  * input channel; square 3x3 and 5x5 in the lowering, any size here): weights packed once
  * tap-major into int32 rows of the padded channel count, so the AVX2 path
  * (plugins/fbgemm/dw-avx2.c) loads one vector of channels per tap, and in dwords of 4
- * kernel rows for vpdpbusd (plugins/fbgemm/dw-avx512vnni.c, dw-avxvnni.c); the portable C path; and
- * the driver that splits output rows over the caller's pool. Every path accumulates (x - zx) * w over the taps inside the image in int32 (a
+ * kernel rows for vpdpbusd (plugins/fbgemm/dw-avx512vnni.c, dw-avxvnni.c), and for 3x3 a
+ * lane-ordered copy for dw-avx512vnni-3x3.c; the portable C path; and the driver that
+ * splits output rows (and, for small 3x3 maps, blocks of channels) over the caller's pool. Every path accumulates (x - zx) * w over the taps inside the image in int32 (a
  * padding tap would add (zx - zx) * w = 0, so skipping it is exact) and requantizes with
  * kernels.h's output rule, so each is bit-exact with the scalar twin, fb_dw_ref (ref.c).
  * No row buffer, no im2col: FBGEMM's depthwise kernels are direct too. */
