@@ -172,10 +172,11 @@ void fb_dw_ref(const FbConv *c, const uint8_t *x, const int8_t *w, const FbRequa
  * - for 3x3 kernels only (NULL otherwise), the AVX-512 VNNI 3x3 path's copies
  *   (dw-avx512vnni-3x3.c), channels padded to cq (a multiple of 64), each full block of 64
  *   in lane order (fb_dw_lane_channel), the channels after the last full block in pieces
- *   of 32 in 256-bit lane order and a last piece of up to 16 in order (fb_dw3_tail_channel): w3[0] the dwords (w[c][0][kx], w[c][1][kx],
- *   w[c][2][kx], 0) at [kx * cq + position], serving the output row whose taps start at
- *   the row buffer's first row, w3[1] the same shifted up one byte (0, w0, w1, w2), serving the
- *   row below it; zsum3, bias3 and mult3 permuted the same way. */
+ *   of 32 in 256-bit lane order and a last piece of up to 16 in order
+ *   (fb_dw3_tail_channel): w3[0] the dwords (w[c][0][kx], w[c][1][kx], w[c][2][kx], 0) at
+ *   [kx * cq + position], serving the output row whose taps start at the row buffer's
+ *   first row, w3[1] the same shifted up one byte (0, w0, w1, w2), serving the row below
+ *   it; zsum3, bias3 and mult3 permuted the same way. */
 #define FB_DW_NR 16
 typedef struct {
   int64_t c, cp, cq, taps, kh, kw, groups;
@@ -246,7 +247,8 @@ static inline int64_t fb_dw3_tail_channel(int64_t off, int64_t n) {
  * image b on AVX-512 VNNI for 3x3 kernels (any stride and dilation; dw-avx512vnni-3x3.c):
  * 4 input rows interleaved per dword by byte and word unpacks, 64 lane-ordered channels
  * at a time; with stride 1 and dilation 1 one buffer serves two output rows (w3[0] and
- * w3[1]). */
+ * w3[1]). ws: the calling worker's slice of fb_dw_workspace (FB_ISA_AVX512VNNI), which no
+ * other thread may use meanwhile; p is only read. Reads nothing past x's end; no errors. */
 void fb_dw3_rows_avx512vnni(const FbConv *c, const FbDwPacked *p, const uint8_t *x, int64_t b, int64_t oy0,
                             int64_t oy1, int64_t c0, int64_t c1, uint8_t *y, void *ws);
 /* Columns of the VNNI paths' row buffer: every input column an output row's taps reach,
