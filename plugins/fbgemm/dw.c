@@ -2,8 +2,9 @@
  * input channel; square 3x3 and 5x5 in the lowering, any size here): weights packed once
  * tap-major into int32 rows of the padded channel count, so the AVX2 path
  * (plugins/fbgemm/dw-avx2.c) loads one vector of channels per tap, and in dwords of 4
- * kernel rows for vpdpbusd (plugins/fbgemm/dw-avx512vnni.c, dw-avxvnni.c); the portable C path; and
- * the driver that splits output rows over the caller's pool. Every path accumulates (x - zx) * w over the taps inside the image in int32 (a
+ * kernel rows for vpdpbusd (plugins/fbgemm/dw-avx512vnni.c, dw-avxvnni.c), and for 3x3 a
+ * lane-ordered copy for dw-avx512vnni-3x3.c; the portable C path; and the driver that
+ * splits output rows (and, for small 3x3 maps, blocks of channels) over the caller's pool. Every path accumulates (x - zx) * w over the taps inside the image in int32 (a
  * padding tap would add (zx - zx) * w = 0, so skipping it is exact) and requantizes with
  * kernels.h's output rule, so each is bit-exact with the scalar twin, fb_dw_ref (ref.c).
  * No row buffer, no im2col: FBGEMM's depthwise kernels are direct too. */
@@ -12,10 +13,39 @@
 
 #include "kernels.h"
 
+/* The AVX-512 VNNI 3x3 path's copies (kernels.h), lane-ordered in blocks and pieces, from
+ * p->zsum (already filled) and the caller's weights. */
+static int pack_3x3(FbDwPacked *p, const int8_t *w, const FbRequant *rq) {
+  const int64_t cq = p->cq, ch = p->c;
+  for (int s = 0; s < 2; s++)
+    p->w3[s] = aligned_alloc(64, (size_t)(3 * cq) * 4);
+  p->zsum3 = aligned_alloc(64, (size_t)cq * sizeof *p->zsum3);
+  p->bias3 = aligned_alloc(64, (size_t)cq * sizeof *p->bias3);
+  p->mult3 = aligned_alloc(64, (size_t)cq * sizeof *p->mult3);
+  if (!p->w3[0] || !p->w3[1] || !p->zsum3 || !p->bias3 || !p->mult3)
+    return -1;
+  const int64_t full = ch / 64 * 64; /* the tail block's pieces: fb_dw3_tail_channel */
+  for (int64_t pos = 0; pos < cq; pos++) {
+    int64_t c = pos < full ? pos / 64 * 64 + fb_dw_lane_channel(pos % 64) : full + fb_dw3_tail_channel(pos - full, ch - full);
+    int in = c < ch;
+    p->zsum3[pos] = in ? p->zsum[c] : 0;
+    p->bias3[pos] = in ? rq->bias[c] : 0.0f;
+    p->mult3[pos] = in ? rq->mult[c] : 0.0f;
+    for (int64_t kx = 0; kx < 3; kx++)
+      for (int t = 0; t < 4; t++) {
+        /* byte t of the dword: kernel row t for the upper output row, t - 1 for the lower */
+        p->w3[0][(kx * cq + pos) * 4 + t] = in && t < 3 ? w[c * 9 + t * 3 + kx] : 0;
+        p->w3[1][(kx * cq + pos) * 4 + t] = in && t > 0 ? w[c * 9 + (t - 1) * 3 + kx] : 0;
+      }
+  }
+  return 0;
+}
+
 int fb_dw_pack(FbDwPacked *p, const int8_t *w, int64_t ch, int64_t kh, int64_t kw, const FbRequant *rq) {
   memset(p, 0, sizeof *p);
   int64_t cp = (ch + FB_DW_NR - 1) / FB_DW_NR * FB_DW_NR, taps = kh * kw, groups = (kh + 3) / 4;
-  p->c = ch, p->cp = cp, p->taps = taps, p->kh = kh, p->kw = kw, p->groups = groups;
+  int64_t cq = (ch + 63) / 64 * 64;
+  p->c = ch, p->cp = cp, p->cq = cq, p->taps = taps, p->kh = kh, p->kw = kw, p->groups = groups;
   /* 64-byte aligned so that whole rows load as aligned vectors; aligned_alloc wants a
    * multiple of the alignment, which cp * 4 bytes (cp a multiple of 16) is */
   p->w = aligned_alloc(64, (size_t)(taps * cp) * sizeof *p->w);
@@ -47,6 +77,10 @@ int fb_dw_pack(FbDwPacked *p, const int8_t *w, int64_t ch, int64_t kh, int64_t k
     p->bias[c] = c < ch ? rq->bias[c] : 0.0f;
     p->mult[c] = c < ch ? rq->mult[c] : 0.0f;
   }
+  if (kh == 3 && kw == 3 && pack_3x3(p, w, rq) != 0) {
+    fb_dw_pack_free(p);
+    return -1;
+  }
   p->lo = (float)(rq->lo - rq->zo);
   p->hi = (float)(rq->hi - rq->zo);
   p->zx = rq->zx, p->zo = rq->zo;
@@ -57,7 +91,9 @@ void fb_dw_pack_free(FbDwPacked *p) {
   if (!p)
     return;
   free(p->w), free(p->w4), free(p->zsum), free(p->bias), free(p->mult);
+  free(p->w3[0]), free(p->w3[1]), free(p->zsum3), free(p->bias3), free(p->mult3);
   p->w = NULL, p->w4 = NULL, p->zsum = NULL, p->bias = p->mult = NULL;
+  p->w3[0] = p->w3[1] = NULL, p->zsum3 = NULL, p->bias3 = p->mult3 = NULL;
 }
 
 void fb_dw_pixel_c(const FbConv *c, const FbDwPacked *p, const uint8_t *x, int64_t b, int64_t oy, int64_t ox,
@@ -90,28 +126,42 @@ void fb_dw_row_c(const FbConv *c, const FbDwPacked *p, const uint8_t *x, int64_t
     fb_dw_pixel_c(c, p, x, b, oy, ox, 0, c->oc, y);
 }
 
+/* Output rows [oy0, oy1) of image b, with a workspace slice ws. */
+typedef void (*DwRowsFn)(const FbConv *c, const FbDwPacked *p, const uint8_t *x, int64_t b, int64_t oy0,
+                         int64_t oy1, uint8_t *y, void *ws);
+
 typedef struct {
-  FbDwRowFn row;
+  FbDwRowFn row; /* one row per task (band 1) */
+  DwRowsFn rows; /* bands of rows otherwise */
   const FbConv *c;
   const FbDwPacked *p;
   const uint8_t *x;
   uint8_t *y;
   uint8_t *ws;
   size_t slice;  /* workspace bytes per worker */
-  int64_t band;  /* output rows per task (the AVX-512 VNNI path; 1 otherwise) */
+  int64_t band;  /* output rows per task (the AVX-512 VNNI paths; 1 otherwise) */
   int64_t bands; /* tasks per image */
+  int64_t cgs, cg; /* the 3x3 path: channel groups per band and channels per group */
 } DwJob;
+
+static void dw3_task(void *user, size_t i, uint32_t worker) {
+  const DwJob *j = user;
+  int64_t g = (int64_t)i % j->cgs, r = (int64_t)i / j->cgs, b = r / j->bands, oy0 = r % j->bands * j->band;
+  int64_t oy1 = oy0 + j->band < j->c->oh ? oy0 + j->band : j->c->oh;
+  int64_t c0 = g * j->cg, c1 = c0 + j->cg < j->c->ic ? c0 + j->cg : j->c->ic;
+  fb_dw3_rows_avx512vnni(j->c, j->p, j->x, b, oy0, oy1, c0, c1, j->y, j->ws + worker * j->slice);
+}
 
 static void dw_task(void *user, size_t i, uint32_t worker) {
   const DwJob *j = user;
   uint8_t *ws = j->ws ? j->ws + worker * j->slice : NULL;
-  if (j->band == 1) {
+  if (!j->rows) {
     j->row(j->c, j->p, j->x, (int64_t)i / j->c->oh, (int64_t)i % j->c->oh, j->y, ws);
     return;
   }
   int64_t b = (int64_t)i / j->bands, oy0 = (int64_t)i % j->bands * j->band;
   int64_t oy1 = oy0 + j->band < j->c->oh ? oy0 + j->band : j->c->oh;
-  fb_dw_rows_avx512vnni(j->c, j->p, j->x, b, oy0, oy1, j->y, ws);
+  j->rows(j->c, j->p, j->x, b, oy0, oy1, j->y, ws);
 }
 
 size_t fb_dw_workspace(FbIsa isa, const FbConv *c, const FbDwPacked *p, uint32_t n_workers) {
@@ -133,9 +183,32 @@ void fb_dw_run(FbIsa isa, const FbConv *c, const FbDwPacked *p, const uint8_t *x
   size_t rows = (size_t)(c->n * c->oh);
   j.band = 1, j.bands = c->oh;
   uint32_t workers = pool && pool->run && pool->n_workers > 1 ? pool->n_workers : 1;
-  if (isa == FB_ISA_AVX512VNNI && c->sh == 1 && c->dh == 1 && p->groups == 1 && c->oh > 0) {
+  if (isa == FB_ISA_AVX512VNNI && p->w3[0] && c->oh > 0 && c->ic > 0) {
+    /* 3x3: with stride 1 and dilation 1 one row buffer serves a pair of output rows; with
+     * several workers the blocks of 64 channels are split too, so that the few rows of
+     * 14x14 and 7x7 maps still give every worker about 4 tasks of equal size */
+    {   /* bands of rows (of pairs at stride 1), each sharing input rows down a chunk of columns */
+      int64_t want_bands = workers > 1 ? ((int64_t)workers * 4 + c->n - 1) / c->n : 1;
+      j.band = (c->oh + want_bands - 1) / want_bands;
+      j.band = c->sh == 1 && c->dh == 1 ? (j.band + 1) / 2 * 2 : j.band;
+    }
+    j.bands = (c->oh + j.band - 1) / j.band;
+    int64_t blocks = (c->ic + 63) / 64, tasks = c->n * j.bands, want = (int64_t)workers * 4;
+    j.cgs = workers > 1 && tasks < want ? (want + tasks - 1) / tasks : 1;
+    j.cgs = j.cgs > blocks ? blocks : j.cgs;
+    j.cg = (blocks + j.cgs - 1) / j.cgs * 64;
+    j.cgs = (c->ic + j.cg - 1) / j.cg;
+    tasks *= j.cgs;
+    if (pool && pool->run && tasks > 1 && pool->n_workers > 1)
+      pool->run(pool->runner, (size_t)tasks, dw3_task, &j);
+    else
+      for (int64_t i = 0; i < tasks; i++)
+        dw3_task(&j, (size_t)i, 0);
+    return;
+  } else if (isa == FB_ISA_AVX512VNNI && c->sh == 1 && c->dh == 1 && p->groups == 1 && c->oh > 0) {
     /* bands of rows, so that each task rolls its row buffer down; about 4 per worker */
     int64_t want = (int64_t)workers * 4;
+    j.rows = fb_dw_rows_avx512vnni;
     j.band = (c->n * c->oh + want - 1) / want;
     j.band = j.band < 1 ? 1 : j.band > c->oh ? c->oh : j.band;
     j.bands = (c->oh + j.band - 1) / j.band;

@@ -168,17 +168,37 @@ void fb_dw_ref(const FbConv *c, const uint8_t *x, const int8_t *w, const FbRequa
  * - w4: for vpdpbusd (the VNNI paths), the kernel's rows in groups of 4: the dword
  *   [(g * kw + kx) * cp + c] holds w[c][4g + t][kx] in byte t (0 past kh), and
  *   zsum[c] = zx * sum of channel c's weights, which takes out the input zero point;
- * bias and multiplier padded like w. */
+ * bias and multiplier padded like w;
+ * - for 3x3 kernels only (NULL otherwise), the AVX-512 VNNI 3x3 path's copies
+ *   (dw-avx512vnni-3x3.c), channels padded to cq (a multiple of 64), each full block of 64
+ *   in lane order (fb_dw_lane_channel), the channels after the last full block in pieces
+ *   of 32 in 256-bit lane order and a last piece of up to 16 in order
+ *   (fb_dw3_tail_channel): w3[0] the dwords (w[c][0][kx], w[c][1][kx], w[c][2][kx], 0) at
+ *   [kx * cq + position], serving the output row whose taps start at the row buffer's
+ *   first row, w3[1] the same shifted up one byte (0, w0, w1, w2), serving the row below
+ *   it; zsum3, bias3 and mult3 permuted the same way. */
 #define FB_DW_NR 16
 typedef struct {
-  int64_t c, cp, taps, kh, kw, groups;
+  int64_t c, cp, cq, taps, kh, kw, groups;
   int32_t *w;
   int8_t *w4;
   int32_t *zsum;
   float *bias, *mult;
+  int8_t *w3[2];
+  int32_t *zsum3;
+  float *bias3, *mult3;
   float lo, hi; /* clamp bounds relative to zo */
   int32_t zx, zo;
 } FbDwPacked;
+
+/* The channel (within its block of 64) at position pos of a lane-ordered block: the
+ * order in which byte and word unpacks of 4 input rows leave 64 consecutive channels
+ * (dword vector k, 128-bit lane L, element e holds channel 16L + 4k + e, at position
+ * 16k + 4L + e), and in which saturating packs of the 4 result vectors give the bytes back
+ * in channel order. An involution: swapping the two 2-bit fields twice is the identity. */
+static inline int64_t fb_dw_lane_channel(int64_t pos) {
+  return ((pos >> 2) & 3) << 4 | ((pos >> 4) & 3) << 2 | (pos & 3);
+}
 
 /* w: [c][kh][kw]. 0 on success, -1 when out of memory (p is then freed). */
 int fb_dw_pack(FbDwPacked *p, const int8_t *w, int64_t ch, int64_t kh, int64_t kw, const FbRequant *rq);
@@ -215,13 +235,30 @@ void fb_dw_row_avx512vnni(const FbConv *c, const FbDwPacked *p, const uint8_t *x
  * each row's buffer is rolled from the previous one (one new input row per output row). */
 void fb_dw_rows_avx512vnni(const FbConv *c, const FbDwPacked *p, const uint8_t *x, int64_t b, int64_t oy0,
                            int64_t oy1, uint8_t *y, void *ws);
+/* The channel (relative to the tail's first) at offset off of a tail block of n < 64
+ * channels: pieces of 32 while more than 16 remain, each in the order 256-bit unpacks
+ * leave them (dword vector k, lane L, element e: channel 16L + 4k + e at 8k + 4L + e),
+ * then up to 16 in channel order (128-bit unpacks keep it). */
+static inline int64_t fb_dw3_tail_channel(int64_t off, int64_t n) {
+  int64_t ps = off / 32 * 32, q = off - ps;
+  return n - ps > 16 ? ps + (((q >> 2) & 1) << 4 | (q >> 3) << 2 | (q & 3)) : off;
+}
+/* Output rows [oy0, oy1), channels [c0, c1) (c0 a multiple of 64, c1 one too or c->ic) of
+ * image b on AVX-512 VNNI for 3x3 kernels (any stride and dilation; dw-avx512vnni-3x3.c):
+ * 4 input rows interleaved per dword by byte and word unpacks, 64 lane-ordered channels
+ * at a time; with stride 1 and dilation 1 one buffer serves two output rows (w3[0] and
+ * w3[1]). ws: the calling worker's slice of fb_dw_workspace (FB_ISA_AVX512VNNI), which no
+ * other thread may use meanwhile; p is only read. Reads nothing past x's end; no errors. */
+void fb_dw3_rows_avx512vnni(const FbConv *c, const FbDwPacked *p, const uint8_t *x, int64_t b, int64_t oy0,
+                            int64_t oy1, int64_t c0, int64_t c1, uint8_t *y, void *ws);
 /* Columns of the VNNI paths' row buffer: every input column an output row's taps reach,
  * padding included. */
 static inline int64_t fb_dw_cols(const FbConv *c) { return (c->ow - 1) * c->sw + (c->kw - 1) * c->dw + 1; }
 /* Bytes of the VNNI paths' row buffer: the input rows one output row reads, 4 kernel
- * rows interleaved per dword, a multiple of 64. */
+ * rows interleaved per dword (cq channels per column, enough for every path), a
+ * multiple of 64. */
 static inline size_t fb_dw_row_bytes(const FbConv *c, const FbDwPacked *p) {
-  return ((size_t)(p->groups * fb_dw_cols(c) * p->cp) * 4 + 63) / 64 * 64;
+  return ((size_t)(p->groups * fb_dw_cols(c) * p->cq) * 4 + 63) / 64 * 64;
 }
 /* Workspace bytes fb_dw_run needs with isa on n_workers workers: per worker, the VNNI
  * paths' row buffer and a line of ic zx bytes after it (64-byte multiples); 0 for the

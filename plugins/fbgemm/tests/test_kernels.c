@@ -23,6 +23,10 @@ static int strided_cases;
 /* Cases AVX-512 VNNI runs on its tap path (a kernel larger than 1x1, channels a multiple
  * of 4, output rows of 16 pixels or more), likewise. */
 static int tap_cases;
+/* Depthwise cases of the AVX-512 VNNI 3x3 path's shapes (dw-avx512vnni-3x3.c): a full
+ * block of 64 channels and a tail, rows wider than one chunk of 64 input columns, and
+ * stride 2 with dilation 1 over several output rows. */
+static int dw3_block_cases, dw3_chunk_cases, dw3_stride2_cases;
 
 /* One random case; returns 0 when every path agrees with the twin. */
 static int run_case(int idx, const FbIsa *isas, size_t n_isas) {
@@ -163,7 +167,7 @@ static int run_dw_case(int idx, const FbIsa *isas, size_t n_isas) {
   c.kw = rnd() % 2 ? c.kh : rnd_in(1, 5);
   c.sh = rnd_in(1, 3), c.sw = rnd() % 2 ? c.sh : rnd_in(1, 3);
   c.dh = rnd() % 3 == 0 ? rnd_in(2, 3) : 1, c.dw = rnd() % 3 == 0 ? rnd_in(2, 3) : 1;
-  c.ih = rnd_in(1, 12), c.iw = rnd_in(1, 12);
+  c.ih = rnd_in(1, 12), c.iw = rnd() % 6 == 0 ? rnd_in(13, 140) : rnd_in(1, 12); /* wide: past a 3x3 chunk */
   int64_t pb = 0, pr = 0;
   if (rnd() % 4) {
     c.pt = rnd_in(0, c.kh), c.pl = rnd_in(0, c.kw), pb = rnd_in(0, c.kh), pr = rnd_in(0, c.kw);
@@ -173,6 +177,11 @@ static int run_dw_case(int idx, const FbIsa *isas, size_t n_isas) {
     c.kh = c.kw = 1, eh = c.ih + c.pt + pb - 1, ew = c.iw + c.pl + pr - 1;
   }
   c.oh = eh / c.sh + 1, c.ow = ew / c.sw + 1;
+  if (c.kh == 3 && c.kw == 3) {
+    dw3_block_cases += c.ic > 64 && c.ic % 64 != 0;
+    dw3_chunk_cases += c.ow * c.sw > 64;
+    dw3_stride2_cases += c.sh == 2 && c.dh == 1 && c.oh > 1;
+  }
   if (c.sh == 1 && c.sw == 1 && c.dh == 1 && c.dw == 1 && c.ic % 64 == 0 && c.kh * c.kw > 1)
     gathered_cases++;
   int64_t taps = c.kh * c.kw, xn = c.n * c.ih * c.iw * c.ic, yn = c.n * c.oh * c.ow * c.oc;
@@ -336,6 +345,13 @@ int main(int argc, char **argv) {
   printf("%d of the %d cases have the shape of AVX-512 VNNI's tap path\n", tap_cases, cases);
   if (tap_cases == 0 && cases >= 100) {
     fprintf(stderr, "no case reached the tap path\n");
+    return 1;
+  }
+  printf("%d of the depthwise cases are 3x3 with full blocks of 64 channels and a tail, %d 3x3 with rows of more "
+         "than one chunk of 64 input columns, %d 3x3 at stride 2 over several rows\n",
+         dw3_block_cases, dw3_chunk_cases, dw3_stride2_cases);
+  if ((dw3_block_cases == 0 || dw3_chunk_cases == 0 || dw3_stride2_cases == 0) && cases >= 100) {
+    fprintf(stderr, "no depthwise case reached the 3x3 path's blocks and tail or its chunks\n");
     return 1;
   }
   if (failed)

@@ -1,0 +1,291 @@
+/* The fbgemm plugin's 3x3 depthwise convolution on AVX-512 VNNI (mobilenet's shape). The
+ * general path (dw-avx512vnni.c) spent about 40% of its time (perf) building its row
+ * buffer: per 16 channels and column a zero-extension, two shifts and an or per row. Here
+ * 4 input rows are interleaved per dword with byte then word unpacks (8 shuffles per 64
+ * channels and column, nothing else), which leaves each block of 64 channels in lane
+ * order (kernels.h, fb_dw_lane_channel); the packed weights, zero point sums, biases and
+ * multipliers are in the same order (dw.c), and the saturating packs of the epilogue undo
+ * it, so the 64 bytes leave in channel order through one store without the vpermd of
+ * gemm-avx512-store.h. The channels after the last full block (32 of mobilenet's 96, 16 of
+ * its 144) go in pieces of 32 through 256-bit unpacks and of up to 16 through 128-bit
+ * ones (fb_dw3_tail_channel), so no work is spent on padding channels. With stride 1 and
+ * dilation 1 the buffer's rows 0-3 serve the upper output row with weights (w0, w1, w2, 0)
+ * and the lower with (0, w0, w1, w2): one build per two rows. The buffer holds one block
+ * of channels of one chunk of columns, so it stays in L1 from its build to the pixels that
+ * read it. Padding reads a line of zx bytes (every source pointer valid, so no branches
+ * in the copy); the sums less zx * sum(w) are exactly sum (x - zx) * w, then kernels.h's
+ * output rule as in gemm-avx512-store.h, so the bytes are the scalar twin's (fb_dw_ref).
+ * Built with AVX-512 F/BW/VL/VNNI flags of its own (CMakeLists.txt); called by dw.c on the
+ * avx512vnni (and AMX) path only. */
+#include <immintrin.h>
+#include <string.h>
+
+#include "kernels.h"
+
+/* vpdpbusd through asm, as in dw-avx512vnni.c: acc += a (u8) . b (s8), per dword. */
+static inline __attribute__((always_inline)) __m512i dpbusd(__m512i acc, __m512i a, __m512i b) {
+  __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
+  return acc;
+}
+
+/* Input columns per chunk (64 output columns at stride 1, 32 at stride 2): a chunk's
+ * input bytes (4 rows of 64 columns) and row buffer (256 bytes a column) stay in L1 while
+ * every block of channels of the chunk is built and computed, where whole rows of
+ * mobilenet's 112-pixel maps overflowed it between blocks at stride 2; smaller chunks
+ * measured slower (the weights reloaded and 2 columns built twice per chunk). */
+#define FB_DW3_CHUNK_COLS 64
+
+/* The row buffer of one block of channels [cb, cb + 64) (fewer in the tail block): v[j * 64 +
+ * position], input column j - pl, dword byte t from row[t] (the zx line for a padding
+ * row or column; byte 3 is 0 when nr is 3, for a single output row), input columns
+ * [j0, j1) - pl at v[(j - j0) * 64 + position]. One block and chunk at a time. */
+static inline __attribute__((always_inline)) void build_block(const FbConv *c, const uint8_t *const row[4], int64_t cb,
+                                                              int64_t j0, int64_t j1, int32_t *v, const uint8_t *zxl,
+                                                              const int nr) {
+  const int64_t iw = c->iw, ic = c->ic, pl = c->pl;
+  const int full = cb + 64 <= ic;
+  for (int64_t j = j0; j < j1; j++) {
+    int64_t ix = j - pl;
+    int inside = ix >= 0 && ix < iw;
+    const uint8_t *s0 = (inside && row[0] ? row[0] + ix * ic : zxl) + cb;
+    const uint8_t *s1 = (inside && row[1] ? row[1] + ix * ic : zxl) + cb;
+    const uint8_t *s2 = (inside && row[2] ? row[2] + ix * ic : zxl) + cb;
+    const uint8_t *s3 = (inside && row[3] ? row[3] + ix * ic : zxl) + cb;
+    int32_t *dst = v + (j - j0) * 64;
+    if (full) {
+      __m512i r0 = _mm512_loadu_si512((const void *)s0), r1 = _mm512_loadu_si512((const void *)s1);
+      __m512i r2 = _mm512_loadu_si512((const void *)s2);
+      __m512i r3 = nr == 4 ? _mm512_loadu_si512((const void *)s3) : _mm512_setzero_si512();
+      __m512i lo01 = _mm512_unpacklo_epi8(r0, r1), hi01 = _mm512_unpackhi_epi8(r0, r1);
+      __m512i lo23 = _mm512_unpacklo_epi8(r2, r3), hi23 = _mm512_unpackhi_epi8(r2, r3);
+      _mm512_store_si512((void *)dst, _mm512_unpacklo_epi16(lo01, lo23));
+      _mm512_store_si512((void *)(dst + 16), _mm512_unpackhi_epi16(lo01, lo23));
+      _mm512_store_si512((void *)(dst + 32), _mm512_unpacklo_epi16(hi01, hi23));
+      _mm512_store_si512((void *)(dst + 48), _mm512_unpackhi_epi16(hi01, hi23));
+      continue;
+    }
+    /* the tail (fb_dw3_tail_channel): pieces of 32 through 256-bit unpacks while more than
+     * 16 channels remain, then up to 16 through 128-bit ones, which keep channel order;
+     * channels past ic read 0 and meet zero weights */
+    int64_t k = 0;
+    for (; ic - cb - k > 16; k += 32) {
+      const __mmask32 m = ic - cb - k >= 32 ? ~(__mmask32)0 : (__mmask32)((1u << (ic - cb - k)) - 1u);
+      __m256i r0 = _mm256_maskz_loadu_epi8(m, s0 + k), r1 = _mm256_maskz_loadu_epi8(m, s1 + k);
+      __m256i r2 = _mm256_maskz_loadu_epi8(m, s2 + k);
+      __m256i r3 = nr == 4 ? _mm256_maskz_loadu_epi8(m, s3 + k) : _mm256_setzero_si256();
+      __m256i lo01 = _mm256_unpacklo_epi8(r0, r1), hi01 = _mm256_unpackhi_epi8(r0, r1);
+      __m256i lo23 = _mm256_unpacklo_epi8(r2, r3), hi23 = _mm256_unpackhi_epi8(r2, r3);
+      _mm256_store_si256((__m256i *)(dst + k), _mm256_unpacklo_epi16(lo01, lo23));
+      _mm256_store_si256((__m256i *)(dst + k + 8), _mm256_unpackhi_epi16(lo01, lo23));
+      _mm256_store_si256((__m256i *)(dst + k + 16), _mm256_unpacklo_epi16(hi01, hi23));
+      _mm256_store_si256((__m256i *)(dst + k + 24), _mm256_unpackhi_epi16(hi01, hi23));
+    }
+    if (cb + k < ic) {
+      const __mmask16 m = (__mmask16)((1u << (ic - cb - k)) - 1u); /* 1..16 channels */
+      __m128i r0 = _mm_maskz_loadu_epi8(m, s0 + k), r1 = _mm_maskz_loadu_epi8(m, s1 + k);
+      __m128i r2 = _mm_maskz_loadu_epi8(m, s2 + k);
+      __m128i r3 = nr == 4 ? _mm_maskz_loadu_epi8(m, s3 + k) : _mm_setzero_si128();
+      __m128i lo01 = _mm_unpacklo_epi8(r0, r1), hi01 = _mm_unpackhi_epi8(r0, r1);
+      __m128i lo23 = _mm_unpacklo_epi8(r2, r3), hi23 = _mm_unpackhi_epi8(r2, r3);
+      _mm_store_si128((__m128i *)(dst + k), _mm_unpacklo_epi16(lo01, lo23));
+      _mm_store_si128((__m128i *)(dst + k + 4), _mm_unpackhi_epi16(lo01, lo23));
+      _mm_store_si128((__m128i *)(dst + k + 8), _mm_unpacklo_epi16(hi01, hi23));
+      _mm_store_si128((__m128i *)(dst + k + 12), _mm_unpackhi_epi16(hi01, hi23));
+    }
+  }
+}
+
+/* kernels.h's output rule for one lane-ordered block of 64 channels, as
+ * fb_store64_avx512 (gemm-avx512-store.h) applies it: only the upper bound in float,
+ * vcvtps2dq rounding half to even, the saturating packs and the byte maximum with lo
+ * taking the lower one; the packs' lane interleave puts lane-ordered channels back in
+ * channel order. */
+static inline __attribute__((always_inline)) void store64(const __m512i acc[4], const float *bias,
+                                                          const float *mult, __m512 hi, __m512i zo16, __m512i lo8,
+                                                          uint8_t *dst) {
+  __m512i q[4];
+  _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) {
+    __m512 f = _mm512_cvtepi32_ps(acc[u]);
+    f = _mm512_mul_ps(_mm512_add_ps(f, _mm512_load_ps(bias + 16 * u)), _mm512_load_ps(mult + 16 * u));
+    q[u] = _mm512_cvtps_epi32(_mm512_min_ps(f, hi));
+  }
+  __m512i w01 = _mm512_adds_epi16(_mm512_packs_epi32(q[0], q[1]), zo16);
+  __m512i w23 = _mm512_adds_epi16(_mm512_packs_epi32(q[2], q[3]), zo16);
+  _mm512_storeu_si512((void *)dst, _mm512_max_epu8(_mm512_packus_epi16(w01, w23), lo8));
+}
+
+/* A full block of 64 channels of one output row with the stride and dilation known at
+ * compile time (sw_c, dw_c > 0) or not (0), so that the common ones address the row
+ * buffer with constant offsets: the 12 weight vectors stay in registers, and each pixel
+ * is 12 independent vpdpbusd and one store. */
+static inline __attribute__((always_inline)) void full_block(const FbConv *c, const FbDwPacked *p, const int32_t *v,
+                                                             const int8_t *w3, int64_t cb, int64_t ox0, int64_t ox1,
+                                                             uint8_t *orow, const int sw_c, const int dw_c) {
+  const int64_t oc = c->oc, cq = p->cq, sw = sw_c ? sw_c : c->sw, dw = dw_c ? dw_c : c->dw;
+  const __m512 hi = _mm512_set1_ps(p->hi);
+  const __m512i zo16 = _mm512_set1_epi16((short)p->zo);
+  const __m512i lo8 = _mm512_set1_epi8((char)(uint8_t)((int32_t)p->lo + p->zo)); /* in [0, 255] */
+  __m512i wv[4][3], nzs[4];
+  _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) {
+    nzs[u] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_load_si512((const void *)(p->zsum3 + cb + 16 * u)));
+    _Pragma("GCC unroll 3") for (int kx = 0; kx < 3; kx++)
+      wv[u][kx] = _mm512_load_si512((const void *)(w3 + (kx * cq + cb + 16 * u) * 4));
+  }
+  const float *bias = p->bias3 + cb, *mult = p->mult3 + cb;
+  const int32_t *vc = v;
+  uint8_t *out = orow + ox0 * oc + cb;
+  for (int64_t ox = ox0; ox < ox1; ox++, vc += sw * 64, out += oc) {
+    __m512i acc[4];
+    _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) {
+      acc[u] = nzs[u];
+      _Pragma("GCC unroll 3") for (int kx = 0; kx < 3; kx++)
+        acc[u] = dpbusd(acc[u], _mm512_load_si512((const void *)(vc + kx * dw * 64 + 16 * u)), wv[u][kx]);
+    }
+    store64(acc, bias, mult, hi, zo16, lo8, out);
+  }
+}
+
+/* Two vectors of a tail piece of 32 channels (lane order of 256-bit unpacks) of one
+ * pixel, requantized up to vcvtps2dq as store64 does. */
+static inline __attribute__((always_inline)) void piece32_pixel(const int32_t *vc, int64_t dw, const __m512i wv[2][3],
+                                                                const __m512i nzs[2], const float *bias,
+                                                                const float *mult, __m512 hi, __m512i q[2]) {
+  _Pragma("GCC unroll 2") for (int u = 0; u < 2; u++) {
+    __m512i acc = nzs[u];
+    _Pragma("GCC unroll 3") for (int kx = 0; kx < 3; kx++)
+      acc = dpbusd(acc, _mm512_load_si512((const void *)(vc + kx * dw * 64 + 16 * u)), wv[u][kx]);
+    __m512 f = _mm512_cvtepi32_ps(acc);
+    f = _mm512_mul_ps(_mm512_add_ps(f, _mm512_load_ps(bias + 16 * u)), _mm512_load_ps(mult + 16 * u));
+    q[u] = _mm512_cvtps_epi32(_mm512_min_ps(f, hi));
+  }
+}
+
+/* A tail piece of 32 channels [ck, ck + 32) (fewer past oc) of one output row, v at the
+ * piece's first column (the row buffer at output column 0), stride and dilation as in
+ * full_block. Two pixels share one epilogue: the packs of pixel A's vectors and of B's
+ * leave A's channels in dwords 0, 8, 1, 9, 4, 12, 5, 13 (4 channels each, in order) and
+ * B's in 2, 10, 3, 11, 6, 14, 7, 15, which one vpermd puts back. */
+static inline __attribute__((always_inline)) void piece32(const FbConv *c, const FbDwPacked *p, const int32_t *v,
+                                                          const int8_t *w3, int64_t ck, int64_t ox0, int64_t ox1,
+                                                          uint8_t *orow, const int sw_c, const int dw_c) {
+  const int64_t oc = c->oc, cq = p->cq, sw = sw_c ? sw_c : c->sw, dw = dw_c ? dw_c : c->dw;
+  const __m512 hi = _mm512_set1_ps(p->hi);
+  const __m512i zo16 = _mm512_set1_epi16((short)p->zo);
+  const __m512i lo8 = _mm512_set1_epi8((char)(uint8_t)((int32_t)p->lo + p->zo));
+  const __m512i perm = _mm512_setr_epi32(0, 8, 1, 9, 4, 12, 5, 13, 2, 10, 3, 11, 6, 14, 7, 15);
+  const __mmask32 mask = oc - ck >= 32 ? ~(__mmask32)0 : (__mmask32)((1u << (oc - ck)) - 1u);
+  const int adjacent = oc == 32; /* B's 32 bytes follow A's */
+  __m512i wv[2][3], nzs[2];
+  _Pragma("GCC unroll 2") for (int u = 0; u < 2; u++) {
+    nzs[u] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_load_si512((const void *)(p->zsum3 + ck + 16 * u)));
+    _Pragma("GCC unroll 3") for (int kx = 0; kx < 3; kx++)
+      wv[u][kx] = _mm512_load_si512((const void *)(w3 + (kx * cq + ck + 16 * u) * 4));
+  }
+  const float *bias = p->bias3 + ck, *mult = p->mult3 + ck;
+  int64_t ox = ox0;
+  for (; ox + 2 <= ox1; ox += 2) {
+    __m512i qa[2], qb[2];
+    piece32_pixel(v + ox * sw * 64, dw, wv, nzs, bias, mult, hi, qa);
+    piece32_pixel(v + (ox + 1) * sw * 64, dw, wv, nzs, bias, mult, hi, qb);
+    __m512i wa = _mm512_adds_epi16(_mm512_packs_epi32(qa[0], qa[1]), zo16);
+    __m512i wb = _mm512_adds_epi16(_mm512_packs_epi32(qb[0], qb[1]), zo16);
+    __m512i u8 = _mm512_permutexvar_epi32(perm, _mm512_max_epu8(_mm512_packus_epi16(wa, wb), lo8));
+    uint8_t *out = orow + ox * oc + ck;
+    if (adjacent) {
+      _mm512_storeu_si512((void *)out, u8);
+    } else {
+      _mm256_mask_storeu_epi8(out, mask, _mm512_castsi512_si256(u8));
+      _mm256_mask_storeu_epi8(out + oc, mask, _mm512_extracti64x4_epi64(u8, 1));
+    }
+  }
+  if (ox < ox1) {
+    __m512i qa[2];
+    piece32_pixel(v + ox * sw * 64, dw, wv, nzs, bias, mult, hi, qa);
+    __m512i wa = _mm512_adds_epi16(_mm512_packs_epi32(qa[0], qa[1]), zo16);
+    __m512i u8 = _mm512_permutexvar_epi32(perm, _mm512_max_epu8(_mm512_packus_epi16(wa, wa), lo8));
+    _mm256_mask_storeu_epi8(orow + ox * oc + ck, mask, _mm512_castsi512_si256(u8));
+  }
+}
+
+/* Block cb of one output row from its row buffer with weight set w3 (p->w3[0] or
+ * p->w3[1]): a full block (full_block), or the tail block's pieces. */
+static void compute_block(const FbConv *c, const FbDwPacked *p, const int32_t *v, const int8_t *w3, int64_t cb,
+                          int64_t ox0, int64_t ox1, uint8_t *orow) {
+  const int64_t oc = c->oc, cq = p->cq, sw = c->sw, dw = c->dw;
+  v -= ox0 * sw * 64; /* the buffer starts at output column ox0's first input column */
+  if (cb + 64 <= oc) {
+    if (sw == 1 && dw == 1)
+      full_block(c, p, v + ox0 * 64, w3, cb, ox0, ox1, orow, 1, 1);
+    else if (sw == 2 && dw == 1)
+      full_block(c, p, v + ox0 * 128, w3, cb, ox0, ox1, orow, 2, 1);
+    else
+      full_block(c, p, v + ox0 * sw * 64, w3, cb, ox0, ox1, orow, 0, 0);
+    return;
+  }
+  const __m512 hi = _mm512_set1_ps(p->hi);
+  int64_t k = 0;
+  for (; oc - cb - k > 16; k += 32) {
+    if (sw == 1 && dw == 1)
+      piece32(c, p, v + k, w3, cb + k, ox0, ox1, orow, 1, 1);
+    else if (sw == 2 && dw == 1)
+      piece32(c, p, v + k, w3, cb + k, ox0, ox1, orow, 2, 1);
+    else
+      piece32(c, p, v + k, w3, cb + k, ox0, ox1, orow, 0, 0);
+  }
+  if (cb + k < oc) { /* up to 16 in channel order, through vpmovdb and a masked store */
+    const int64_t ck = cb + k;
+    const __mmask16 mask = (__mmask16)((1u << (oc - ck)) - 1u);
+    const __m512 lo = _mm512_set1_ps(p->lo);
+    const __m512i zo = _mm512_set1_epi32(p->zo);
+    const __m512i nzs = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_load_si512((const void *)(p->zsum3 + ck)));
+    const __m512 bias = _mm512_load_ps(p->bias3 + ck), mult = _mm512_load_ps(p->mult3 + ck);
+    __m512i wv[3];
+    _Pragma("GCC unroll 3") for (int kx = 0; kx < 3; kx++)
+      wv[kx] = _mm512_load_si512((const void *)(w3 + (kx * cq + ck) * 4));
+    for (int64_t ox = ox0; ox < ox1; ox++) {
+      const int32_t *vc = v + ox * sw * 64 + k;
+      __m512i acc = nzs;
+      _Pragma("GCC unroll 3") for (int kx = 0; kx < 3; kx++)
+        acc = dpbusd(acc, _mm512_load_si512((const void *)(vc + kx * dw * 64)), wv[kx]);
+      __m512 f = _mm512_mul_ps(_mm512_add_ps(_mm512_cvtepi32_ps(acc), bias), mult);
+      f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
+      _mm_mask_storeu_epi8(orow + ox * oc + ck, mask, _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(f), zo)));
+    }
+  }
+}
+
+void fb_dw3_rows_avx512vnni(const FbConv *c, const FbDwPacked *p, const uint8_t *x, int64_t b, int64_t oy0,
+                            int64_t oy1, int64_t c0, int64_t c1, uint8_t *y, void *ws) {
+  int32_t *v = ws;
+  uint8_t *zxl = (uint8_t *)ws + fb_dw_row_bytes(c, p);
+  memset(zxl, p->zx, (size_t)c->ic);
+  const int64_t ih = c->ih, iw = c->iw, ic = c->ic;
+  const uint8_t *img = x + b * ih * iw * ic;
+  const int pairs = c->sh == 1 && c->dh == 1;
+  const int64_t chunk = c->sw < FB_DW3_CHUNK_COLS ? FB_DW3_CHUNK_COLS / c->sw : 1;
+  const int64_t row_bytes = c->ow * c->oc;
+  uint8_t *yb = y + b * c->oh * row_bytes;
+  /* chunks outermost: down a band the input rows that consecutive output rows share
+   * (row 2oy + 1 at stride 2) are still in L1 */
+  for (int64_t ox0 = 0; ox0 < c->ow; ox0 += chunk) {
+    const int64_t ox1 = ox0 + chunk < c->ow ? ox0 + chunk : c->ow;
+    const int64_t j0 = ox0 * c->sw, j1 = (ox1 - 1) * c->sw + 2 * c->dw + 1;
+    for (int64_t oy = oy0; oy < oy1; oy += pairs ? 2 : 1) {
+      const uint8_t *row[4];
+      for (int t = 0; t < 4; t++) {
+        int64_t iy = oy * c->sh - c->pt + t * c->dh;
+        row[t] = iy >= 0 && iy < ih ? img + iy * iw * ic : NULL;
+      }
+      const int second = pairs && oy + 1 < oy1;
+      for (int64_t cb = c0; cb < c1; cb += 64) {
+        if (second) /* the fourth row only where the lower output row reads it */
+          build_block(c, row, cb, j0, j1, v, zxl, 4);
+        else
+          build_block(c, row, cb, j0, j1, v, zxl, 3);
+        compute_block(c, p, v, p->w3[0], cb, ox0, ox1, yb + oy * row_bytes);
+        if (second)
+          compute_block(c, p, v, p->w3[1], cb, ox0, ox1, yb + (oy + 1) * row_bytes);
+      }
+    }
+  }
+}
