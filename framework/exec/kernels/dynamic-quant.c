@@ -145,13 +145,27 @@ static void dql_quantize(const float *x, int64_t n, float scale, float zp, uint8
  * operand on NaN as minps / maxps do, division is IEEE's in both, and vpmovdb keeps the
  * low byte of lanes already clamped to [0, 255]. */
 AVX512 static void dql_range_avx512(const float *x, int64_t n, float *lo, float *hi) {
-  __m512 l = _mm512_setzero_ps(), h = _mm512_setzero_ps();
+  /* four pairs of running bounds, so that each vminps / vmaxps waits for its own chain
+   * only (one chain would run at one vector per instruction latency) */
+  __m512 l0 = _mm512_setzero_ps(), h0 = l0, l1 = l0, h1 = l0, l2 = l0, h2 = l0, l3 = l0, h3 = l0;
   int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    __m512 v0 = _mm512_loadu_ps(x + i), v1 = _mm512_loadu_ps(x + i + 16);
+    __m512 v2 = _mm512_loadu_ps(x + i + 32), v3 = _mm512_loadu_ps(x + i + 48);
+    l0 = _mm512_min_ps(v0, l0), h0 = _mm512_max_ps(v0, h0);
+    l1 = _mm512_min_ps(v1, l1), h1 = _mm512_max_ps(v1, h1);
+    l2 = _mm512_min_ps(v2, l2), h2 = _mm512_max_ps(v2, h2);
+    l3 = _mm512_min_ps(v3, l3), h3 = _mm512_max_ps(v3, h3);
+  }
   for (; i + 16 <= n; i += 16) {
     __m512 v = _mm512_loadu_ps(x + i);
-    l = _mm512_min_ps(v, l);
-    h = _mm512_max_ps(v, h);
+    l0 = _mm512_min_ps(v, l0);
+    h0 = _mm512_max_ps(v, h0);
   }
+  /* the bounds hold no NaN (min / max keep their second operand on NaN), so merging them
+   * in any order gives the same two values */
+  __m512 l = _mm512_min_ps(_mm512_min_ps(l0, l1), _mm512_min_ps(l2, l3));
+  __m512 h = _mm512_max_ps(_mm512_max_ps(h0, h1), _mm512_max_ps(h2, h3));
   float ls[16], hs[16];
   _mm512_storeu_ps(ls, l);
   _mm512_storeu_ps(hs, h);
