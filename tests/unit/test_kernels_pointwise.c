@@ -631,12 +631,15 @@ static void test_reduce_mean(void) {
 /* DynamicQuantizeLinear's vector path (AVX-512F, or SSE2: unit/test_kernels_pointwise/sse2)
  * gives its scalar twin's bytes, scale and zero point:
  * random data (a tail past the vector width), exact half-step ties, NaN, a range
- * without negative values, and several blocks split over two threads. */
+ * without negative values, several blocks split over two threads, values a few ulp
+ * either side of half steps (where multiplying by 1 / scale could round the other way:
+ * the vector loops must divide there), and QuantizeLinear's own example of that
+ * (scale 0.3: -35.25 / 0.3 rounds to -117, -35.25 * (1 / 0.3) to -118). */
 static void test_dql_matches_twin(void) {
   QhGraph *g = qh_graph_new();
   GRand *r = g_rand_new_with_seed(13);
   QhNode *node = make_node(g, "DynamicQuantizeLinear", 1, 3);
-  for (int form = 0; form < 4; form++) {
+  for (int form = 0; form < 6; form++) {
     /* form 3: several blocks of the threaded loops, on two threads */
     int64_t n = form == 3 ? 3 * 16384 + 1001 : 1003;
     QhTensor *x = random_f32(S1(n), r, form == 2 ? 0.5 : -3, 4);
@@ -648,6 +651,22 @@ static void test_dql_matches_twin(void) {
     }
     if (form == 3) /* a NaN and a -0 in later blocks than the first */
       v[20000] = NAN, v[40000] = -0.0f;
+    if (form == 4) { /* range [0, 2.55]: every other value within 3 ulp of a half step */
+      float step = 2.55f / 255.0f;
+      for (int64_t i = 1; i < n; i += 2) {
+        v[i] = ((float)(i % 254) + 0.5f) * step;
+        for (int k = (int)(i % 7) - 3; k != 0; k += k < 0 ? 1 : -1)
+          v[i] = nextafterf(v[i], k < 0 ? 0.0f : 3.0f);
+      }
+      v[0] = 2.55f;
+    }
+    if (form == 5) { /* range [-76.5, 0]: scale 0.3, zero point 255 */
+      for (int64_t i = 0; i < n; i++)
+        v[i] = -fabsf(v[i]) * 19.0f;
+      v[0] = -76.5f, v[5] = 0.0f;
+      for (int64_t i = 1; i + 1 < n; i += 37)
+        v[i] = -35.25f, v[i + 1] = -17.25f;
+    }
     QhTensor *fast[3], *twin[3];
     GError *error = NULL;
     run_op(node, IN(x), 1, fast, 3, form == 3 ? pool2 : pool1, FALSE, &error);

@@ -14,6 +14,12 @@
  * at run time), each the scalar twin's operation, in blocks over the run's threads: min
  * and max are order-free and every block starts from 0 (so -0 never replaces +0), and
  * each byte depends on its own element only, so any split gives the twin's result.
+ * The vector quantize loops multiply by 1 / scale instead of dividing, which is exact
+ * where it matters: only the rounded integer of x / scale is kept, and the product is
+ * within 3 ulp of the quotient, so wherever the product is farther than 2^-12 from a
+ * half step (and below 512 in magnitude, which every x in [lo, hi] is) both round to
+ * the same integer; a vector with any lane closer to a half step, or NaN, is divided
+ * as the twin does (dql_recip_ok, near_half).
  * MatMulInteger's fast path runs each batch matrix as a double-precision GEMM (OpenBLAS
  * dgemm) on the zero-point-shifted operands: every product is at most 255^2 and every
  * sum of fewer than 2^37 of them is an exact integer in double, so the result is exact;
@@ -85,17 +91,44 @@ static void dql_range(const float *x, int64_t n, float *lo, float *hi) {
   dql_range_naive(x + i, n - i, lo, hi);
 }
 
+/* The reciprocal's error bound holds for normal numbers: with a scale or 1 / scale
+ * outside them (a subnormal range) the loops divide throughout. */
+static gboolean dql_recip_ok(float scale, float inv) {
+  return isnormal(scale) && isnormal(inv);
+}
+
+/* A product farther than this from every half step rounds as the quotient does: the two
+ * differ by at most 3 * 2^-24 * 512 < 2^-13 where the product is below DQL_FAST_MAX. */
+#define DQL_HALF_MARGIN (0.5f - 1.0f / 4096.0f)
+#define DQL_FAST_MAX 512.0f
+
 static void dql_quantize(const float *x, int64_t n, float scale, float zp, uint8_t *y) {
   const __m128 s = _mm_set1_ps(scale), z = _mm_set1_ps(zp), magic = _mm_set1_ps(12582912.0f);
   const __m128 lo = _mm_set1_ps(-4096.0f), hi = _mm_set1_ps(4096.0f), zero = _mm_setzero_ps();
-  const __m128 top = _mm_set1_ps(255.0f);
+  const __m128 top = _mm_set1_ps(255.0f), sign = _mm_set1_ps(-0.0f);
+  const __m128 margin = _mm_set1_ps(DQL_HALF_MARGIN), fast_max = _mm_set1_ps(DQL_FAST_MAX);
+  const float inv_s = 1.0f / scale;
+  const __m128 inv = _mm_set1_ps(inv_s);
+  const int recip = dql_recip_ok(scale, inv_s);
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
     __m128i q[4];
     for (int k = 0; k < 4; k++) {
-      __m128 r = _mm_div_ps(_mm_loadu_ps(x + i + 4 * k), s);
-      r = _mm_min_ps(_mm_max_ps(r, lo), hi);
-      __m128 v = _mm_add_ps(_mm_sub_ps(_mm_add_ps(r, magic), magic), z);
+      __m128 xv = _mm_loadu_ps(x + i + 4 * k), rr = zero;
+      int near_half = 1;
+      if (recip) {
+        __m128 r = _mm_mul_ps(xv, inv);
+        rr = _mm_sub_ps(_mm_add_ps(r, magic), magic);
+        __m128 far = _mm_and_ps(_mm_cmplt_ps(_mm_andnot_ps(sign, _mm_sub_ps(r, rr)), margin),
+                                _mm_cmplt_ps(_mm_andnot_ps(sign, r), fast_max));
+        near_half = _mm_movemask_ps(far) != 0xF;
+      }
+      if (near_half) {
+        __m128 r = _mm_div_ps(xv, s);
+        r = _mm_min_ps(_mm_max_ps(r, lo), hi);
+        rr = _mm_sub_ps(_mm_add_ps(r, magic), magic);
+      }
+      __m128 v = _mm_add_ps(rr, z);
       v = _mm_min_ps(_mm_max_ps(v, zero), top);
       q[k] = _mm_cvttps_epi32(v);
     }
@@ -112,13 +145,27 @@ static void dql_quantize(const float *x, int64_t n, float scale, float zp, uint8
  * operand on NaN as minps / maxps do, division is IEEE's in both, and vpmovdb keeps the
  * low byte of lanes already clamped to [0, 255]. */
 AVX512 static void dql_range_avx512(const float *x, int64_t n, float *lo, float *hi) {
-  __m512 l = _mm512_setzero_ps(), h = _mm512_setzero_ps();
+  /* four pairs of running bounds, so that each vminps / vmaxps waits for its own chain
+   * only (one chain would run at one vector per instruction latency) */
+  __m512 l0 = _mm512_setzero_ps(), h0 = l0, l1 = l0, h1 = l0, l2 = l0, h2 = l0, l3 = l0, h3 = l0;
   int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    __m512 v0 = _mm512_loadu_ps(x + i), v1 = _mm512_loadu_ps(x + i + 16);
+    __m512 v2 = _mm512_loadu_ps(x + i + 32), v3 = _mm512_loadu_ps(x + i + 48);
+    l0 = _mm512_min_ps(v0, l0), h0 = _mm512_max_ps(v0, h0);
+    l1 = _mm512_min_ps(v1, l1), h1 = _mm512_max_ps(v1, h1);
+    l2 = _mm512_min_ps(v2, l2), h2 = _mm512_max_ps(v2, h2);
+    l3 = _mm512_min_ps(v3, l3), h3 = _mm512_max_ps(v3, h3);
+  }
   for (; i + 16 <= n; i += 16) {
     __m512 v = _mm512_loadu_ps(x + i);
-    l = _mm512_min_ps(v, l);
-    h = _mm512_max_ps(v, h);
+    l0 = _mm512_min_ps(v, l0);
+    h0 = _mm512_max_ps(v, h0);
   }
+  /* the bounds hold no NaN (min / max keep their second operand on NaN), so merging them
+   * in any order gives the same two values */
+  __m512 l = _mm512_min_ps(_mm512_min_ps(l0, l1), _mm512_min_ps(l2, l3));
+  __m512 h = _mm512_max_ps(_mm512_max_ps(h0, h1), _mm512_max_ps(h2, h3));
   float ls[16], hs[16];
   _mm512_storeu_ps(ls, l);
   _mm512_storeu_ps(hs, h);
@@ -131,11 +178,26 @@ AVX512 static void dql_quantize_avx512(const float *x, int64_t n, float scale, f
   const __m512 s = _mm512_set1_ps(scale), z = _mm512_set1_ps(zp), magic = _mm512_set1_ps(12582912.0f);
   const __m512 lo = _mm512_set1_ps(-4096.0f), hi = _mm512_set1_ps(4096.0f), zero = _mm512_setzero_ps();
   const __m512 top = _mm512_set1_ps(255.0f);
+  const __m512 margin = _mm512_set1_ps(DQL_HALF_MARGIN), fast_max = _mm512_set1_ps(DQL_FAST_MAX);
+  const float inv_s = 1.0f / scale;
+  const __m512 inv = _mm512_set1_ps(inv_s);
+  const int recip = dql_recip_ok(scale, inv_s);
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    __m512 r = _mm512_div_ps(_mm512_loadu_ps(x + i), s);
-    r = _mm512_min_ps(_mm512_max_ps(r, lo), hi);
-    __m512 v = _mm512_add_ps(_mm512_sub_ps(_mm512_add_ps(r, magic), magic), z);
+    __m512 xv = _mm512_loadu_ps(x + i), rr = zero;
+    __mmask16 far = 0;
+    if (recip) {
+      __m512 r = _mm512_mul_ps(xv, inv);
+      rr = _mm512_sub_ps(_mm512_add_ps(r, magic), magic);
+      far = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(r, rr)), margin, _CMP_LT_OQ) &
+            _mm512_cmp_ps_mask(_mm512_abs_ps(r), fast_max, _CMP_LT_OQ);
+    }
+    if (far != 0xFFFF) {
+      __m512 r = _mm512_div_ps(xv, s);
+      r = _mm512_min_ps(_mm512_max_ps(r, lo), hi);
+      rr = _mm512_sub_ps(_mm512_add_ps(r, magic), magic);
+    }
+    __m512 v = _mm512_add_ps(rr, z);
     v = _mm512_min_ps(_mm512_max_ps(v, zero), top);
     _mm_storeu_si128((__m128i *)(y + i), _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(v)));
   }

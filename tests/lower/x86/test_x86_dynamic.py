@@ -7,6 +7,9 @@ one (the four-op pattern dynamic_linear_bias), is on the plugin and the output i
 bit-identical to the host's reference path (DynamicQuantizeLinear, MatMulInteger, Cast, Mul,
 Add as ONNX defines them); with VNNI hidden (QHOST_CPU_DISABLE=avx512vnni,avxvnni) a unit whose weights could
 saturate vpmaddubsw's int16 pair sums is declined with that reason and runs on the host.
+The kernel writes oneDNN's int32 result into the float output and converts it in place:
+cases with accumulators beyond 2^24 (where the conversion to float rounds) and with
+weights that cannot saturate, which stay on the plugin with VNNI hidden, check that path.
 """
 import json
 import os
@@ -119,8 +122,79 @@ def case_sse2_epilogue(r, tmp):
         os.environ.pop("QHOST_CPU_DISABLE", None)
 
 
+def export_linear(tmp, name, k, n, weight, x):
+    """One nn.Linear(k, n) with the given weight, exported as `name`, and its input file."""
+    import torch
+    import torch.nn as nn
+    model = nn.Linear(k, n)
+    with torch.no_grad():
+        model.weight.copy_(torch.from_numpy(weight))
+    path = os.path.join(tmp, f"{name}.onnx")
+    torch.onnx.export(model.eval(), torch.from_numpy(x), path, opset_version=13, input_names=["x"],
+                      output_names=["y"])
+    xs = os.path.join(tmp, f"{name}.x.npy")
+    np.save(xs, x)
+    return path, xs
+
+
+def quantize_and_compare(r, tmp, name, fpath, x, hidden, per_channel):
+    """The single unit on the plugin (with `hidden` CPU features hidden) and its output
+    bit-identical to the host's reference path at 1 and 2 threads; returns the dynamic file."""
+    dyn = os.path.join(tmp, f"{name}.dyn.onnx")
+    tl.ok(r, "quantize", "--dynamic", fpath, "-o", dyn, "--quiet", *(["--dynamic-per-channel"] if per_channel else []))
+    host, low = os.path.join(tmp, "host.npy"), os.path.join(tmp, "x86.npy")
+    tl.ok(r, "run", dyn, "--input", x, "-o", host)
+    a = np.load(host)
+    units = json.loads(run_hidden(r, hidden, "inspect", dyn, "--json", *tl.BACKEND))["coverage"]["units"]
+    mine = [u for u in units if u["ops"].startswith("MatMulInteger")]
+    assert [u.get("kernel") for u in mine] == [KERNEL], mine
+    for threads in ("1", "2"):
+        run_hidden(r, hidden, "run", dyn, "--input", x, "-o", low, *tl.BACKEND, "--threads", threads)
+        b = np.load(low)
+        print(f"  {name}, threads {threads}: max |x86 - host| = {np.abs(a - b).max():.3g}")
+        assert np.array_equal(a, b), "not bit-identical to the host's reference path"
+    return dyn
+
+
+def case_large_accumulators(r, tmp):
+    """Positive weights and inputs over K = 2048: MatMulInteger's int32 results pass 2^24, so
+    the int32 -> float conversion rounds (the host's Cast and the kernel's in-place
+    vcvtdq2ps must round alike); 300 columns, not a multiple of 16 (the epilogue's tail)."""
+    if not tl.VNNI:
+        raise qhtest.Skip("no VNNI on this CPU: these weights saturate vpmaddubsw and are declined")
+    import onnx
+    from onnx import numpy_helper
+    rng = np.random.default_rng(5)
+    w = rng.uniform(0.2, 1.0, (300, 2048)).astype(np.float32) / 50
+    x = rng.uniform(0.5, 3.0, (2, 5, 2048)).astype(np.float32)
+    fpath, xs = export_linear(tmp, "large_acc", 2048, 300, w, x)
+    dyn = quantize_and_compare(r, tmp, "large_acc", fpath, xs, None, False)
+    wq = [numpy_helper.to_array(t) for t in onnx.load(dyn).graph.initializer if t.data_type == onnx.TensorProto.INT8
+          and len(t.dims) == 2]
+    assert len(wq) == 1, [t.name for t in onnx.load(dyn).graph.initializer]
+    lo, hi = min(0.0, float(x.min())), max(0.0, float(x.max()))
+    xq = np.clip(np.rint(x / ((hi - lo) / 255)), 0, 255).astype(np.int64)  # zero point 0: no negatives
+    acc = xq.reshape(-1, 2048) @ wq[0].astype(np.int64)
+    print(f"  largest accumulator {acc.max()} (2^24 = {2 ** 24})")
+    assert acc.max() > 2 ** 24, acc.max()
+
+
+def case_vnni_hidden_on_plugin(r, tmp):
+    """With VNNI hidden, weights whose two largest |w| in each column add up to at most 128
+    (one dominant weight per output, the rest within 1/127 of it per channel) stay on the
+    plugin's vpmaddubsw path, bit-identical to the host's."""
+    rng = np.random.default_rng(6)
+    k, n = 600, 300
+    w = rng.uniform(-0.0035, 0.0035, (n, k)).astype(np.float32)
+    w[np.arange(n), rng.integers(0, k, n)] = rng.choice([-1.0, 1.0], n)
+    x = rng.normal(0, 2, (3, 7, k)).astype(np.float32)
+    fpath, xs = export_linear(tmp, "dominant", k, n, w, x)
+    quantize_and_compare(r, tmp, "dominant", fpath, xs, HIDE_VNNI, True)
+
+
 CASES = {"mlp": case_mlp, "encoder": case_encoder, "encoder_per_channel": case_encoder_per_channel,
-         "no_bias": case_no_bias, "sse2_epilogue": case_sse2_epilogue}
+         "no_bias": case_no_bias, "sse2_epilogue": case_sse2_epilogue,
+         "large_accumulators": case_large_accumulators, "vnni_hidden_on_plugin": case_vnni_hidden_on_plugin}
 
 if __name__ == "__main__":
     sys.exit(qhtest.main(CASES, __doc__.split("\n")[0]))
