@@ -38,11 +38,12 @@ static inline __attribute__((always_inline)) void tile(const uint8_t *a, size_t 
   /* the accumulators start at -zx * colsum (the column offsets), so the epilogue has
    * nothing to subtract */
   __m512i acc[MR][4];
+  const int32_t *start = pk->int_bias ? pk->nzbias : pk->nzcol; /* the short epilogue's bias too */
   _Pragma("GCC unroll 8")
   for (int r = 0; r < mr; r++)
     _Pragma("GCC unroll 8")
     for (int v = 0; v < nv; v++)
-      acc[r][v] = _mm512_load_si512((const void *)(pk->nzcol + (pan + v) * FB_NR));
+      acc[r][v] = _mm512_load_si512((const void *)(start + (pan + v) * FB_NR));
   if (mr == 1) {
     /* One row (M = 1 linear layers, row tails): nv chains alone would wait on vpdpbusd's
      * latency, so even and odd reduction groups go to two sets of accumulators, summed
@@ -98,6 +99,18 @@ static inline __attribute__((always_inline)) void tile(const uint8_t *a, size_t 
         }
       }
     }
+  }
+  if (pk->int_bias) {
+    int64_t c0 = pan * FB_NR, valid = pk->n - c0 < nv * FB_NR ? pk->n - c0 : nv * FB_NR;
+    __mmask64 mask = valid == 64 ? ~(__mmask64)0 : ((__mmask64)1 << valid) - 1;
+    __m512 hv;
+    __m512i zo16, lo8, perm;
+    fb_store64_consts(pk->lo, pk->hi, pk->zo, &hv, &zo16, &lo8, &perm);
+    const __m512i hi8 = _mm512_set1_epi8((char)(uint8_t)((int32_t)pk->hi + pk->zo));
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < mr; r++)
+      fb_store_int_avx512(acc[r], nv, pk->mult + c0, zo16, lo8, hi8, perm, y + r * ldy + c0, mask);
+    return;
   }
   const __m512 lo = _mm512_set1_ps(pk->lo), hi = _mm512_set1_ps(pk->hi);
   const __m512i zo = _mm512_set1_epi32(pk->zo);

@@ -7,6 +7,7 @@
  * still in cache), and hands the blocks to the ISA's micro-kernel. 1x1 unpadded
  * convolutions (strided ones one output row at a time) and linear layers read their
  * input in place. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,9 +24,10 @@ void fb_pack_free(FbPacked *p) {
   free(p->b);
   free(p->zcol);
   free(p->nzcol);
+  free(p->nzbias);
   free(p->bias);
   free(p->mult);
-  p->b = NULL, p->zcol = p->nzcol = NULL, p->bias = p->mult = NULL;
+  p->b = NULL, p->zcol = p->nzcol = p->nzbias = NULL, p->bias = p->mult = NULL;
 }
 
 int fb_pack(FbPacked *p, const int8_t *w, int64_t n, int64_t k, const FbRequant *rq) {
@@ -41,27 +43,37 @@ int fb_pack_for(FbIsa isa, FbPacked *p, const int8_t *w, int64_t n, int64_t k, c
   p->b = alloc64((size_t)p->npanel * (size_t)p->kp * FB_NR);
   p->zcol = alloc64(cols * sizeof *p->zcol);
   p->nzcol = alloc64(cols * sizeof *p->nzcol);
+  p->nzbias = alloc64(cols * sizeof *p->nzbias);
   p->bias = alloc64(cols * sizeof *p->bias);
   p->mult = alloc64(cols * sizeof *p->mult);
-  if (!p->b || !p->zcol || !p->nzcol || !p->bias || !p->mult) {
+  if (!p->b || !p->zcol || !p->nzcol || !p->nzbias || !p->bias || !p->mult) {
     fb_pack_free(p);
     return -1;
   }
   memset(p->b, 0, (size_t)p->npanel * (size_t)p->kp * FB_NR);
   int64_t k4n = p->kp / 4;
+  p->int_bias = 1;
   for (int64_t c = 0; c < (int64_t)cols; c++) {
     int64_t pan = c / FB_NR, j = c % FB_NR;
     int32_t sum = 0;
+    double abs_sum = 0;
     if (c < n)
       for (int64_t kk = 0; kk < k; kk++) {
         int8_t v = w[c * k + kk];
         p->b[((pan * k4n + kk / 4) * FB_NR + j) * 4 + kk % 4] = v;
         sum += v;
+        abs_sum += v < 0 ? -v : v;
       }
     p->zcol[c] = rq->zx * sum;
     p->nzcol[c] = -p->zcol[c];
     p->bias[c] = c < n ? rq->bias[c] : 0.0f;
     p->mult[c] = c < n ? rq->mult[c] : 0.0f;
+    /* kernels.h's conditions for the short epilogue; |x - zx| <= 255 for any uint8 */
+    float bias = p->bias[c], mult = p->mult[c];
+    int exact = bias == rintf(bias) && 255.0 * abs_sum + fabs((double)bias) <= FB_INT_BIAS_MAX &&
+                isfinite(mult) && fabsf(mult) <= 64.0f;
+    p->int_bias &= exact;
+    p->nzbias[c] = exact ? (int32_t)bias - p->zcol[c] : 0;
   }
   p->lo = (float)(rq->lo - rq->zo);
   p->hi = (float)(rq->hi - rq->zo);

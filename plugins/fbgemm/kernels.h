@@ -69,15 +69,25 @@ void fb_conv_ref(const FbConv *c, const uint8_t *x, const int8_t *w, const FbReq
  * 64. The requantization arrays are padded to the panels; zcol[c] = zx * sum_k w[c][k],
  * nzcol[c] = -zcol[c] (the AVX-512 kernel starts its accumulators there: a load instead
  * of a subtraction per output vector). mq: rows per GEMM block are a multiple of it (the
- * micro-kernels' row tiles). */
+ * micro-kernels' row tiles).
+ * The short epilogue (fb_pack_for sets int_bias when it is exact for every channel): each
+ * bias is an integer and 255 * sum_k |w[c][k]| + |bias[c]| <= 2^24, so the accumulator,
+ * the bias and their sum are integers a float holds exactly and (float)acc + bias equals
+ * (float)(acc + bias); and every multiplier is finite and at most 64, so the product stays
+ * far inside int32 and the clamp can be done on the narrowed bytes. The AVX-512 kernel
+ * then starts its accumulators at nzbias[c] = bias[c] - zcol[c] and drops the float add
+ * and min (short K: 1x1 convolutions with K = 24..128, where the epilogue is as long as
+ * the multiply-adds). nzbias is allocated either way (zeros when int_bias is 0). */
 #define FB_NR 16
+#define FB_INT_BIAS_MAX 16777216.0 /* 2^24: integers up to it are exact in a float */
 typedef struct {
   int64_t n, k, kp, npanel, mq;
   int8_t *b;
-  int32_t *zcol, *nzcol;
+  int32_t *zcol, *nzcol, *nzbias;
   float *bias, *mult;
   float lo, hi; /* clamp bounds relative to zo */
   int32_t zx, zo;
+  int int_bias;
 } FbPacked;
 
 /* w: [n][k] row-major (k in the twin's (ky, kx, ci) order). 0 on success, -1 when out of

@@ -23,6 +23,10 @@ static int strided_cases;
 /* Cases AVX-512 VNNI runs on its tap path (a kernel larger than 1x1, channels a multiple
  * of 4, output rows of 16 pixels or more), likewise. */
 static int tap_cases;
+/* Packs whose every bias is an integer within the bounds of the short epilogue
+ * (kernels.h, int_bias: the AVX-512 kernel folds the bias into its accumulators),
+ * likewise. */
+static int int_bias_packs;
 
 /* One random case; returns 0 when every path agrees with the twin. */
 static int run_case(int idx, const FbIsa *isas, size_t n_isas) {
@@ -119,6 +123,7 @@ static int run_case(int idx, const FbIsa *isas, size_t n_isas) {
       fprintf(stderr, "out of memory\n");
       exit(1);
     }
+    int_bias_packs += pk.int_bias;
     for (int threads = 0; threads < 3 && !bad; threads++) {
       FbPool pool = {.run = threads == 1 ? reverse_pool : two_thread_pool, .n_workers = threads == 1 ? 3 : 2};
       size_t wsn = fb_conv_workspace(&c, &pk, threads ? pool.n_workers : 1);
@@ -336,6 +341,11 @@ int main(int argc, char **argv) {
   printf("%d of the %d cases have the shape of AVX-512 VNNI's tap path\n", tap_cases, cases);
   if (tap_cases == 0 && cases >= 100) {
     fprintf(stderr, "no case reached the tap path\n");
+    return 1;
+  }
+  printf("%d packs take the short epilogue (integral biases, kernels.h's int_bias)\n", int_bias_packs);
+  if (int_bias_packs == 0 && cases >= 100) {
+    fprintf(stderr, "no pack took the short epilogue\n");
     return 1;
   }
   if (failed)
