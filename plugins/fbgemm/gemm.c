@@ -143,10 +143,18 @@ static int direct(const FbConv *c, const FbPacked *pk) {
  * than the copy (qhost-fbgemm-shapes, resnet18's 14->7 downsample: 86% of the peak with
  * im2col, 72% in place; 56->28: 52% with im2col, 65% in place). */
 #define FB_STRIDED_MIN_OW 16
-static int strided_direct(const FbConv *c, const FbPacked *pk) {
+static int strided_any(const FbConv *c, const FbPacked *pk) {
   return c->kh == 1 && c->kw == 1 && c->pt == 0 && c->pl == 0 && !direct(c, pk) && pk->kp - pk->k <= 3 &&
-         pk->mq != 32 && c->ow >= FB_STRIDED_MIN_OW && (c->oh - 1) * c->sh < c->ih &&
-         (c->ow - 1) * c->sw < c->iw;
+         pk->mq != 32 && (c->oh - 1) * c->sh < c->ih && (c->ow - 1) * c->sw < c->iw;
+}
+static int strided_direct(const FbConv *c, const FbPacked *pk) {
+  return strided_any(c, pk) && c->ow >= FB_STRIDED_MIN_OW;
+}
+/* The AVX-512 VNNI kernel takes its rows as pointers (fb_block_avx512vnni_rows), so its
+ * tiles run across output rows and the short ones read in place too (resnet18's 28->14
+ * and 14->7 downsample: no im2col, and no tile tail per output row). */
+static int strided_rows(FbIsa isa, const FbConv *c, const FbPacked *pk) {
+  return isa == FB_ISA_AVX512VNNI && strided_any(c, pk);
 }
 
 /* AMX's gathered path: a stride-1 undilated convolution whose channels are a multiple of
@@ -205,6 +213,7 @@ typedef struct {
   FbBlockFn block;
   int64_t m, mb, nsplit;
   int strided; /* strided_direct: one call per output row, read in place */
+  int strided_rows; /* strided_rows: the block's input pixels as row pointers */
   /* the tap path: the padded input, its dimensions, the taps' offsets in it */
   const uint8_t *tpad;
   const int64_t *toff;
@@ -357,6 +366,25 @@ static void task(void *user, size_t i, uint32_t worker) {
     }
     return;
   }
+  if (j->strided_rows) {
+    const FbConv *c = j->c;
+    const uint8_t *rows[256];
+    int64_t ox = m0 % c->ow, rest = m0 / c->ow, oy = rest % c->oh, b = rest / c->oh;
+    for (int64_t m = m0, end = m0 + mr; m < end;) {
+      int64_t n = end - m < 256 ? end - m : 256;
+      for (int64_t r = 0; r < n; r++) { /* stepped: no division per row */
+        rows[r] = j->x + ((b * c->ih + oy * c->sh) * c->iw + ox * c->sw) * c->ic;
+        if (++ox == c->ow) {
+          ox = 0;
+          if (++oy == c->oh)
+            oy = 0, b++;
+        }
+      }
+      fb_block_avx512vnni_rows(rows, n, j->pk, p0, p1, j->y + m * j->pk->n, (size_t)j->pk->n);
+      m += n;
+    }
+    return;
+  }
   if (j->strided) {
     const FbConv *c = j->c;
     for (int64_t m = m0, end = m0 + mr; m < end;) {
@@ -426,6 +454,8 @@ void fb_conv_packed(FbIsa isa, const FbConv *c, const FbPacked *pk, const uint8_
         toff[ky * c->kw + kx] = (ky * c->dh * j.tpw + kx * c->dw) * c->ic;
     j.toff = toff, j.tpad = (const uint8_t *)ws + toff_bytes(c);
     j.mb = (j.mb + c->ow - 1) / c->ow * c->ow;
+  } else if (strided_rows(isa, c, pk)) {
+    j.strided_rows = 1;
   } else if (strided_direct(c, pk)) {
     /* blocks of whole output rows, so that no call gets a row's ragged end */
     j.strided = 1;

@@ -115,6 +115,12 @@ void fb_block_avxvnni(const uint8_t *a, size_t lda, int64_t m, const FbPacked *p
                       uint8_t *y, size_t ldy);
 void fb_block_avx512vnni(const uint8_t *a, size_t lda, int64_t m, const FbPacked *pk, int64_t p0,
                          int64_t p1, uint8_t *y, size_t ldy);
+/* The AVX-512 VNNI kernel on m rows of A anywhere in memory: row r at rows[r] (kp
+ * readable bytes, or k and up to 3 more that meet zero weights), output row r at
+ * y + r * ldy. gemm.c's strided 1x1 path hands it the input pixels of a strided
+ * convolution's output pixels, any number of output rows per call. */
+void fb_block_avx512vnni_rows(const uint8_t *const *rows, int64_t m, const FbPacked *pk, int64_t p0, int64_t p1,
+                              uint8_t *y, size_t ldy);
 /* The AVX-512 VNNI kernel with the reduction in ntaps runs of k / ntaps bytes (a multiple
  * of 4; needs pk->kp == pk->k): run t of row r at a + r * lda + toff[t]. gemm.c's tap
  * path reads a convolution's rows this way straight from a padded copy of its input (one

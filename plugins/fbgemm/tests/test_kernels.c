@@ -20,6 +20,9 @@ static int gathered_cases;
 /* Cases the vector paths read in place one output row at a time (gemm.c's strided 1x1:
  * unpadded, a stride above 1, output rows of 16 pixels or more), likewise reported. */
 static int strided_cases;
+/* Strided 1x1 cases of any row length, which AVX-512 VNNI reads in place through row
+ * pointers (gemm.c's strided_rows), likewise. */
+static int strided_rows_cases;
 /* Cases AVX-512 VNNI runs on its tap path (a kernel larger than 1x1, channels a multiple
  * of 4, output rows of 16 pixels or more), likewise. */
 static int tap_cases;
@@ -84,6 +87,8 @@ static int run_case(int idx, const FbIsa *isas, size_t n_isas) {
     strided_cases++;
   if (c.kh * c.kw > 1 && c.ic % 4 == 0 && c.ow >= 16)
     tap_cases++;
+  if (c.kh == 1 && c.kw == 1 && c.pt == 0 && c.pl == 0 && c.sh * c.sw > 1 && c.ow < 16)
+    strided_rows_cases++;
   int64_t k = c.kh * c.kw * c.ic, xn = c.n * c.ih * c.iw * c.ic, yn = c.n * c.oh * c.ow * c.oc;
 
   uint8_t *x = malloc((size_t)xn + 64); /* the host's 64 bytes of slack */
@@ -336,6 +341,11 @@ int main(int argc, char **argv) {
   printf("%d of the %d cases are strided 1x1 convolutions read in place\n", strided_cases, cases);
   if (strided_cases == 0 && cases >= 100) {
     fprintf(stderr, "no case reached the strided 1x1 path\n");
+    return 1;
+  }
+  printf("%d of the %d cases are strided 1x1 convolutions with rows under 16 pixels\n", strided_rows_cases, cases);
+  if (strided_rows_cases == 0 && cases >= 100) {
+    fprintf(stderr, "no case reached the strided 1x1 path's short rows\n");
     return 1;
   }
   printf("%d of the %d cases have the shape of AVX-512 VNNI's tap path\n", tap_cases, cases);
