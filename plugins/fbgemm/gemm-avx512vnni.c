@@ -235,3 +235,9 @@ void fb_block_avx512vnni_rows(const uint8_t *const *rows, int64_t m, const FbPac
   Runs runs = {&zero, 1, pk->kp / 4};
   block(rows, &runs, m, pk, p0, p1, y, ldy);
 }
+
+void fb_block_avx512vnni_rows_runs(const uint8_t *const *rows, const int64_t *toff, int64_t ntaps, int64_t m,
+                                   const FbPacked *pk, int64_t p0, int64_t p1, uint8_t *y, size_t ldy) {
+  Runs runs = {toff, ntaps, pk->k / ntaps / 4};
+  block(rows, &runs, m, pk, p0, p1, y, ldy);
+}

@@ -81,6 +81,24 @@ int fb_pack_for(FbIsa isa, FbPacked *p, const int8_t *w, int64_t n, int64_t k, c
   return 0;
 }
 
+int fb_pack_kernel_rows(FbIsa isa, FbPacked *p, const int8_t *w, int64_t n, int64_t kh, int64_t krow,
+                        const FbRequant *rq) {
+  int64_t kr4 = (krow + 3) / 4 * 4, k = kh * kr4;
+  int8_t *wide = calloc((size_t)(n * k) + 1, 1);
+  if (!wide) {
+    memset(p, 0, sizeof *p);
+    return -1;
+  }
+  for (int64_t c = 0; c < n; c++)
+    for (int64_t ky = 0; ky < kh; ky++)
+      memcpy(wide + c * k + ky * kr4, w + (c * kh + ky) * krow, (size_t)krow);
+  int bad = fb_pack_for(isa, p, wide, n, k, rq);
+  free(wide);
+  if (!bad)
+    p->krow = krow;
+  return bad;
+}
+
 void fb_block_c(const uint8_t *a, size_t lda, int64_t m, const FbPacked *pk, int64_t p0, int64_t p1,
                 uint8_t *y, size_t ldy) {
   int64_t k4n = pk->kp / 4;
@@ -174,14 +192,28 @@ static int gathered(const FbConv *c, const FbPacked *pk) {
  * input pixel once where im2col writes it kh * kw / (sh * sw) times. Not for an AMX pack
  * (its K is padded to 64), nor for short output rows (the row tails, as strided_direct). */
 static int tap_path(const FbConv *c, const FbPacked *pk) {
-  return pk->mq != 32 && c->kh * c->kw > 1 && c->ic % 4 == 0 && pk->kp == pk->k && c->ow >= FB_STRIDED_MIN_OW;
+  return pk->mq != 32 && c->kh * c->kw > 1 && c->ic % 4 == 0 && pk->kp == pk->k && c->ow >= FB_STRIDED_MIN_OW &&
+         !pk->krow;
 }
+/* The kernel-row path (AVX-512 VNNI on fb_pack_kernel_rows's layout): the rows of A are
+ * read from the same padded copy as the tap path's, one run of kw * ic bytes (padded to
+ * 4) per kernel row, the rows as pointers so that tiles run across output rows. For
+ * first layers (3 channels), where im2col cost more than the GEMM: its padded copy
+ * writes each input pixel once where im2col writes it kh * kw / (sh * sw) times, in
+ * pieces of 9 or 21 bytes. */
+static int kernel_row_path(FbIsa isa, const FbConv *c, const FbPacked *pk) {
+  return isa == FB_ISA_AVX512VNNI && pk->krow == c->kw * c->ic && pk->k == c->kh * ((pk->krow + 3) / 4 * 4) &&
+         pk->kp == pk->k && c->dw == 1;
+}
+/* Bytes the kernel rows may read past the padded copy's last pixel (the zero weights' 3
+ * bytes), as whole pixels. */
+static int64_t krow_slack(const FbConv *c) { return (3 + c->ic - 1) / c->ic; }
 /* The padded input the tap path reads: every pixel a tap reaches, padding included. */
 static int64_t tap_ph(const FbConv *c) { return (c->oh - 1) * c->sh + (c->kh - 1) * c->dh + 1; }
 static int64_t tap_pw(const FbConv *c) { return (c->ow - 1) * c->sw + (c->kw - 1) * c->dw + 1; }
 static size_t toff_bytes(const FbConv *c) { return ((size_t)(c->kh * c->kw) * sizeof(int64_t) + 63) / 64 * 64; }
 static size_t tap_bytes(const FbConv *c) {
-  return toff_bytes(c) + (size_t)(c->n * tap_ph(c) * tap_pw(c) * c->ic);
+  return toff_bytes(c) + (size_t)((c->n * tap_ph(c) * tap_pw(c) + krow_slack(c)) * c->ic);
 }
 
 /* The gathered path's workspace: the chunk offsets, then the padded images and kw pixels
@@ -198,8 +230,9 @@ size_t fb_conv_workspace(const FbConv *c, const FbPacked *pk, uint32_t n_workers
   /* an AMX pack may also run on a vector path (kernels.h), which takes the im2col rows */
   if (gathered(c, pk) && koff_bytes(pk) + padded_bytes(c) > rows)
     return koff_bytes(pk) + padded_bytes(c);
-  /* the tap path runs on AVX-512 VNNI only; the other paths take the im2col rows */
-  if (tap_path(c, pk) && tap_bytes(c) > rows)
+  /* the tap and kernel-row paths run on AVX-512 VNNI only; the other paths take the
+   * im2col rows */
+  if ((tap_path(c, pk) || kernel_row_path(FB_ISA_AVX512VNNI, c, pk)) && tap_bytes(c) > rows)
     return tap_bytes(c);
   return rows;
 }
@@ -214,6 +247,8 @@ typedef struct {
   int64_t m, mb, nsplit;
   int strided; /* strided_direct: one call per output row, read in place */
   int strided_rows; /* strided_rows: the block's input pixels as row pointers */
+  int kernel_rows;  /* kernel_row_path: row pointers into tpad, one run per kernel row */
+  const int64_t *toff_rows; /* and the runs' offsets */
   /* the tap path: the padded input, its dimensions, the taps' offsets in it */
   const uint8_t *tpad;
   const int64_t *toff;
@@ -282,6 +317,7 @@ static void im2col(const Job *j, int64_t m0, int64_t mr, uint8_t *dst) {
   /* the first row's pixel, then stepped: three divisions per row cost more than a thin
    * layer's GEMM row (K = 27: 14 vpdpbusd) */
   int64_t ox = m0 % c->ow, oy = (m0 / c->ow) % c->oh, b = m0 / (c->ow * c->oh);
+  int64_t gap = pk->krow ? (pk->krow + 3) / 4 * 4 - pk->krow : 0;
   for (int64_t r = 0; r < mr; r++, ox++) {
     if (ox == c->ow) {
       ox = 0;
@@ -289,7 +325,8 @@ static void im2col(const Job *j, int64_t m0, int64_t mr, uint8_t *dst) {
         oy = 0, b++;
     }
     uint8_t *d = dst + r * pk->kp;
-    for (int64_t ky = 0; ky < c->kh; ky++) {
+    for (int64_t ky = 0; ky < c->kh; ky++, d += gap) {
+      fill_bytes(d + c->kw * c->ic, 0, gap); /* fb_pack_kernel_rows's zero weights */
       int64_t iy = oy * c->sh - c->pt + ky * c->dh;
       if (iy < 0 || iy >= c->ih) {
         fill_bytes(d, (uint8_t)pk->zx, c->kw * c->ic);
@@ -366,21 +403,28 @@ static void task(void *user, size_t i, uint32_t worker) {
     }
     return;
   }
-  if (j->strided_rows) {
+  if (j->strided_rows || j->kernel_rows) {
     const FbConv *c = j->c;
     const uint8_t *rows[256];
+    /* strided 1x1: the input itself; kernel rows: the padded copy (taps from its top left) */
+    const uint8_t *src = j->kernel_rows ? j->tpad : j->x;
+    int64_t sh_ = j->kernel_rows ? j->tph : c->ih, sw_ = j->kernel_rows ? j->tpw : c->iw;
     int64_t ox = m0 % c->ow, rest = m0 / c->ow, oy = rest % c->oh, b = rest / c->oh;
     for (int64_t m = m0, end = m0 + mr; m < end;) {
       int64_t n = end - m < 256 ? end - m : 256;
       for (int64_t r = 0; r < n; r++) { /* stepped: no division per row */
-        rows[r] = j->x + ((b * c->ih + oy * c->sh) * c->iw + ox * c->sw) * c->ic;
+        rows[r] = src + ((b * sh_ + oy * c->sh) * sw_ + ox * c->sw) * c->ic;
         if (++ox == c->ow) {
           ox = 0;
           if (++oy == c->oh)
             oy = 0, b++;
         }
       }
-      fb_block_avx512vnni_rows(rows, n, j->pk, p0, p1, j->y + m * j->pk->n, (size_t)j->pk->n);
+      if (j->kernel_rows)
+        fb_block_avx512vnni_rows_runs(rows, j->toff_rows, c->kh, n, j->pk, p0, p1, j->y + m * j->pk->n,
+                                      (size_t)j->pk->n);
+      else
+        fb_block_avx512vnni_rows(rows, n, j->pk, p0, p1, j->y + m * j->pk->n, (size_t)j->pk->n);
       m += n;
     }
     return;
@@ -454,6 +498,15 @@ void fb_conv_packed(FbIsa isa, const FbConv *c, const FbPacked *pk, const uint8_
         toff[ky * c->kw + kx] = (ky * c->dh * j.tpw + kx * c->dw) * c->ic;
     j.toff = toff, j.tpad = (const uint8_t *)ws + toff_bytes(c);
     j.mb = (j.mb + c->ow - 1) / c->ow * c->ow;
+  } else if (kernel_row_path(isa, c, pk)) {
+    j.tph = tap_ph(c), j.tpw = tap_pw(c);
+    pad_input(c, x, (uint8_t)pk->zx, (uint8_t *)ws + toff_bytes(c), j.tph, j.tpw, krow_slack(c));
+    int64_t *toff = ws;
+    for (int64_t ky = 0; ky < c->kh; ky++) /* one run per kernel row: kw pixels, adjacent */
+      toff[ky] = ky * c->dh * j.tpw * c->ic;
+    j.toff = NULL, j.tpad = (const uint8_t *)ws + toff_bytes(c);
+    j.kernel_rows = 1;
+    j.toff_rows = toff;
   } else if (strided_rows(isa, c, pk)) {
     j.strided_rows = 1;
   } else if (strided_direct(c, pk)) {

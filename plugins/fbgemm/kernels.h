@@ -88,6 +88,10 @@ typedef struct {
   float lo, hi; /* clamp bounds relative to zo */
   int32_t zx, zo;
   int int_bias;
+  /* 0: the reduction is (ky, kx, ci) packed tight; else fb_pack_kernel_rows's layout:
+   * kernel rows of krow = kw * ic bytes, each padded with zero weights to a multiple of
+   * 4 (k = kh * that) */
+  int64_t krow;
 } FbPacked;
 
 /* w: [n][k] row-major (k in the twin's (ky, kx, ci) order). 0 on success, -1 when out of
@@ -97,6 +101,20 @@ int fb_pack(FbPacked *p, const int8_t *w, int64_t n, int64_t k, const FbRequant 
  * other path gets fb_pack's layout. Every path but FB_ISA_REF runs on either layout. */
 int fb_pack_for(FbIsa isa, FbPacked *p, const int8_t *w, int64_t n, int64_t k, const FbRequant *rq);
 void fb_pack_free(FbPacked *p);
+/* fb_pack_for with each kernel row (krow = kw * ic bytes of the (ky, kx, ci) reduction,
+ * kh rows) padded with zero weights to a multiple of 4, so that a kernel row starts a
+ * vpdpbusd group: the AVX-512 VNNI kernel then reads a convolution whose channels are
+ * not a multiple of 4 (first layers: 3 channels) a kernel row at a time straight from a
+ * padded copy of its input, without im2col (fb_conv_packed); every other path builds
+ * im2col rows with the same gaps. Same errors and ownership as fb_pack_for. */
+int fb_pack_kernel_rows(FbIsa isa, FbPacked *p, const int8_t *w, int64_t n, int64_t kh, int64_t krow,
+                        const FbRequant *rq);
+/* Whether fb_pack_kernel_rows's layout pays on isa for a dense convolution: AVX-512 VNNI,
+ * a kernel larger than 1x1, undilated along x (a kernel row is adjacent pixels), channels
+ * not a multiple of 4 (else the tap path reads each tap's channels as they are). Pure. */
+static inline int fb_kernel_rows_pay(FbIsa isa, int64_t ic, int64_t kh, int64_t kw, int64_t dw) {
+  return isa == FB_ISA_AVX512VNNI && ic % 4 != 0 && kh * kw > 1 && dw == 1;
+}
 
 /* A block of m rows of A (row r at a + r * lda, k bytes; reads may run up to 3 bytes past
  * the row's end, which meet zero weights) times panels [p0, p1), requantized into
@@ -121,6 +139,11 @@ void fb_block_avx512vnni(const uint8_t *a, size_t lda, int64_t m, const FbPacked
  * convolution's output pixels, any number of output rows per call. */
 void fb_block_avx512vnni_rows(const uint8_t *const *rows, int64_t m, const FbPacked *pk, int64_t p0, int64_t p1,
                               uint8_t *y, size_t ldy);
+/* The same with the reduction in ntaps runs of k / ntaps bytes (a multiple of 4; needs
+ * pk->kp == pk->k): run t of row r at rows[r] + toff[t], up to 3 bytes past each run
+ * readable (they meet zero weights). gemm.c's kernel-row path: one run per kernel row. */
+void fb_block_avx512vnni_rows_runs(const uint8_t *const *rows, const int64_t *toff, int64_t ntaps, int64_t m,
+                                   const FbPacked *pk, int64_t p0, int64_t p1, uint8_t *y, size_t ldy);
 /* The AVX-512 VNNI kernel with the reduction in ntaps runs of k / ntaps bytes (a multiple
  * of 4; needs pk->kp == pk->k): run t of row r at a + r * lda + toff[t]. gemm.c's tap
  * path reads a convolution's rows this way straight from a padded copy of its input (one

@@ -26,6 +26,10 @@ static int strided_rows_cases;
 /* Cases AVX-512 VNNI runs on its tap path (a kernel larger than 1x1, channels a multiple
  * of 4, output rows of 16 pixels or more), likewise. */
 static int tap_cases;
+/* Convolutions packed in kernel rows (fb_pack_kernel_rows, for every path), and those
+ * of them AVX-512 VNNI reads a kernel row at a time from its padded copy (undilated
+ * along x), likewise. */
+static int kernel_rows_cases, kernel_row_path_cases;
 /* Packs whose every bias is an integer within the bounds of the short epilogue
  * (kernels.h, int_bias: the AVX-512 kernel folds the bias into its accumulators),
  * likewise. */
@@ -120,11 +124,17 @@ static int run_case(int idx, const FbIsa *isas, size_t n_isas) {
     }
   }
   fb_conv_ref(&c, x, w, &rq, ref);
+  /* half of the larger kernels in fb_pack_kernel_rows's layout, most of them on channels
+   * not a multiple of 4 (the first layers it is for) */
+  int kernel_rows = !linear && c.kh * c.kw > 1 && (c.ic % 4 != 0 || rnd() % 4 == 0) && rnd() % 2;
+  kernel_rows_cases += kernel_rows;
+  kernel_row_path_cases += kernel_rows && c.dw == 1;
 
   int bad = 0;
   FbPacked pk;
   for (size_t t = 0; t < n_isas && !bad; t++) {
-    if (fb_pack_for(isas[t], &pk, w, c.oc, k, &rq) != 0) {
+    if ((kernel_rows ? fb_pack_kernel_rows(isas[t], &pk, w, c.oc, c.kh, c.kw * c.ic, &rq)
+                     : fb_pack_for(isas[t], &pk, w, c.oc, k, &rq)) != 0) {
       fprintf(stderr, "out of memory\n");
       exit(1);
     }
@@ -351,6 +361,12 @@ int main(int argc, char **argv) {
   printf("%d of the %d cases have the shape of AVX-512 VNNI's tap path\n", tap_cases, cases);
   if (tap_cases == 0 && cases >= 100) {
     fprintf(stderr, "no case reached the tap path\n");
+    return 1;
+  }
+  printf("%d of the %d cases packed in kernel rows, %d of them on AVX-512 VNNI's kernel-row path\n",
+         kernel_rows_cases, cases, kernel_row_path_cases);
+  if (kernel_row_path_cases == 0 && cases >= 100) {
+    fprintf(stderr, "no case reached the kernel-row path\n");
     return 1;
   }
   printf("%d packs take the short epilogue (integral biases, kernels.h's int_bias)\n", int_bias_packs);
