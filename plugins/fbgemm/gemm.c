@@ -518,9 +518,10 @@ void fb_conv_packed(FbIsa isa, const FbConv *c, const FbPacked *pk, const uint8_
   }
   int64_t mblocks = (j.m + j.mb - 1) / j.mb;
   /* Few row blocks (M = 1, small images): split the output channels too, so every
-   * worker gets work; each such task builds its own copy of the block's rows. */
+   * worker gets work; each such task builds its own copy of the block's rows. One
+   * worker gains nothing from it and would build a block's im2col rows twice. */
   j.nsplit = 1;
-  if (mblocks < 2 * (int64_t)workers) {
+  if (workers > 1 && mblocks < 2 * (int64_t)workers) {
     j.nsplit = (2 * (int64_t)workers + mblocks - 1) / mblocks;
     if (j.nsplit > pk->npanel)
       j.nsplit = pk->npanel;
