@@ -121,9 +121,10 @@ static inline __attribute__((always_inline)) void tile(const uint8_t *const *row
     __m512i zo16, lo8, perm;
     fb_store64_consts(pk->lo, pk->hi, pk->zo, &hv, &zo16, &lo8, &perm);
     const __m512i hi8 = _mm512_set1_epi8((char)(uint8_t)((int32_t)pk->hi + pk->zo));
+    const float *mult = pk->mult + c0; /* once: the byte stores below may alias *pk */
     _Pragma("GCC unroll 16")
     for (int r = 0; r < mr; r++)
-      fb_store_int_avx512(acc[r], nv, pk->mult + c0, zo16, lo8, hi8, perm, y + r * ldy + c0, mask);
+      fb_store_int_avx512(acc[r], nv, mult, zo16, lo8, hi8, perm, y + r * ldy + c0, mask);
     return;
   }
   const __m512 lo = _mm512_set1_ps(pk->lo), hi = _mm512_set1_ps(pk->hi);
@@ -134,9 +135,10 @@ static inline __attribute__((always_inline)) void tile(const uint8_t *const *row
     __m512 hv;
     __m512i zo16, lo8, perm;
     fb_store64_consts(pk->lo, pk->hi, pk->zo, &hv, &zo16, &lo8, &perm);
-    _Pragma("GCC unroll 8")
+    const float *bias = pk->bias + c0, *mult = pk->mult + c0;
+    _Pragma("GCC unroll 16")
     for (int r = 0; r < mr; r++)
-      fb_store64_avx512(acc[r], pk->bias + c0, pk->mult + c0, hv, zo16, lo8, perm, y + r * ldy + c0, mask);
+      fb_store64_avx512(acc[r], bias, mult, hv, zo16, lo8, perm, y + r * ldy + c0, mask);
     return;
   }
   _Pragma("GCC unroll 8")

@@ -410,14 +410,18 @@ static void task(void *user, size_t i, uint32_t worker) {
     const uint8_t *src = j->kernel_rows ? j->tpad : j->x;
     int64_t sh_ = j->kernel_rows ? j->tph : c->ih, sw_ = j->kernel_rows ? j->tpw : c->iw;
     int64_t ox = m0 % c->ow, rest = m0 / c->ow, oy = rest % c->oh, b = rest / c->oh;
+    size_t step = (size_t)(c->sw * c->ic);
+    const uint8_t *p = src + ((b * sh_ + oy * c->sh) * sw_ + ox * c->sw) * c->ic;
     for (int64_t m = m0, end = m0 + mr; m < end;) {
       int64_t n = end - m < 256 ? end - m : 256;
-      for (int64_t r = 0; r < n; r++) { /* stepped: no division per row */
-        rows[r] = src + ((b * sh_ + oy * c->sh) * sw_ + ox * c->sw) * c->ic;
+      for (int64_t r = 0; r < n; r++) { /* stepped: a multiply only per output row */
+        rows[r] = p;
+        p += step;
         if (++ox == c->ow) {
           ox = 0;
           if (++oy == c->oh)
             oy = 0, b++;
+          p = src + (b * sh_ + oy * c->sh) * sw_ * c->ic;
         }
       }
       if (j->kernel_rows)
