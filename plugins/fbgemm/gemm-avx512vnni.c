@@ -1,10 +1,12 @@
 /* The fbgemm plugin's AVX-512 VNNI micro-kernel: 6 rows of A by up to 4 panels of 16
- * output channels (24 zmm accumulators), one vpdpbusd per row and panel for every 4
- * reduction bytes (u8 x s8 into int32, exact for any uint8) into accumulators that start
- * at the column offsets, then kernels.h's output rule in registers: float bias and
- * multiplier, clamp, round half to even (vcvtps2dq under the default MXCSR), zero point,
- * and a masked store of the valid channels (4 panels: saturating packs, one store per
- * row). Built with AVX-512 flags of its own (CMakeLists.txt); the plugin calls it
+ * output channels, or 12 rows by 1 or 2 (24 zmm accumulators), the rows given as
+ * pointers (a strided convolution's pixels, kernel rows in a padded copy), one vpdpbusd
+ * per row and panel for every 4 reduction bytes (u8 x s8 into int32, exact for any
+ * uint8) into accumulators that start at the column offsets, then kernels.h's output
+ * rule in registers: float bias and multiplier, clamp, round half to even (vcvtps2dq
+ * under the default MXCSR), zero point, and a masked store of the valid channels (4
+ * panels: saturating packs, one store per row); or, where the pack allows it (kernels.h,
+ * int_bias), the bias in the accumulators' start and the clamps on the bytes. Built with AVX-512 flags of its own (CMakeLists.txt); the plugin calls it
  * only when the host reports avx512f/bw/vl and avx512vnni. */
 #include <immintrin.h>
 #include <stddef.h>

@@ -5,8 +5,10 @@
  * of output rows, builds each block's im2col rows in the worker's own slice of the
  * workspace just before its GEMM (PackAWithIm2Col's idea, fused per block so the rows are
  * still in cache), and hands the blocks to the ISA's micro-kernel. 1x1 unpadded
- * convolutions (strided ones one output row at a time) and linear layers read their
- * input in place. */
+ * convolutions (strided ones through row pointers on AVX-512 VNNI, else one output row
+ * at a time) and linear layers read their input in place; on AVX-512 VNNI larger
+ * kernels read a padded copy of the input, a tap (channels a multiple of 4) or a kernel
+ * row (fb_pack_kernel_rows: first layers) at a time. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
