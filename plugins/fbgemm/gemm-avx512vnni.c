@@ -30,7 +30,7 @@ static inline __attribute__((always_inline)) __m512i dpbusd(__m512i acc, __m512i
 }
 
 /* The reduction as runs: run t is k4 groups of 4 bytes at row + off[t] (one run at 0 for
- * a plain row of kp bytes; a tap's ic bytes for fb_block_avx512vnni_taps), the packed
+ * a plain row of kp bytes; a tap's ic bytes or a kernel row for fb_block_avx512vnni_rows_runs), the packed
  * weights continuing from one run to the next. */
 typedef struct {
   const int64_t *off;
@@ -89,15 +89,15 @@ static inline __attribute__((always_inline)) void tile(const uint8_t *const *row
     for (int v = 0; v < nv; v++)
       acc[0][v] = _mm512_add_epi32(acc[0][v], acc1[v]);
   } else {
+    /* each row as a distance from row 0 (all rows lie in one buffer): one moving pointer
+     * and base + index loads, where 6 or 12 moving pointers each took an add per step
+     * from the ports vpdpbusd runs on */
+    ptrdiff_t d[MR_NARROW];
+    _Pragma("GCC unroll 16")
+    for (int r = 0; r < mr; r++)
+      d[r] = rows[r] - rows[0];
     for (int64_t t = 0; t < runs->n; t++) {
-      /* each row as a distance from row 0 (all rows lie in one buffer): one moving
-       * pointer and base + index loads, where 6 or 12 moving pointers each took an add
-       * per step from the ports vpdpbusd runs on */
       const uint8_t *at = rows[0] + runs->off[t];
-      ptrdiff_t d[MR_NARROW];
-      _Pragma("GCC unroll 16")
-      for (int r = 0; r < mr; r++)
-        d[r] = rows[r] - rows[0];
       const int8_t *b = pk->b + pan * pstride + (size_t)(t * runs->k4) * 64;
       for (int64_t q = 0; q < runs->k4; q++) {
         __m512i bv[4];
@@ -224,12 +224,6 @@ void fb_block_avx512vnni(const uint8_t *a, size_t lda, int64_t m, const FbPacked
                          int64_t p1, uint8_t *y, size_t ldy) {
   static const int64_t zero = 0;
   Runs runs = {&zero, 1, pk->kp / 4};
-  block_strided(a, lda, &runs, m, pk, p0, p1, y, ldy);
-}
-
-void fb_block_avx512vnni_taps(const uint8_t *a, size_t lda, const int64_t *toff, int64_t ntaps, int64_t m,
-                              const FbPacked *pk, int64_t p0, int64_t p1, uint8_t *y, size_t ldy) {
-  Runs runs = {toff, ntaps, pk->k / ntaps / 4};
   block_strided(a, lda, &runs, m, pk, p0, p1, y, ldy);
 }
 

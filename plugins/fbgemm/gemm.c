@@ -190,7 +190,7 @@ static int gathered(const FbConv *c, const FbPacked *pk) {
 /* The AVX-512 VNNI tap path: a convolution larger than 1x1 whose channels are a multiple
  * of 4 (each tap's ic bytes are whole reduction groups) and whose output rows have 16
  * pixels or more reads its rows straight from a padded copy of the input, one run of ic
- * bytes per tap (fb_block_avx512vnni_taps), any stride and dilation: the copy writes each
+ * bytes per tap (fb_block_avx512vnni_rows_runs), any stride and dilation: the copy writes each
  * input pixel once where im2col writes it kh * kw / (sh * sw) times. Not for an AMX pack
  * (its K is padded to 64), nor for short output rows (the row tails, as strided_direct). */
 static int tap_path(const FbConv *c, const FbPacked *pk) {
@@ -249,12 +249,12 @@ typedef struct {
   int64_t m, mb, nsplit;
   int strided; /* strided_direct: one call per output row, read in place */
   int strided_rows; /* strided_rows: the block's input pixels as row pointers */
-  int kernel_rows;  /* kernel_row_path: row pointers into tpad, one run per kernel row */
-  const int64_t *toff_rows; /* and the runs' offsets */
-  /* the tap path: the padded input, its dimensions, the taps' offsets in it */
+  /* the tap and kernel-row paths: row pointers into the padded input tpad (tph x tpw
+   * pixels per image), the reduction in nruns runs at toff[] from a row's pixel */
+  int padded_rows;
   const uint8_t *tpad;
   const int64_t *toff;
-  int64_t tph, tpw;
+  int64_t tph, tpw, nruns;
   size_t slot;
   /* the gathered path (AMX): the padded input, the chunk offsets and the output map */
   const uint8_t *padded;
@@ -394,23 +394,14 @@ static void task(void *user, size_t i, uint32_t worker) {
                         &j->map, m0);
     return;
   }
-  if (j->toff) {
-    const FbConv *c = j->c;
-    size_t ic = (size_t)c->ic, ntaps = (size_t)(c->kh * c->kw);
-    for (int64_t m = m0, end = m0 + mr; m < end; m += c->ow) { /* blocks are whole output rows */
-      int64_t oy = m / c->ow % c->oh, b = m / c->ow / c->oh;
-      const uint8_t *a = j->tpad + (size_t)((b * j->tph + oy * c->sh) * j->tpw) * ic;
-      fb_block_avx512vnni_taps(a, (size_t)c->sw * ic, j->toff, (int64_t)ntaps, c->ow, j->pk, p0, p1,
-                               j->y + m * j->pk->n, (size_t)j->pk->n);
-    }
-    return;
-  }
-  if (j->strided_rows || j->kernel_rows) {
+  if (j->strided_rows || j->padded_rows) {
     const FbConv *c = j->c;
     const uint8_t *rows[256];
-    /* strided 1x1: the input itself; kernel rows: the padded copy (taps from its top left) */
-    const uint8_t *src = j->kernel_rows ? j->tpad : j->x;
-    int64_t sh_ = j->kernel_rows ? j->tph : c->ih, sw_ = j->kernel_rows ? j->tpw : c->iw;
+    /* strided 1x1: the input itself; taps and kernel rows: the padded copy (the runs'
+     * offsets from a window's top left pixel). The tiles run across output rows, so
+     * there is no tile tail per output row. */
+    const uint8_t *src = j->padded_rows ? j->tpad : j->x;
+    int64_t sh_ = j->padded_rows ? j->tph : c->ih, sw_ = j->padded_rows ? j->tpw : c->iw;
     int64_t ox = m0 % c->ow, rest = m0 / c->ow, oy = rest % c->oh, b = rest / c->oh;
     size_t step = (size_t)(c->sw * c->ic);
     const uint8_t *p = src + ((b * sh_ + oy * c->sh) * sw_ + ox * c->sw) * c->ic;
@@ -426,8 +417,8 @@ static void task(void *user, size_t i, uint32_t worker) {
           p = src + (b * sh_ + oy * c->sh) * sw_ * c->ic;
         }
       }
-      if (j->kernel_rows)
-        fb_block_avx512vnni_rows_runs(rows, j->toff_rows, c->kh, n, j->pk, p0, p1, j->y + m * j->pk->n,
+      if (j->padded_rows)
+        fb_block_avx512vnni_rows_runs(rows, j->toff, j->nruns, n, j->pk, p0, p1, j->y + m * j->pk->n,
                                       (size_t)j->pk->n);
       else
         fb_block_avx512vnni_rows(rows, n, j->pk, p0, p1, j->y + m * j->pk->n, (size_t)j->pk->n);
@@ -503,16 +494,15 @@ void fb_conv_packed(FbIsa isa, const FbConv *c, const FbPacked *pk, const uint8_
       for (int64_t kx = 0; kx < c->kw; kx++)
         toff[ky * c->kw + kx] = (ky * c->dh * j.tpw + kx * c->dw) * c->ic;
     j.toff = toff, j.tpad = (const uint8_t *)ws + toff_bytes(c);
-    j.mb = (j.mb + c->ow - 1) / c->ow * c->ow;
+    j.padded_rows = 1, j.nruns = c->kh * c->kw;
   } else if (kernel_row_path(isa, c, pk)) {
     j.tph = tap_ph(c), j.tpw = tap_pw(c);
     pad_input(c, x, (uint8_t)pk->zx, (uint8_t *)ws + toff_bytes(c), j.tph, j.tpw, krow_slack(c));
     int64_t *toff = ws;
     for (int64_t ky = 0; ky < c->kh; ky++) /* one run per kernel row: kw pixels, adjacent */
       toff[ky] = ky * c->dh * j.tpw * c->ic;
-    j.toff = NULL, j.tpad = (const uint8_t *)ws + toff_bytes(c);
-    j.kernel_rows = 1;
-    j.toff_rows = toff;
+    j.toff = toff, j.tpad = (const uint8_t *)ws + toff_bytes(c);
+    j.padded_rows = 1, j.nruns = c->kh;
   } else if (strided_rows(isa, c, pk)) {
     j.strided_rows = 1;
   } else if (strided_direct(c, pk)) {

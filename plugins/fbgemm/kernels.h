@@ -141,15 +141,11 @@ void fb_block_avx512vnni_rows(const uint8_t *const *rows, int64_t m, const FbPac
                               uint8_t *y, size_t ldy);
 /* The same with the reduction in ntaps runs of k / ntaps bytes (a multiple of 4; needs
  * pk->kp == pk->k): run t of row r at rows[r] + toff[t], up to 3 bytes past each run
- * readable (they meet zero weights). gemm.c's kernel-row path: one run per kernel row. */
+ * readable (they meet zero weights). gemm.c's tap path (one run of ic bytes per kernel
+ * tap, channels a multiple of 4) and kernel-row path (one run per kernel row) read a
+ * convolution's rows this way straight from a padded copy of its input, without im2col. */
 void fb_block_avx512vnni_rows_runs(const uint8_t *const *rows, const int64_t *toff, int64_t ntaps, int64_t m,
                                    const FbPacked *pk, int64_t p0, int64_t p1, uint8_t *y, size_t ldy);
-/* The AVX-512 VNNI kernel with the reduction in ntaps runs of k / ntaps bytes (a multiple
- * of 4; needs pk->kp == pk->k): run t of row r at a + r * lda + toff[t]. gemm.c's tap
- * path reads a convolution's rows this way straight from a padded copy of its input (one
- * run per kernel tap, lda = sw * ic along an output row), without im2col. */
-void fb_block_avx512vnni_taps(const uint8_t *a, size_t lda, const int64_t *toff, int64_t ntaps, int64_t m,
-                              const FbPacked *pk, int64_t p0, int64_t p1, uint8_t *y, size_t ldy);
 /* AMX: 32 rows by 2 panels per step (4 int32 accumulator tiles), tdpbusd per 64 reduction
  * bytes; needs pk->kp % 64 == 0 (fb_pack_for(FB_ISA_AMX, ...)) and rows of kp readable
  * bytes. Loads its own tile configuration on entry and releases the tiles on return, so it
