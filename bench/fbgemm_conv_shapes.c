@@ -112,7 +112,9 @@ static int run_shape(const Shape *sh, FbIsa isa, double *hot, double *cold) {
   if (!pk)
     return 1;
   for (size_t i = 0; i < copies; i++)
-    if (fb_pack_for(isa, &pk[i], w, sh->oc, K, &rq) != 0)
+    if ((fb_kernel_rows_pay(isa, sh->ic, sh->k, sh->k, 1)
+             ? fb_pack_kernel_rows(isa, &pk[i], w, sh->oc, sh->k, sh->k * sh->ic, &rq) /* as kernel.c */
+             : fb_pack_for(isa, &pk[i], w, sh->oc, K, &rq)) != 0)
       return 1;
   size_t wsb = fb_conv_workspace(&c, &pk[0], 1);
   void *ws = aligned_alloc(64, (wsb + 63) / 64 * 64 + 64);

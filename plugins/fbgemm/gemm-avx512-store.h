@@ -36,6 +36,27 @@ static inline __attribute__((always_inline)) void fb_store64_avx512(const __m512
   _mm512_mask_storeu_epi8(dst, mask, _mm512_permutexvar_epi32(perm, u8));
 }
 
+/* The short epilogue (kernels.h, FbPacked's int_bias) for nv <= 4 vectors of 16 channels:
+ * the bias is already in the accumulators and the products stay far inside int32, so
+ * per vector only the conversion, the multiply and the rounding, then the same packs as
+ * fb_store64_avx512 and both clamp bounds on the bytes (exact: the bounds are integers in
+ * [0, 255] and every saturation on the way lies outside them). With nv < 4 the missing
+ * vectors repeat present ones; the mask drops their bytes. hi8: the upper bound plus zo,
+ * as a byte. */
+static inline __attribute__((always_inline)) void fb_store_int_avx512(const __m512i *acc, const int nv,
+                                                                      const float *mult, __m512i zo16,
+                                                                      __m512i lo8, __m512i hi8, __m512i perm,
+                                                                      uint8_t *dst, __mmask64 mask) {
+  __m512i q[4];
+  _Pragma("GCC unroll 4")
+  for (int v = 0; v < nv; v++)
+    q[v] = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_cvtepi32_ps(acc[v]), _mm512_load_ps(mult + 16 * v)));
+  __m512i w01 = _mm512_adds_epi16(_mm512_packs_epi32(q[0], nv > 1 ? q[1] : q[0]), zo16);
+  __m512i w23 = nv > 2 ? _mm512_adds_epi16(_mm512_packs_epi32(q[2], nv > 3 ? q[3] : q[2]), zo16) : w01;
+  __m512i u8 = _mm512_min_epu8(_mm512_max_epu8(_mm512_packus_epi16(w01, w23), lo8), hi8);
+  _mm512_mask_storeu_epi8(dst, mask, _mm512_permutexvar_epi32(perm, u8));
+}
+
 /* The constants fb_store64_avx512 takes, from the clamp bounds relative to zo (kernels.h's
  * lo and hi) and zo. */
 static inline __attribute__((always_inline)) void fb_store64_consts(float lo, float hi, int32_t zo, __m512 *hiv,

@@ -1,18 +1,25 @@
 /* The fbgemm plugin's AVX-512 VNNI micro-kernel: 6 rows of A by up to 4 panels of 16
- * output channels (24 zmm accumulators), one vpdpbusd per row and panel for every 4
- * reduction bytes (u8 x s8 into int32, exact for any uint8) into accumulators that start
- * at the column offsets, then kernels.h's output rule in registers: float bias and
- * multiplier, clamp, round half to even (vcvtps2dq under the default MXCSR), zero point,
- * and a masked store of the valid channels (4 panels: saturating packs, one store per
- * row). Built with AVX-512 flags of its own (CMakeLists.txt); the plugin calls it
+ * output channels, or 12 rows by 1 or 2 (24 zmm accumulators), the rows given as
+ * pointers (a strided convolution's pixels, kernel rows in a padded copy), one vpdpbusd
+ * per row and panel for every 4 reduction bytes (u8 x s8 into int32, exact for any
+ * uint8) into accumulators that start at the column offsets, then kernels.h's output
+ * rule in registers: float bias and multiplier, clamp, round half to even (vcvtps2dq
+ * under the default MXCSR), zero point, and a masked store of the valid channels (4
+ * panels: saturating packs, one store per row); or, where the pack allows it (kernels.h,
+ * int_bias), the bias in the accumulators' start and the clamps on the bytes. Built with AVX-512 flags of its own (CMakeLists.txt); the plugin calls it
  * only when the host reports avx512f/bw/vl and avx512vnni. */
 #include <immintrin.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "gemm-avx512-store.h"
 #include "kernels.h"
 
+/* Rows per tile: 6 by up to 4 panels, 12 by 1 or 2 (24 accumulators either way, so that
+ * a narrow GEMM, N = 16 or 32, still has enough independent vpdpbusd chains to hide
+ * their latency). */
 #define MR 6
+#define MR_NARROW 12
 
 /* vpdpbusd through asm: GCC 12 copies the accumulator to a scratch register and back around
  * every _mm512_dpbusd_epi32 (three instructions per multiply, and spills in the 6x4 tile);
@@ -23,26 +30,33 @@ static inline __attribute__((always_inline)) __m512i dpbusd(__m512i acc, __m512i
 }
 
 /* The reduction as runs: run t is k4 groups of 4 bytes at row + off[t] (one run at 0 for
- * a plain row of kp bytes; a tap's ic bytes for fb_block_avx512vnni_taps), the packed
+ * a plain row of kp bytes; a tap's ic bytes or a kernel row for fb_block_avx512vnni_rows_runs), the packed
  * weights continuing from one run to the next. */
 typedef struct {
   const int64_t *off;
   int64_t n, k4;
 } Runs;
 
-static inline __attribute__((always_inline)) void tile(const uint8_t *a, size_t lda, const Runs *runs,
+/* One tile: rows[r] is row r of A (anywhere: gemm.c's strided 1x1 path gathers the rows
+ * of a strided convolution this way, with no copy), output row r at y + r * ldy. */
+static inline __attribute__((always_inline)) void tile(const uint8_t *const *rows, const Runs *runs,
                                                        const FbPacked *pk, int64_t pan, uint8_t *y, size_t ldy,
                                                        const int mr, const int nv) {
   const int64_t k4n = pk->kp / 4;
   const size_t pstride = (size_t)k4n * 64;
   /* the accumulators start at -zx * colsum (the column offsets), so the epilogue has
    * nothing to subtract */
-  __m512i acc[MR][4];
-  _Pragma("GCC unroll 8")
+  __m512i acc[MR_NARROW][4];
+  /* The short epilogue (kernels.h, int_bias) for 2 panels or more; one panel (N = 16)
+   * keeps the float one, whose single vpmovdb beat the packs and vpermd there
+   * (qhost-fbgemm-shapes, mobilenet_v2's 32->16: 290-327 against 254-285 GOPS). */
+  const int int_epi = pk->int_bias && nv > 1;
+  const int32_t *start = int_epi ? pk->nzbias : pk->nzcol; /* the short epilogue's bias too */
+  _Pragma("GCC unroll 16")
   for (int r = 0; r < mr; r++)
     _Pragma("GCC unroll 8")
     for (int v = 0; v < nv; v++)
-      acc[r][v] = _mm512_load_si512((const void *)(pk->nzcol + (pan + v) * FB_NR));
+      acc[r][v] = _mm512_load_si512((const void *)(start + (pan + v) * FB_NR));
   if (mr == 1) {
     /* One row (M = 1 linear layers, row tails): nv chains alone would wait on vpdpbusd's
      * latency, so even and odd reduction groups go to two sets of accumulators, summed
@@ -52,7 +66,7 @@ static inline __attribute__((always_inline)) void tile(const uint8_t *a, size_t 
     for (int v = 0; v < nv; v++)
       acc1[v] = _mm512_setzero_si512();
     for (int64_t t = 0; t < runs->n; t++) {
-      const uint8_t *at = a + runs->off[t];
+      const uint8_t *at = rows[0] + runs->off[t];
       const int8_t *b = pk->b + pan * pstride + (size_t)(t * runs->k4) * 64;
       int64_t q = 0, k4 = runs->k4;
       for (; q + 2 <= k4; q += 2) {
@@ -79,18 +93,25 @@ static inline __attribute__((always_inline)) void tile(const uint8_t *a, size_t 
     for (int v = 0; v < nv; v++)
       acc[0][v] = _mm512_add_epi32(acc[0][v], acc1[v]);
   } else {
+    /* each row as a distance from row 0 (all rows lie in one buffer): one moving pointer
+     * and base + index loads, where 6 or 12 moving pointers each took an add per step
+     * from the ports vpdpbusd runs on */
+    ptrdiff_t d[MR_NARROW];
+    _Pragma("GCC unroll 16")
+    for (int r = 0; r < mr; r++)
+      d[r] = rows[r] - rows[0];
     for (int64_t t = 0; t < runs->n; t++) {
-      const uint8_t *at = a + runs->off[t];
+      const uint8_t *at = rows[0] + runs->off[t];
       const int8_t *b = pk->b + pan * pstride + (size_t)(t * runs->k4) * 64;
       for (int64_t q = 0; q < runs->k4; q++) {
         __m512i bv[4];
         _Pragma("GCC unroll 8")
         for (int v = 0; v < nv; v++)
           bv[v] = _mm512_load_si512((const void *)(b + v * pstride + q * 64));
-        _Pragma("GCC unroll 8")
+        _Pragma("GCC unroll 16")
         for (int r = 0; r < mr; r++) {
           int32_t a4;
-          memcpy(&a4, at + r * lda + q * 4, 4);
+          memcpy(&a4, at + q * 4 + d[r], 4);
           __m512i av = _mm512_set1_epi32(a4);
           _Pragma("GCC unroll 8")
           for (int v = 0; v < nv; v++)
@@ -98,6 +119,19 @@ static inline __attribute__((always_inline)) void tile(const uint8_t *a, size_t 
         }
       }
     }
+  }
+  if (int_epi) {
+    int64_t c0 = pan * FB_NR, valid = pk->n - c0 < nv * FB_NR ? pk->n - c0 : nv * FB_NR;
+    __mmask64 mask = valid == 64 ? ~(__mmask64)0 : ((__mmask64)1 << valid) - 1;
+    __m512 hv;
+    __m512i zo16, lo8, perm;
+    fb_store64_consts(pk->lo, pk->hi, pk->zo, &hv, &zo16, &lo8, &perm);
+    const __m512i hi8 = _mm512_set1_epi8((char)(uint8_t)((int32_t)pk->hi + pk->zo));
+    const float *mult = pk->mult + c0; /* once: the byte stores below may alias *pk */
+    _Pragma("GCC unroll 16")
+    for (int r = 0; r < mr; r++)
+      fb_store_int_avx512(acc[r], nv, mult, zo16, lo8, hi8, perm, y + r * ldy + c0, mask);
+    return;
   }
   const __m512 lo = _mm512_set1_ps(pk->lo), hi = _mm512_set1_ps(pk->hi);
   const __m512i zo = _mm512_set1_epi32(pk->zo);
@@ -107,9 +141,10 @@ static inline __attribute__((always_inline)) void tile(const uint8_t *a, size_t 
     __m512 hv;
     __m512i zo16, lo8, perm;
     fb_store64_consts(pk->lo, pk->hi, pk->zo, &hv, &zo16, &lo8, &perm);
-    _Pragma("GCC unroll 8")
+    const float *bias = pk->bias + c0, *mult = pk->mult + c0;
+    _Pragma("GCC unroll 16")
     for (int r = 0; r < mr; r++)
-      fb_store64_avx512(acc[r], pk->bias + c0, pk->mult + c0, hv, zo16, lo8, perm, y + r * ldy + c0, mask);
+      fb_store64_avx512(acc[r], bias, mult, hv, zo16, lo8, perm, y + r * ldy + c0, mask);
     return;
   }
   _Pragma("GCC unroll 8")
@@ -118,7 +153,7 @@ static inline __attribute__((always_inline)) void tile(const uint8_t *a, size_t 
     int64_t valid = pk->n - c0 < FB_NR ? pk->n - c0 : FB_NR;
     __mmask16 mask = (__mmask16)((1u << valid) - 1u);
     __m512 bias = _mm512_load_ps(pk->bias + c0), mult = _mm512_load_ps(pk->mult + c0);
-    _Pragma("GCC unroll 8")
+    _Pragma("GCC unroll 16")
     for (int r = 0; r < mr; r++) {
       __m512 f = _mm512_cvtepi32_ps(acc[r][v]);
       f = _mm512_mul_ps(_mm512_add_ps(f, bias), mult);
@@ -129,37 +164,63 @@ static inline __attribute__((always_inline)) void tile(const uint8_t *a, size_t 
   }
 }
 
-#define ROWS(nv)                                                                                   \
+#define T(r, nv) tile(rows, runs, pk, pan, y, ldy, r, nv)
+#define ROWS6(nv)                                                                                  \
   switch (mr) {                                                                                    \
-  case 6: tile(a, lda, runs, pk, pan, y, ldy, 6, nv); break;                                       \
-  case 5: tile(a, lda, runs, pk, pan, y, ldy, 5, nv); break;                                       \
-  case 4: tile(a, lda, runs, pk, pan, y, ldy, 4, nv); break;                                       \
-  case 3: tile(a, lda, runs, pk, pan, y, ldy, 3, nv); break;                                       \
-  case 2: tile(a, lda, runs, pk, pan, y, ldy, 2, nv); break;                                       \
-  default: tile(a, lda, runs, pk, pan, y, ldy, 1, nv); break;                                      \
+  case 6: T(6, nv); break;                                                                         \
+  case 5: T(5, nv); break;                                                                         \
+  case 4: T(4, nv); break;                                                                         \
+  case 3: T(3, nv); break;                                                                         \
+  case 2: T(2, nv); break;                                                                         \
+  default: T(1, nv); break;                                                                        \
+  }
+#define ROWS12(nv)                                                                                 \
+  switch (mr) {                                                                                    \
+  case 12: T(12, nv); break;                                                                       \
+  case 11: T(11, nv); break;                                                                       \
+  case 10: T(10, nv); break;                                                                       \
+  case 9: T(9, nv); break;                                                                         \
+  case 8: T(8, nv); break;                                                                         \
+  case 7: T(7, nv); break;                                                                         \
+  default: ROWS6(nv); break;                                                                       \
   }
 
 /* One tile with compile-time row and panel counts, so the accumulators stay in registers. */
-static void run_tile(const uint8_t *a, size_t lda, const Runs *runs, int mr, const FbPacked *pk, int64_t pan,
+static void run_tile(const uint8_t *const *rows, const Runs *runs, int mr, const FbPacked *pk, int64_t pan,
                      int nv, uint8_t *y, size_t ldy) {
   switch (nv) {
-  case 4: ROWS(4); break;
-  case 3: ROWS(3); break;
-  case 2: ROWS(2); break;
-  default: ROWS(1); break;
+  case 4: ROWS6(4); break;
+  case 3: ROWS6(3); break;
+  case 2: ROWS12(2); break;
+  default: ROWS12(1); break;
   }
 }
 
-static void block(const uint8_t *a, size_t lda, const Runs *runs, int64_t m, const FbPacked *pk, int64_t p0,
+/* Rows per call of block(): its row pointers live on the stack. */
+#define BLOCK_ROWS 512
+
+static void block(const uint8_t *const *rows, const Runs *runs, int64_t m, const FbPacked *pk, int64_t p0,
                   int64_t p1, uint8_t *y, size_t ldy) {
   /* Panels outer: one group of weights is reused by every row tile of the block while
    * it is in L1 (the block's rows stay in L2). */
   for (int64_t pan = p0; pan < p1; pan += 4) {
-    int nv = p1 - pan < 4 ? (int)(p1 - pan) : 4;
-    for (int64_t r0 = 0; r0 < m; r0 += MR) {
-      int mr = m - r0 < MR ? (int)(m - r0) : MR;
-      run_tile(a + (size_t)r0 * lda, lda, runs, mr, pk, pan, nv, y + (size_t)r0 * ldy, ldy);
+    int nv = p1 - pan < 4 ? (int)(p1 - pan) : 4, tr = nv <= 2 ? MR_NARROW : MR;
+    for (int64_t r0 = 0; r0 < m; r0 += tr) {
+      int mr = m - r0 < tr ? (int)(m - r0) : tr;
+      run_tile(rows + r0, runs, mr, pk, pan, nv, y + (size_t)r0 * ldy, ldy);
     }
+  }
+}
+
+/* Rows lda bytes apart, BLOCK_ROWS at a time. */
+static void block_strided(const uint8_t *a, size_t lda, const Runs *runs, int64_t m, const FbPacked *pk,
+                          int64_t p0, int64_t p1, uint8_t *y, size_t ldy) {
+  const uint8_t *rows[BLOCK_ROWS];
+  for (int64_t m0 = 0; m0 < m; m0 += BLOCK_ROWS) {
+    int64_t n = m - m0 < BLOCK_ROWS ? m - m0 : BLOCK_ROWS;
+    for (int64_t r = 0; r < n; r++)
+      rows[r] = a + (size_t)(m0 + r) * lda;
+    block(rows, runs, n, pk, p0, p1, y + (size_t)m0 * ldy, ldy);
   }
 }
 
@@ -167,11 +228,18 @@ void fb_block_avx512vnni(const uint8_t *a, size_t lda, int64_t m, const FbPacked
                          int64_t p1, uint8_t *y, size_t ldy) {
   static const int64_t zero = 0;
   Runs runs = {&zero, 1, pk->kp / 4};
-  block(a, lda, &runs, m, pk, p0, p1, y, ldy);
+  block_strided(a, lda, &runs, m, pk, p0, p1, y, ldy);
 }
 
-void fb_block_avx512vnni_taps(const uint8_t *a, size_t lda, const int64_t *toff, int64_t ntaps, int64_t m,
-                              const FbPacked *pk, int64_t p0, int64_t p1, uint8_t *y, size_t ldy) {
+void fb_block_avx512vnni_rows(const uint8_t *const *rows, int64_t m, const FbPacked *pk, int64_t p0, int64_t p1,
+                              uint8_t *y, size_t ldy) {
+  static const int64_t zero = 0;
+  Runs runs = {&zero, 1, pk->kp / 4};
+  block(rows, &runs, m, pk, p0, p1, y, ldy);
+}
+
+void fb_block_avx512vnni_rows_runs(const uint8_t *const *rows, const int64_t *toff, int64_t ntaps, int64_t m,
+                                   const FbPacked *pk, int64_t p0, int64_t p1, uint8_t *y, size_t ldy) {
   Runs runs = {toff, ntaps, pk->k / ntaps / 4};
-  block(a, lda, &runs, m, pk, p0, p1, y, ldy);
+  block(rows, &runs, m, pk, p0, p1, y, ldy);
 }

@@ -5,8 +5,11 @@
  * of output rows, builds each block's im2col rows in the worker's own slice of the
  * workspace just before its GEMM (PackAWithIm2Col's idea, fused per block so the rows are
  * still in cache), and hands the blocks to the ISA's micro-kernel. 1x1 unpadded
- * convolutions (strided ones one output row at a time) and linear layers read their
- * input in place. */
+ * convolutions (strided ones through row pointers on AVX-512 VNNI, else one output row
+ * at a time) and linear layers read their input in place; on AVX-512 VNNI larger
+ * kernels read a padded copy of the input, a tap (channels a multiple of 4) or a kernel
+ * row (fb_pack_kernel_rows: first layers) at a time. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,9 +26,10 @@ void fb_pack_free(FbPacked *p) {
   free(p->b);
   free(p->zcol);
   free(p->nzcol);
+  free(p->nzbias);
   free(p->bias);
   free(p->mult);
-  p->b = NULL, p->zcol = p->nzcol = NULL, p->bias = p->mult = NULL;
+  p->b = NULL, p->zcol = p->nzcol = p->nzbias = NULL, p->bias = p->mult = NULL;
 }
 
 int fb_pack(FbPacked *p, const int8_t *w, int64_t n, int64_t k, const FbRequant *rq) {
@@ -41,32 +45,60 @@ int fb_pack_for(FbIsa isa, FbPacked *p, const int8_t *w, int64_t n, int64_t k, c
   p->b = alloc64((size_t)p->npanel * (size_t)p->kp * FB_NR);
   p->zcol = alloc64(cols * sizeof *p->zcol);
   p->nzcol = alloc64(cols * sizeof *p->nzcol);
+  p->nzbias = alloc64(cols * sizeof *p->nzbias);
   p->bias = alloc64(cols * sizeof *p->bias);
   p->mult = alloc64(cols * sizeof *p->mult);
-  if (!p->b || !p->zcol || !p->nzcol || !p->bias || !p->mult) {
+  if (!p->b || !p->zcol || !p->nzcol || !p->nzbias || !p->bias || !p->mult) {
     fb_pack_free(p);
     return -1;
   }
   memset(p->b, 0, (size_t)p->npanel * (size_t)p->kp * FB_NR);
   int64_t k4n = p->kp / 4;
+  p->int_bias = 1;
   for (int64_t c = 0; c < (int64_t)cols; c++) {
     int64_t pan = c / FB_NR, j = c % FB_NR;
     int32_t sum = 0;
+    double abs_sum = 0;
     if (c < n)
       for (int64_t kk = 0; kk < k; kk++) {
         int8_t v = w[c * k + kk];
         p->b[((pan * k4n + kk / 4) * FB_NR + j) * 4 + kk % 4] = v;
         sum += v;
+        abs_sum += v < 0 ? -v : v;
       }
     p->zcol[c] = rq->zx * sum;
     p->nzcol[c] = -p->zcol[c];
     p->bias[c] = c < n ? rq->bias[c] : 0.0f;
     p->mult[c] = c < n ? rq->mult[c] : 0.0f;
+    /* kernels.h's conditions for the short epilogue; |x - zx| <= 255 for any uint8 */
+    float bias = p->bias[c], mult = p->mult[c];
+    int exact = bias == rintf(bias) && 255.0 * abs_sum + fabs((double)bias) <= FB_INT_BIAS_MAX &&
+                isfinite(mult) && fabsf(mult) <= 64.0f;
+    p->int_bias &= exact;
+    p->nzbias[c] = exact ? (int32_t)bias - p->zcol[c] : 0;
   }
   p->lo = (float)(rq->lo - rq->zo);
   p->hi = (float)(rq->hi - rq->zo);
   p->zx = rq->zx, p->zo = rq->zo;
   return 0;
+}
+
+int fb_pack_kernel_rows(FbIsa isa, FbPacked *p, const int8_t *w, int64_t n, int64_t kh, int64_t krow,
+                        const FbRequant *rq) {
+  int64_t kr4 = (krow + 3) / 4 * 4, k = kh * kr4;
+  int8_t *wide = calloc((size_t)(n * k) + 1, 1);
+  if (!wide) {
+    memset(p, 0, sizeof *p);
+    return -1;
+  }
+  for (int64_t c = 0; c < n; c++)
+    for (int64_t ky = 0; ky < kh; ky++)
+      memcpy(wide + c * k + ky * kr4, w + (c * kh + ky) * krow, (size_t)krow);
+  int bad = fb_pack_for(isa, p, wide, n, k, rq);
+  free(wide);
+  if (!bad)
+    p->krow = krow;
+  return bad;
 }
 
 void fb_block_c(const uint8_t *a, size_t lda, int64_t m, const FbPacked *pk, int64_t p0, int64_t p1,
@@ -131,10 +163,18 @@ static int direct(const FbConv *c, const FbPacked *pk) {
  * than the copy (qhost-fbgemm-shapes, resnet18's 14->7 downsample: 86% of the peak with
  * im2col, 72% in place; 56->28: 52% with im2col, 65% in place). */
 #define FB_STRIDED_MIN_OW 16
-static int strided_direct(const FbConv *c, const FbPacked *pk) {
+static int strided_any(const FbConv *c, const FbPacked *pk) {
   return c->kh == 1 && c->kw == 1 && c->pt == 0 && c->pl == 0 && !direct(c, pk) && pk->kp - pk->k <= 3 &&
-         pk->mq != 32 && c->ow >= FB_STRIDED_MIN_OW && (c->oh - 1) * c->sh < c->ih &&
-         (c->ow - 1) * c->sw < c->iw;
+         pk->mq != 32 && (c->oh - 1) * c->sh < c->ih && (c->ow - 1) * c->sw < c->iw;
+}
+static int strided_direct(const FbConv *c, const FbPacked *pk) {
+  return strided_any(c, pk) && c->ow >= FB_STRIDED_MIN_OW;
+}
+/* The AVX-512 VNNI kernel takes its rows as pointers (fb_block_avx512vnni_rows), so its
+ * tiles run across output rows and the short ones read in place too (resnet18's 28->14
+ * and 14->7 downsample: no im2col, and no tile tail per output row). */
+static int strided_rows(FbIsa isa, const FbConv *c, const FbPacked *pk) {
+  return isa == FB_ISA_AVX512VNNI && strided_any(c, pk);
 }
 
 /* AMX's gathered path: a stride-1 undilated convolution whose channels are a multiple of
@@ -150,18 +190,32 @@ static int gathered(const FbConv *c, const FbPacked *pk) {
 /* The AVX-512 VNNI tap path: a convolution larger than 1x1 whose channels are a multiple
  * of 4 (each tap's ic bytes are whole reduction groups) and whose output rows have 16
  * pixels or more reads its rows straight from a padded copy of the input, one run of ic
- * bytes per tap (fb_block_avx512vnni_taps), any stride and dilation: the copy writes each
+ * bytes per tap (fb_block_avx512vnni_rows_runs), any stride and dilation: the copy writes each
  * input pixel once where im2col writes it kh * kw / (sh * sw) times. Not for an AMX pack
  * (its K is padded to 64), nor for short output rows (the row tails, as strided_direct). */
 static int tap_path(const FbConv *c, const FbPacked *pk) {
-  return pk->mq != 32 && c->kh * c->kw > 1 && c->ic % 4 == 0 && pk->kp == pk->k && c->ow >= FB_STRIDED_MIN_OW;
+  return pk->mq != 32 && c->kh * c->kw > 1 && c->ic % 4 == 0 && pk->kp == pk->k && c->ow >= FB_STRIDED_MIN_OW &&
+         !pk->krow;
 }
+/* The kernel-row path (AVX-512 VNNI on fb_pack_kernel_rows's layout): the rows of A are
+ * read from the same padded copy as the tap path's, one run of kw * ic bytes (padded to
+ * 4) per kernel row, the rows as pointers so that tiles run across output rows. For
+ * first layers (3 channels), where im2col cost more than the GEMM: its padded copy
+ * writes each input pixel once where im2col writes it kh * kw / (sh * sw) times, in
+ * pieces of 9 or 21 bytes. */
+static int kernel_row_path(FbIsa isa, const FbConv *c, const FbPacked *pk) {
+  return isa == FB_ISA_AVX512VNNI && pk->krow == c->kw * c->ic && pk->k == c->kh * ((pk->krow + 3) / 4 * 4) &&
+         pk->kp == pk->k && c->dw == 1;
+}
+/* Bytes the kernel rows may read past the padded copy's last pixel (the zero weights' 3
+ * bytes), as whole pixels. */
+static int64_t krow_slack(const FbConv *c) { return (3 + c->ic - 1) / c->ic; }
 /* The padded input the tap path reads: every pixel a tap reaches, padding included. */
 static int64_t tap_ph(const FbConv *c) { return (c->oh - 1) * c->sh + (c->kh - 1) * c->dh + 1; }
 static int64_t tap_pw(const FbConv *c) { return (c->ow - 1) * c->sw + (c->kw - 1) * c->dw + 1; }
 static size_t toff_bytes(const FbConv *c) { return ((size_t)(c->kh * c->kw) * sizeof(int64_t) + 63) / 64 * 64; }
 static size_t tap_bytes(const FbConv *c) {
-  return toff_bytes(c) + (size_t)(c->n * tap_ph(c) * tap_pw(c) * c->ic);
+  return toff_bytes(c) + (size_t)((c->n * tap_ph(c) * tap_pw(c) + krow_slack(c)) * c->ic);
 }
 
 /* The gathered path's workspace: the chunk offsets, then the padded images and kw pixels
@@ -178,8 +232,9 @@ size_t fb_conv_workspace(const FbConv *c, const FbPacked *pk, uint32_t n_workers
   /* an AMX pack may also run on a vector path (kernels.h), which takes the im2col rows */
   if (gathered(c, pk) && koff_bytes(pk) + padded_bytes(c) > rows)
     return koff_bytes(pk) + padded_bytes(c);
-  /* the tap path runs on AVX-512 VNNI only; the other paths take the im2col rows */
-  if (tap_path(c, pk) && tap_bytes(c) > rows)
+  /* the tap and kernel-row paths run on AVX-512 VNNI only; the other paths take the
+   * im2col rows */
+  if ((tap_path(c, pk) || kernel_row_path(FB_ISA_AVX512VNNI, c, pk)) && tap_bytes(c) > rows)
     return tap_bytes(c);
   return rows;
 }
@@ -193,10 +248,13 @@ typedef struct {
   FbBlockFn block;
   int64_t m, mb, nsplit;
   int strided; /* strided_direct: one call per output row, read in place */
-  /* the tap path: the padded input, its dimensions, the taps' offsets in it */
+  int strided_rows; /* strided_rows: the block's input pixels as row pointers */
+  /* the tap and kernel-row paths: row pointers into the padded input tpad (tph x tpw
+   * pixels per image), the reduction in nruns runs at toff[] from a row's pixel */
+  int padded_rows;
   const uint8_t *tpad;
   const int64_t *toff;
-  int64_t tph, tpw;
+  int64_t tph, tpw, nruns;
   size_t slot;
   /* the gathered path (AMX): the padded input, the chunk offsets and the output map */
   const uint8_t *padded;
@@ -261,6 +319,7 @@ static void im2col(const Job *j, int64_t m0, int64_t mr, uint8_t *dst) {
   /* the first row's pixel, then stepped: three divisions per row cost more than a thin
    * layer's GEMM row (K = 27: 14 vpdpbusd) */
   int64_t ox = m0 % c->ow, oy = (m0 / c->ow) % c->oh, b = m0 / (c->ow * c->oh);
+  int64_t gap = pk->krow ? (pk->krow + 3) / 4 * 4 - pk->krow : 0;
   for (int64_t r = 0; r < mr; r++, ox++) {
     if (ox == c->ow) {
       ox = 0;
@@ -268,7 +327,8 @@ static void im2col(const Job *j, int64_t m0, int64_t mr, uint8_t *dst) {
         oy = 0, b++;
     }
     uint8_t *d = dst + r * pk->kp;
-    for (int64_t ky = 0; ky < c->kh; ky++) {
+    for (int64_t ky = 0; ky < c->kh; ky++, d += gap) {
+      fill_bytes(d + c->kw * c->ic, 0, gap); /* fb_pack_kernel_rows's zero weights */
       int64_t iy = oy * c->sh - c->pt + ky * c->dh;
       if (iy < 0 || iy >= c->ih) {
         fill_bytes(d, (uint8_t)pk->zx, c->kw * c->ic);
@@ -334,14 +394,35 @@ static void task(void *user, size_t i, uint32_t worker) {
                         &j->map, m0);
     return;
   }
-  if (j->toff) {
+  if (j->strided_rows || j->padded_rows) {
     const FbConv *c = j->c;
-    size_t ic = (size_t)c->ic, ntaps = (size_t)(c->kh * c->kw);
-    for (int64_t m = m0, end = m0 + mr; m < end; m += c->ow) { /* blocks are whole output rows */
-      int64_t oy = m / c->ow % c->oh, b = m / c->ow / c->oh;
-      const uint8_t *a = j->tpad + (size_t)((b * j->tph + oy * c->sh) * j->tpw) * ic;
-      fb_block_avx512vnni_taps(a, (size_t)c->sw * ic, j->toff, (int64_t)ntaps, c->ow, j->pk, p0, p1,
-                               j->y + m * j->pk->n, (size_t)j->pk->n);
+    const uint8_t *rows[256];
+    /* strided 1x1: the input itself; taps and kernel rows: the padded copy (the runs'
+     * offsets from a window's top left pixel). The tiles run across output rows, so
+     * there is no tile tail per output row. */
+    const uint8_t *src = j->padded_rows ? j->tpad : j->x;
+    int64_t sh_ = j->padded_rows ? j->tph : c->ih, sw_ = j->padded_rows ? j->tpw : c->iw;
+    int64_t ox = m0 % c->ow, rest = m0 / c->ow, oy = rest % c->oh, b = rest / c->oh;
+    size_t step = (size_t)(c->sw * c->ic);
+    const uint8_t *p = src + ((b * sh_ + oy * c->sh) * sw_ + ox * c->sw) * c->ic;
+    for (int64_t m = m0, end = m0 + mr; m < end;) {
+      int64_t n = end - m < 256 ? end - m : 256;
+      for (int64_t r = 0; r < n; r++) { /* stepped: a multiply only per output row */
+        rows[r] = p;
+        p += step;
+        if (++ox == c->ow) {
+          ox = 0;
+          if (++oy == c->oh)
+            oy = 0, b++;
+          p = src + (b * sh_ + oy * c->sh) * sw_ * c->ic;
+        }
+      }
+      if (j->padded_rows)
+        fb_block_avx512vnni_rows_runs(rows, j->toff, j->nruns, n, j->pk, p0, p1, j->y + m * j->pk->n,
+                                      (size_t)j->pk->n);
+      else
+        fb_block_avx512vnni_rows(rows, n, j->pk, p0, p1, j->y + m * j->pk->n, (size_t)j->pk->n);
+      m += n;
     }
     return;
   }
@@ -413,7 +494,17 @@ void fb_conv_packed(FbIsa isa, const FbConv *c, const FbPacked *pk, const uint8_
       for (int64_t kx = 0; kx < c->kw; kx++)
         toff[ky * c->kw + kx] = (ky * c->dh * j.tpw + kx * c->dw) * c->ic;
     j.toff = toff, j.tpad = (const uint8_t *)ws + toff_bytes(c);
-    j.mb = (j.mb + c->ow - 1) / c->ow * c->ow;
+    j.padded_rows = 1, j.nruns = c->kh * c->kw;
+  } else if (kernel_row_path(isa, c, pk)) {
+    j.tph = tap_ph(c), j.tpw = tap_pw(c);
+    pad_input(c, x, (uint8_t)pk->zx, (uint8_t *)ws + toff_bytes(c), j.tph, j.tpw, krow_slack(c));
+    int64_t *toff = ws;
+    for (int64_t ky = 0; ky < c->kh; ky++) /* one run per kernel row: kw pixels, adjacent */
+      toff[ky] = ky * c->dh * j.tpw * c->ic;
+    j.toff = toff, j.tpad = (const uint8_t *)ws + toff_bytes(c);
+    j.padded_rows = 1, j.nruns = c->kh;
+  } else if (strided_rows(isa, c, pk)) {
+    j.strided_rows = 1;
   } else if (strided_direct(c, pk)) {
     /* blocks of whole output rows, so that no call gets a row's ragged end */
     j.strided = 1;
@@ -423,9 +514,10 @@ void fb_conv_packed(FbIsa isa, const FbConv *c, const FbPacked *pk, const uint8_
   }
   int64_t mblocks = (j.m + j.mb - 1) / j.mb;
   /* Few row blocks (M = 1, small images): split the output channels too, so every
-   * worker gets work; each such task builds its own copy of the block's rows. */
+   * worker gets work; each such task builds its own copy of the block's rows. One
+   * worker gains nothing from it and would build a block's im2col rows twice. */
   j.nsplit = 1;
-  if (mblocks < 2 * (int64_t)workers) {
+  if (workers > 1 && mblocks < 2 * (int64_t)workers) {
     j.nsplit = (2 * (int64_t)workers + mblocks - 1) / mblocks;
     if (j.nsplit > pk->npanel)
       j.nsplit = pk->npanel;

@@ -65,7 +65,13 @@ static QhStatus *prepare(Kernel *k, const QhHostApi *host, const QhGraphView *g)
   FbRequant rq = fb_requant_setup(k->inst, in, b, nc, bias, mult);
   if (k->isa == FB_ISA_AMX && kk < FB_AMX_MIN_K)
     k->isa = FB_ISA_AVX512VNNI;
-  int bad = in->dw ? fb_dw_pack(&k->dw, wr, nc, in->kh, in->kw, &rq) : fb_pack_for(k->isa, &k->pk, wr, nc, kk, &rq);
+  int bad;
+  if (in->dw)
+    bad = fb_dw_pack(&k->dw, wr, nc, in->kh, in->kw, &rq);
+  else if (in->kind == FB_CONV && fb_kernel_rows_pay(k->isa, in->ci, in->kh, in->kw, in->dil[1]))
+    bad = fb_pack_kernel_rows(k->isa, &k->pk, wr, nc, in->kh, in->kw * in->ci, &rq); /* first layers */
+  else
+    bad = fb_pack_for(k->isa, &k->pk, wr, nc, kk, &rq);
   free(wr), free(bias), free(mult);
   return bad ? host->status_new(QH_ERR_OUT_OF_MEMORY, "out of memory packing weights") : NULL;
 }

@@ -69,15 +69,29 @@ void fb_conv_ref(const FbConv *c, const uint8_t *x, const int8_t *w, const FbReq
  * 64. The requantization arrays are padded to the panels; zcol[c] = zx * sum_k w[c][k],
  * nzcol[c] = -zcol[c] (the AVX-512 kernel starts its accumulators there: a load instead
  * of a subtraction per output vector). mq: rows per GEMM block are a multiple of it (the
- * micro-kernels' row tiles). */
+ * micro-kernels' row tiles).
+ * The short epilogue (fb_pack_for sets int_bias when it is exact for every channel): each
+ * bias is an integer and 255 * sum_k |w[c][k]| + |bias[c]| <= 2^24, so the accumulator,
+ * the bias and their sum are integers a float holds exactly and (float)acc + bias equals
+ * (float)(acc + bias); and every multiplier is finite and at most 64, so the product stays
+ * far inside int32 and the clamp can be done on the narrowed bytes. The AVX-512 kernel
+ * then starts its accumulators at nzbias[c] = bias[c] - zcol[c] and drops the float add
+ * and min (short K: 1x1 convolutions with K = 24..128, where the epilogue is as long as
+ * the multiply-adds). nzbias is allocated either way (zeros when int_bias is 0). */
 #define FB_NR 16
+#define FB_INT_BIAS_MAX 16777216.0 /* 2^24: integers up to it are exact in a float */
 typedef struct {
   int64_t n, k, kp, npanel, mq;
   int8_t *b;
-  int32_t *zcol, *nzcol;
+  int32_t *zcol, *nzcol, *nzbias;
   float *bias, *mult;
   float lo, hi; /* clamp bounds relative to zo */
   int32_t zx, zo;
+  int int_bias;
+  /* 0: the reduction is (ky, kx, ci) packed tight; else fb_pack_kernel_rows's layout:
+   * kernel rows of krow = kw * ic bytes, each padded with zero weights to a multiple of
+   * 4 (k = kh * that) */
+  int64_t krow;
 } FbPacked;
 
 /* w: [n][k] row-major (k in the twin's (ky, kx, ci) order). 0 on success, -1 when out of
@@ -87,6 +101,20 @@ int fb_pack(FbPacked *p, const int8_t *w, int64_t n, int64_t k, const FbRequant 
  * other path gets fb_pack's layout. Every path but FB_ISA_REF runs on either layout. */
 int fb_pack_for(FbIsa isa, FbPacked *p, const int8_t *w, int64_t n, int64_t k, const FbRequant *rq);
 void fb_pack_free(FbPacked *p);
+/* fb_pack_for with each kernel row (krow = kw * ic bytes of the (ky, kx, ci) reduction,
+ * kh rows) padded with zero weights to a multiple of 4, so that a kernel row starts a
+ * vpdpbusd group: the AVX-512 VNNI kernel then reads a convolution whose channels are
+ * not a multiple of 4 (first layers: 3 channels) a kernel row at a time straight from a
+ * padded copy of its input, without im2col (fb_conv_packed); every other path builds
+ * im2col rows with the same gaps. Same errors and ownership as fb_pack_for. */
+int fb_pack_kernel_rows(FbIsa isa, FbPacked *p, const int8_t *w, int64_t n, int64_t kh, int64_t krow,
+                        const FbRequant *rq);
+/* Whether fb_pack_kernel_rows's layout pays on isa for a dense convolution: AVX-512 VNNI,
+ * a kernel larger than 1x1, undilated along x (a kernel row is adjacent pixels), channels
+ * not a multiple of 4 (else the tap path reads each tap's channels as they are). Pure. */
+static inline int fb_kernel_rows_pay(FbIsa isa, int64_t ic, int64_t kh, int64_t kw, int64_t dw) {
+  return isa == FB_ISA_AVX512VNNI && ic % 4 != 0 && kh * kw > 1 && dw == 1;
+}
 
 /* A block of m rows of A (row r at a + r * lda, k bytes; reads may run up to 3 bytes past
  * the row's end, which meet zero weights) times panels [p0, p1), requantized into
@@ -105,12 +133,19 @@ void fb_block_avxvnni(const uint8_t *a, size_t lda, int64_t m, const FbPacked *p
                       uint8_t *y, size_t ldy);
 void fb_block_avx512vnni(const uint8_t *a, size_t lda, int64_t m, const FbPacked *pk, int64_t p0,
                          int64_t p1, uint8_t *y, size_t ldy);
-/* The AVX-512 VNNI kernel with the reduction in ntaps runs of k / ntaps bytes (a multiple
- * of 4; needs pk->kp == pk->k): run t of row r at a + r * lda + toff[t]. gemm.c's tap
- * path reads a convolution's rows this way straight from a padded copy of its input (one
- * run per kernel tap, lda = sw * ic along an output row), without im2col. */
-void fb_block_avx512vnni_taps(const uint8_t *a, size_t lda, const int64_t *toff, int64_t ntaps, int64_t m,
-                              const FbPacked *pk, int64_t p0, int64_t p1, uint8_t *y, size_t ldy);
+/* The AVX-512 VNNI kernel on m rows of A anywhere in memory: row r at rows[r] (kp
+ * readable bytes, or k and up to 3 more that meet zero weights), output row r at
+ * y + r * ldy. gemm.c's strided 1x1 path hands it the input pixels of a strided
+ * convolution's output pixels, any number of output rows per call. */
+void fb_block_avx512vnni_rows(const uint8_t *const *rows, int64_t m, const FbPacked *pk, int64_t p0, int64_t p1,
+                              uint8_t *y, size_t ldy);
+/* The same with the reduction in ntaps runs of k / ntaps bytes (a multiple of 4; needs
+ * pk->kp == pk->k): run t of row r at rows[r] + toff[t], up to 3 bytes past each run
+ * readable (they meet zero weights). gemm.c's tap path (one run of ic bytes per kernel
+ * tap, channels a multiple of 4) and kernel-row path (one run per kernel row) read a
+ * convolution's rows this way straight from a padded copy of its input, without im2col. */
+void fb_block_avx512vnni_rows_runs(const uint8_t *const *rows, const int64_t *toff, int64_t ntaps, int64_t m,
+                                   const FbPacked *pk, int64_t p0, int64_t p1, uint8_t *y, size_t ldy);
 /* AMX: 32 rows by 2 panels per step (4 int32 accumulator tiles), tdpbusd per 64 reduction
  * bytes; needs pk->kp % 64 == 0 (fb_pack_for(FB_ISA_AMX, ...)) and rows of kp readable
  * bytes. Loads its own tile configuration on entry and releases the tiles on return, so it

@@ -20,6 +20,9 @@ static int gathered_cases;
 /* Cases the vector paths read in place one output row at a time (gemm.c's strided 1x1:
  * unpadded, a stride above 1, output rows of 16 pixels or more), likewise reported. */
 static int strided_cases;
+/* Strided 1x1 cases of any row length, which AVX-512 VNNI reads in place through row
+ * pointers (gemm.c's strided_rows), likewise. */
+static int strided_rows_cases;
 /* Cases AVX-512 VNNI runs on its tap path (a kernel larger than 1x1, channels a multiple
  * of 4, output rows of 16 pixels or more), likewise. */
 static int tap_cases;
@@ -27,6 +30,14 @@ static int tap_cases;
  * block of 64 channels and a tail, rows wider than one chunk of 64 input columns, and
  * stride 2 with dilation 1 over several output rows. */
 static int dw3_block_cases, dw3_chunk_cases, dw3_stride2_cases;
+/* Convolutions packed in kernel rows (fb_pack_kernel_rows, for every path), and those
+ * of them AVX-512 VNNI reads a kernel row at a time from its padded copy (undilated
+ * along x), likewise. */
+static int kernel_rows_cases, kernel_row_path_cases;
+/* Packs whose every bias is an integer within the bounds of the short epilogue
+ * (kernels.h, int_bias: the AVX-512 kernel folds the bias into its accumulators),
+ * likewise. */
+static int int_bias_packs;
 
 /* One random case; returns 0 when every path agrees with the twin. */
 static int run_case(int idx, const FbIsa *isas, size_t n_isas) {
@@ -84,6 +95,8 @@ static int run_case(int idx, const FbIsa *isas, size_t n_isas) {
     strided_cases++;
   if (c.kh * c.kw > 1 && c.ic % 4 == 0 && c.ow >= 16)
     tap_cases++;
+  if (c.kh == 1 && c.kw == 1 && c.pt == 0 && c.pl == 0 && c.sh * c.sw > 1 && c.ow < 16)
+    strided_rows_cases++;
   int64_t k = c.kh * c.kw * c.ic, xn = c.n * c.ih * c.iw * c.ic, yn = c.n * c.oh * c.ow * c.oc;
 
   uint8_t *x = malloc((size_t)xn + 64); /* the host's 64 bytes of slack */
@@ -115,14 +128,21 @@ static int run_case(int idx, const FbIsa *isas, size_t n_isas) {
     }
   }
   fb_conv_ref(&c, x, w, &rq, ref);
+  /* half of the larger kernels in fb_pack_kernel_rows's layout, most of them on channels
+   * not a multiple of 4 (the first layers it is for) */
+  int kernel_rows = !linear && c.kh * c.kw > 1 && (c.ic % 4 != 0 || rnd() % 4 == 0) && rnd() % 2;
+  kernel_rows_cases += kernel_rows;
+  kernel_row_path_cases += kernel_rows && c.dw == 1;
 
   int bad = 0;
   FbPacked pk;
   for (size_t t = 0; t < n_isas && !bad; t++) {
-    if (fb_pack_for(isas[t], &pk, w, c.oc, k, &rq) != 0) {
+    if ((kernel_rows ? fb_pack_kernel_rows(isas[t], &pk, w, c.oc, c.kh, c.kw * c.ic, &rq)
+                     : fb_pack_for(isas[t], &pk, w, c.oc, k, &rq)) != 0) {
       fprintf(stderr, "out of memory\n");
       exit(1);
     }
+    int_bias_packs += pk.int_bias;
     for (int threads = 0; threads < 3 && !bad; threads++) {
       FbPool pool = {.run = threads == 1 ? reverse_pool : two_thread_pool, .n_workers = threads == 1 ? 3 : 2};
       size_t wsn = fb_conv_workspace(&c, &pk, threads ? pool.n_workers : 1);
@@ -342,6 +362,11 @@ int main(int argc, char **argv) {
     fprintf(stderr, "no case reached the strided 1x1 path\n");
     return 1;
   }
+  printf("%d of the %d cases are strided 1x1 convolutions with rows under 16 pixels\n", strided_rows_cases, cases);
+  if (strided_rows_cases == 0 && cases >= 100) {
+    fprintf(stderr, "no case reached the strided 1x1 path's short rows\n");
+    return 1;
+  }
   printf("%d of the %d cases have the shape of AVX-512 VNNI's tap path\n", tap_cases, cases);
   if (tap_cases == 0 && cases >= 100) {
     fprintf(stderr, "no case reached the tap path\n");
@@ -352,6 +377,17 @@ int main(int argc, char **argv) {
          dw3_block_cases, dw3_chunk_cases, dw3_stride2_cases);
   if ((dw3_block_cases == 0 || dw3_chunk_cases == 0 || dw3_stride2_cases == 0) && cases >= 100) {
     fprintf(stderr, "no depthwise case reached the 3x3 path's blocks and tail or its chunks\n");
+    return 1;
+  }
+  printf("%d of the %d cases packed in kernel rows, %d of them on AVX-512 VNNI's kernel-row path\n",
+         kernel_rows_cases, cases, kernel_row_path_cases);
+  if (kernel_row_path_cases == 0 && cases >= 100) {
+    fprintf(stderr, "no case reached the kernel-row path\n");
+    return 1;
+  }
+  printf("%d packs take the short epilogue (integral biases, kernels.h's int_bias)\n", int_bias_packs);
+  if (int_bias_packs == 0 && cases >= 100) {
+    fprintf(stderr, "no pack took the short epilogue\n");
     return 1;
   }
   if (failed)
