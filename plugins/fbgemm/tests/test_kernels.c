@@ -27,6 +27,9 @@ static int tap_cases;
  * block of 64 channels and a tail, rows wider than one chunk of 64 input columns, and
  * stride 2 with dilation 1 over several output rows. */
 static int dw3_block_cases, dw3_chunk_cases, dw3_stride2_cases;
+/* 3x3 with full blocks: the epilogue's byte upper clamp (p->byte_hi) or the float one (a
+ * multiplier large enough that a value may pass 2^31); stride 2 without the row buffer */
+static int dw3_byte_hi_cases, dw3_float_hi_cases, dw3_stream_cases;
 
 /* One random case; returns 0 when every path agrees with the twin. */
 static int run_case(int idx, const FbIsa *isas, size_t n_isas) {
@@ -211,11 +214,18 @@ static int run_dw_case(int idx, const FbIsa *isas, size_t n_isas) {
       bias[o] = rnd() % 4 == 0 ? 0.0f : (float)rnd_in(-10000, 10000) / 100.0f;
     }
   }
+  if (rnd() % 3 == 0) /* values past 2^31 in float (the epilogue's float upper clamp), in the first block */
+    mult[rnd_in(0, (c.oc < 64 ? c.oc : 64) - 1)] = rnd() % 2 ? 1e6f : 1e4f;
   fb_dw_ref(&c, x, w, &rq, ref);
   FbDwPacked pk;
   if (fb_dw_pack(&pk, w, c.oc, c.kh, c.kw, &rq) != 0) {
     fprintf(stderr, "out of memory\n");
     exit(1);
+  }
+  if (c.kh == 3 && c.kw == 3 && c.ic >= 64) {
+    dw3_byte_hi_cases += pk.byte_hi;
+    dw3_float_hi_cases += !pk.byte_hi;
+    dw3_stream_cases += c.sw == 2 && c.dw == 1 && !(c.sh == 1 && c.dh == 1);
   }
   int bad = 0;
   for (size_t t = 0; t < n_isas && !bad; t++)
@@ -352,6 +362,13 @@ int main(int argc, char **argv) {
          dw3_block_cases, dw3_chunk_cases, dw3_stride2_cases);
   if ((dw3_block_cases == 0 || dw3_chunk_cases == 0 || dw3_stride2_cases == 0) && cases >= 100) {
     fprintf(stderr, "no depthwise case reached the 3x3 path's blocks and tail or its chunks\n");
+    return 1;
+  }
+  printf("%d of the depthwise cases are 3x3 with full blocks and the byte upper clamp, %d with the float one, %d at "
+         "stride 2 without the row buffer\n",
+         dw3_byte_hi_cases, dw3_float_hi_cases, dw3_stream_cases);
+  if ((dw3_byte_hi_cases == 0 || dw3_float_hi_cases == 0 || dw3_stream_cases == 0) && cases >= 100) {
+    fprintf(stderr, "no depthwise case reached one of the 3x3 epilogues or the stride-2 path without buffer\n");
     return 1;
   }
   if (failed)
