@@ -152,17 +152,18 @@ static inline __attribute__((always_inline)) void full_block(const FbConv *c, co
 }
 
 /* Two vectors of a tail piece of 32 channels (lane order of 256-bit unpacks) of one
- * pixel, requantized up to vcvtps2dq as store64 does. */
+ * pixel, requantized up to vcvtps2dq as store64 does (bh: no float upper bound). */
 static inline __attribute__((always_inline)) void piece32_pixel(const int32_t *vc, int64_t dw, const __m512i wv[2][3],
                                                                 const __m512i nzs[2], const float *bias,
-                                                                const float *mult, __m512 hi, __m512i q[2]) {
+                                                                const float *mult, __m512 hi, __m512i q[2],
+                                                                const int bh) {
   _Pragma("GCC unroll 2") for (int u = 0; u < 2; u++) {
     __m512i acc = nzs[u];
     _Pragma("GCC unroll 3") for (int kx = 0; kx < 3; kx++)
       acc = dpbusd(acc, _mm512_load_si512((const void *)(vc + kx * dw * 64 + 16 * u)), wv[u][kx]);
     __m512 f = _mm512_cvtepi32_ps(acc);
     f = _mm512_mul_ps(_mm512_add_ps(f, _mm512_load_ps(bias + 16 * u)), _mm512_load_ps(mult + 16 * u));
-    q[u] = _mm512_cvtps_epi32(_mm512_min_ps(f, hi));
+    q[u] = _mm512_cvtps_epi32(bh ? f : _mm512_min_ps(f, hi));
   }
 }
 
@@ -173,11 +174,12 @@ static inline __attribute__((always_inline)) void piece32_pixel(const int32_t *v
  * B's in 2, 10, 3, 11, 6, 14, 7, 15, which one vpermd puts back. */
 static inline __attribute__((always_inline)) void piece32(const FbConv *c, const FbDwPacked *p, const int32_t *v,
                                                           const int8_t *w3, int64_t ck, int64_t ox0, int64_t ox1,
-                                                          uint8_t *orow, const int sw_c, const int dw_c) {
+                                                          uint8_t *orow, const int sw_c, const int dw_c, const int bh) {
   const int64_t oc = c->oc, cq = p->cq, sw = sw_c ? sw_c : c->sw, dw = dw_c ? dw_c : c->dw;
   const __m512 hi = _mm512_set1_ps(p->hi);
   const __m512i zo16 = _mm512_set1_epi16((short)p->zo);
   const __m512i lo8 = _mm512_set1_epi8((char)(uint8_t)((int32_t)p->lo + p->zo));
+  const __m512i hi8 = _mm512_set1_epi8((char)p->hi8);
   const __m512i perm = _mm512_setr_epi32(0, 8, 1, 9, 4, 12, 5, 13, 2, 10, 3, 11, 6, 14, 7, 15);
   const __mmask32 mask = oc - ck >= 32 ? ~(__mmask32)0 : (__mmask32)((1u << (oc - ck)) - 1u);
   const int adjacent = oc == 32; /* B's 32 bytes follow A's */
@@ -191,11 +193,12 @@ static inline __attribute__((always_inline)) void piece32(const FbConv *c, const
   int64_t ox = ox0;
   for (; ox + 2 <= ox1; ox += 2) {
     __m512i qa[2], qb[2];
-    piece32_pixel(v + ox * sw * 64, dw, wv, nzs, bias, mult, hi, qa);
-    piece32_pixel(v + (ox + 1) * sw * 64, dw, wv, nzs, bias, mult, hi, qb);
+    piece32_pixel(v + ox * sw * 64, dw, wv, nzs, bias, mult, hi, qa, bh);
+    piece32_pixel(v + (ox + 1) * sw * 64, dw, wv, nzs, bias, mult, hi, qb, bh);
     __m512i wa = _mm512_adds_epi16(_mm512_packs_epi32(qa[0], qa[1]), zo16);
     __m512i wb = _mm512_adds_epi16(_mm512_packs_epi32(qb[0], qb[1]), zo16);
-    __m512i u8 = _mm512_permutexvar_epi32(perm, _mm512_max_epu8(_mm512_packus_epi16(wa, wb), lo8));
+    __m512i u8 = _mm512_max_epu8(_mm512_packus_epi16(wa, wb), lo8);
+    u8 = _mm512_permutexvar_epi32(perm, bh ? _mm512_min_epu8(u8, hi8) : u8);
     uint8_t *out = orow + ox * oc + ck;
     if (adjacent) {
       _mm512_storeu_si512((void *)out, u8);
@@ -206,9 +209,10 @@ static inline __attribute__((always_inline)) void piece32(const FbConv *c, const
   }
   if (ox < ox1) {
     __m512i qa[2];
-    piece32_pixel(v + ox * sw * 64, dw, wv, nzs, bias, mult, hi, qa);
+    piece32_pixel(v + ox * sw * 64, dw, wv, nzs, bias, mult, hi, qa, bh);
     __m512i wa = _mm512_adds_epi16(_mm512_packs_epi32(qa[0], qa[1]), zo16);
-    __m512i u8 = _mm512_permutexvar_epi32(perm, _mm512_max_epu8(_mm512_packus_epi16(wa, wa), lo8));
+    __m512i u8 = _mm512_max_epu8(_mm512_packus_epi16(wa, wa), lo8);
+    u8 = _mm512_permutexvar_epi32(perm, bh ? _mm512_min_epu8(u8, hi8) : u8);
     _mm256_mask_storeu_epi8(orow + ox * oc + ck, mask, _mm512_castsi512_si256(u8));
   }
 }
@@ -233,12 +237,16 @@ static void compute_block(const FbConv *c, const FbDwPacked *p, const int32_t *v
   const __m512 hi = _mm512_set1_ps(p->hi);
   int64_t k = 0;
   for (; oc - cb - k > 16; k += 32) {
-    if (sw == 1 && dw == 1)
-      piece32(c, p, v + k, w3, cb + k, ox0, ox1, orow, 1, 1);
+    if (sw == 1 && dw == 1 && p->byte_hi)
+      piece32(c, p, v + k, w3, cb + k, ox0, ox1, orow, 1, 1, 1);
+    else if (sw == 1 && dw == 1)
+      piece32(c, p, v + k, w3, cb + k, ox0, ox1, orow, 1, 1, 0);
+    else if (sw == 2 && dw == 1 && p->byte_hi)
+      piece32(c, p, v + k, w3, cb + k, ox0, ox1, orow, 2, 1, 1);
     else if (sw == 2 && dw == 1)
-      piece32(c, p, v + k, w3, cb + k, ox0, ox1, orow, 2, 1);
+      piece32(c, p, v + k, w3, cb + k, ox0, ox1, orow, 2, 1, 0);
     else
-      piece32(c, p, v + k, w3, cb + k, ox0, ox1, orow, 0, 0);
+      piece32(c, p, v + k, w3, cb + k, ox0, ox1, orow, 0, 0, 0);
   }
   if (cb + k < oc) { /* up to 16 in channel order, through vpmovdb and a masked store */
     const int64_t ck = cb + k;
