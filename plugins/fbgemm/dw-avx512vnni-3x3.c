@@ -15,6 +15,8 @@
  * read it. Padding reads a line of zx bytes (every source pointer valid, so no branches
  * in the copy); the sums less zx * sum(w) are exactly sum (x - zx) * w, then kernels.h's
  * output rule as in gemm-avx512-store.h, so the bytes are the scalar twin's (fb_dw_ref).
+ * Where no value can reach 2^31 (p->byte_hi) the upper clamp is a byte minimum after the
+ * packs; at stride 2 over single rows the full blocks build their columns in registers.
  * Built with AVX-512 F/BW/VL/VNNI flags of its own (CMakeLists.txt); called by dw.c on the
  * avx512vnni (and AMX) path only. */
 #include <immintrin.h>
