@@ -15,6 +15,8 @@
  * read it. Padding reads a line of zx bytes (every source pointer valid, so no branches
  * in the copy); the sums less zx * sum(w) are exactly sum (x - zx) * w, then kernels.h's
  * output rule as in gemm-avx512-store.h, so the bytes are the scalar twin's (fb_dw_ref).
+ * Where no value can reach 2^31 (p->byte_hi) the upper clamp is a byte minimum after the
+ * packs; at stride 2 over single rows the full blocks build their columns in registers.
  * Built with AVX-512 F/BW/VL/VNNI flags of its own (CMakeLists.txt); called by dw.c on the
  * avx512vnni (and AMX) path only. */
 #include <immintrin.h>
@@ -96,22 +98,26 @@ static inline __attribute__((always_inline)) void build_block(const FbConv *c, c
 }
 
 /* kernels.h's output rule for one lane-ordered block of 64 channels, as
- * fb_store64_avx512 (gemm-avx512-store.h) applies it: only the upper bound in float,
+ * fb_store64_avx512 (gemm-avx512-store.h) applies it: the upper bound in float,
  * vcvtps2dq rounding half to even, the saturating packs and the byte maximum with lo
  * taking the lower one; the packs' lane interleave puts lane-ordered channels back in
- * channel order. */
+ * channel order. With bh (p->byte_hi: no value reaches 2^31, so the rounding is exact)
+ * the upper bound is a byte minimum after the packs instead of 4 float minimums: the
+ * rounding and the saturating packs and add are non-decreasing and hi is an integer,
+ * so clamping before or after them gives the same bytes. */
 static inline __attribute__((always_inline)) void store64(const __m512i acc[4], const float *bias,
                                                           const float *mult, __m512 hi, __m512i zo16, __m512i lo8,
-                                                          uint8_t *dst) {
+                                                          __m512i hi8, uint8_t *dst, const int bh) {
   __m512i q[4];
   _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) {
     __m512 f = _mm512_cvtepi32_ps(acc[u]);
     f = _mm512_mul_ps(_mm512_add_ps(f, _mm512_load_ps(bias + 16 * u)), _mm512_load_ps(mult + 16 * u));
-    q[u] = _mm512_cvtps_epi32(_mm512_min_ps(f, hi));
+    q[u] = _mm512_cvtps_epi32(bh ? f : _mm512_min_ps(f, hi));
   }
   __m512i w01 = _mm512_adds_epi16(_mm512_packs_epi32(q[0], q[1]), zo16);
   __m512i w23 = _mm512_adds_epi16(_mm512_packs_epi32(q[2], q[3]), zo16);
-  _mm512_storeu_si512((void *)dst, _mm512_max_epu8(_mm512_packus_epi16(w01, w23), lo8));
+  __m512i u8 = _mm512_max_epu8(_mm512_packus_epi16(w01, w23), lo8);
+  _mm512_storeu_si512((void *)dst, bh ? _mm512_min_epu8(u8, hi8) : u8);
 }
 
 /* A full block of 64 channels of one output row with the stride and dilation known at
@@ -120,11 +126,13 @@ static inline __attribute__((always_inline)) void store64(const __m512i acc[4], 
  * is 12 independent vpdpbusd and one store. */
 static inline __attribute__((always_inline)) void full_block(const FbConv *c, const FbDwPacked *p, const int32_t *v,
                                                              const int8_t *w3, int64_t cb, int64_t ox0, int64_t ox1,
-                                                             uint8_t *orow, const int sw_c, const int dw_c) {
+                                                             uint8_t *orow, const int sw_c, const int dw_c,
+                                                             const int bh) {
   const int64_t oc = c->oc, cq = p->cq, sw = sw_c ? sw_c : c->sw, dw = dw_c ? dw_c : c->dw;
   const __m512 hi = _mm512_set1_ps(p->hi);
   const __m512i zo16 = _mm512_set1_epi16((short)p->zo);
   const __m512i lo8 = _mm512_set1_epi8((char)(uint8_t)((int32_t)p->lo + p->zo)); /* in [0, 255] */
+  const __m512i hi8 = _mm512_set1_epi8((char)p->hi8);
   __m512i wv[4][3], nzs[4];
   _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) {
     nzs[u] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_load_si512((const void *)(p->zsum3 + cb + 16 * u)));
@@ -141,22 +149,23 @@ static inline __attribute__((always_inline)) void full_block(const FbConv *c, co
       _Pragma("GCC unroll 3") for (int kx = 0; kx < 3; kx++)
         acc[u] = dpbusd(acc[u], _mm512_load_si512((const void *)(vc + kx * dw * 64 + 16 * u)), wv[u][kx]);
     }
-    store64(acc, bias, mult, hi, zo16, lo8, out);
+    store64(acc, bias, mult, hi, zo16, lo8, hi8, out, bh);
   }
 }
 
 /* Two vectors of a tail piece of 32 channels (lane order of 256-bit unpacks) of one
- * pixel, requantized up to vcvtps2dq as store64 does. */
+ * pixel, requantized up to vcvtps2dq as store64 does (bh: no float upper bound). */
 static inline __attribute__((always_inline)) void piece32_pixel(const int32_t *vc, int64_t dw, const __m512i wv[2][3],
                                                                 const __m512i nzs[2], const float *bias,
-                                                                const float *mult, __m512 hi, __m512i q[2]) {
+                                                                const float *mult, __m512 hi, __m512i q[2],
+                                                                const int bh) {
   _Pragma("GCC unroll 2") for (int u = 0; u < 2; u++) {
     __m512i acc = nzs[u];
     _Pragma("GCC unroll 3") for (int kx = 0; kx < 3; kx++)
       acc = dpbusd(acc, _mm512_load_si512((const void *)(vc + kx * dw * 64 + 16 * u)), wv[u][kx]);
     __m512 f = _mm512_cvtepi32_ps(acc);
     f = _mm512_mul_ps(_mm512_add_ps(f, _mm512_load_ps(bias + 16 * u)), _mm512_load_ps(mult + 16 * u));
-    q[u] = _mm512_cvtps_epi32(_mm512_min_ps(f, hi));
+    q[u] = _mm512_cvtps_epi32(bh ? f : _mm512_min_ps(f, hi));
   }
 }
 
@@ -167,11 +176,12 @@ static inline __attribute__((always_inline)) void piece32_pixel(const int32_t *v
  * B's in 2, 10, 3, 11, 6, 14, 7, 15, which one vpermd puts back. */
 static inline __attribute__((always_inline)) void piece32(const FbConv *c, const FbDwPacked *p, const int32_t *v,
                                                           const int8_t *w3, int64_t ck, int64_t ox0, int64_t ox1,
-                                                          uint8_t *orow, const int sw_c, const int dw_c) {
+                                                          uint8_t *orow, const int sw_c, const int dw_c, const int bh) {
   const int64_t oc = c->oc, cq = p->cq, sw = sw_c ? sw_c : c->sw, dw = dw_c ? dw_c : c->dw;
   const __m512 hi = _mm512_set1_ps(p->hi);
   const __m512i zo16 = _mm512_set1_epi16((short)p->zo);
   const __m512i lo8 = _mm512_set1_epi8((char)(uint8_t)((int32_t)p->lo + p->zo));
+  const __m512i hi8 = _mm512_set1_epi8((char)p->hi8);
   const __m512i perm = _mm512_setr_epi32(0, 8, 1, 9, 4, 12, 5, 13, 2, 10, 3, 11, 6, 14, 7, 15);
   const __mmask32 mask = oc - ck >= 32 ? ~(__mmask32)0 : (__mmask32)((1u << (oc - ck)) - 1u);
   const int adjacent = oc == 32; /* B's 32 bytes follow A's */
@@ -185,11 +195,12 @@ static inline __attribute__((always_inline)) void piece32(const FbConv *c, const
   int64_t ox = ox0;
   for (; ox + 2 <= ox1; ox += 2) {
     __m512i qa[2], qb[2];
-    piece32_pixel(v + ox * sw * 64, dw, wv, nzs, bias, mult, hi, qa);
-    piece32_pixel(v + (ox + 1) * sw * 64, dw, wv, nzs, bias, mult, hi, qb);
+    piece32_pixel(v + ox * sw * 64, dw, wv, nzs, bias, mult, hi, qa, bh);
+    piece32_pixel(v + (ox + 1) * sw * 64, dw, wv, nzs, bias, mult, hi, qb, bh);
     __m512i wa = _mm512_adds_epi16(_mm512_packs_epi32(qa[0], qa[1]), zo16);
     __m512i wb = _mm512_adds_epi16(_mm512_packs_epi32(qb[0], qb[1]), zo16);
-    __m512i u8 = _mm512_permutexvar_epi32(perm, _mm512_max_epu8(_mm512_packus_epi16(wa, wb), lo8));
+    __m512i u8 = _mm512_max_epu8(_mm512_packus_epi16(wa, wb), lo8);
+    u8 = _mm512_permutexvar_epi32(perm, bh ? _mm512_min_epu8(u8, hi8) : u8);
     uint8_t *out = orow + ox * oc + ck;
     if (adjacent) {
       _mm512_storeu_si512((void *)out, u8);
@@ -200,9 +211,10 @@ static inline __attribute__((always_inline)) void piece32(const FbConv *c, const
   }
   if (ox < ox1) {
     __m512i qa[2];
-    piece32_pixel(v + ox * sw * 64, dw, wv, nzs, bias, mult, hi, qa);
+    piece32_pixel(v + ox * sw * 64, dw, wv, nzs, bias, mult, hi, qa, bh);
     __m512i wa = _mm512_adds_epi16(_mm512_packs_epi32(qa[0], qa[1]), zo16);
-    __m512i u8 = _mm512_permutexvar_epi32(perm, _mm512_max_epu8(_mm512_packus_epi16(wa, wa), lo8));
+    __m512i u8 = _mm512_max_epu8(_mm512_packus_epi16(wa, wa), lo8);
+    u8 = _mm512_permutexvar_epi32(perm, bh ? _mm512_min_epu8(u8, hi8) : u8);
     _mm256_mask_storeu_epi8(orow + ox * oc + ck, mask, _mm512_castsi512_si256(u8));
   }
 }
@@ -214,23 +226,29 @@ static void compute_block(const FbConv *c, const FbDwPacked *p, const int32_t *v
   const int64_t oc = c->oc, cq = p->cq, sw = c->sw, dw = c->dw;
   v -= ox0 * sw * 64; /* the buffer starts at output column ox0's first input column */
   if (cb + 64 <= oc) {
-    if (sw == 1 && dw == 1)
-      full_block(c, p, v + ox0 * 64, w3, cb, ox0, ox1, orow, 1, 1);
+    if (sw == 1 && dw == 1 && p->byte_hi)
+      full_block(c, p, v + ox0 * 64, w3, cb, ox0, ox1, orow, 1, 1, 1);
+    else if (sw == 1 && dw == 1)
+      full_block(c, p, v + ox0 * 64, w3, cb, ox0, ox1, orow, 1, 1, 0);
     else if (sw == 2 && dw == 1)
-      full_block(c, p, v + ox0 * 128, w3, cb, ox0, ox1, orow, 2, 1);
+      full_block(c, p, v + ox0 * 128, w3, cb, ox0, ox1, orow, 2, 1, 0);
     else
-      full_block(c, p, v + ox0 * sw * 64, w3, cb, ox0, ox1, orow, 0, 0);
+      full_block(c, p, v + ox0 * sw * 64, w3, cb, ox0, ox1, orow, 0, 0, 0);
     return;
   }
   const __m512 hi = _mm512_set1_ps(p->hi);
   int64_t k = 0;
   for (; oc - cb - k > 16; k += 32) {
-    if (sw == 1 && dw == 1)
-      piece32(c, p, v + k, w3, cb + k, ox0, ox1, orow, 1, 1);
+    if (sw == 1 && dw == 1 && p->byte_hi)
+      piece32(c, p, v + k, w3, cb + k, ox0, ox1, orow, 1, 1, 1);
+    else if (sw == 1 && dw == 1)
+      piece32(c, p, v + k, w3, cb + k, ox0, ox1, orow, 1, 1, 0);
+    else if (sw == 2 && dw == 1 && p->byte_hi)
+      piece32(c, p, v + k, w3, cb + k, ox0, ox1, orow, 2, 1, 1);
     else if (sw == 2 && dw == 1)
-      piece32(c, p, v + k, w3, cb + k, ox0, ox1, orow, 2, 1);
+      piece32(c, p, v + k, w3, cb + k, ox0, ox1, orow, 2, 1, 0);
     else
-      piece32(c, p, v + k, w3, cb + k, ox0, ox1, orow, 0, 0);
+      piece32(c, p, v + k, w3, cb + k, ox0, ox1, orow, 0, 0, 0);
   }
   if (cb + k < oc) { /* up to 16 in channel order, through vpmovdb and a masked store */
     const int64_t ck = cb + k;
@@ -251,6 +269,57 @@ static void compute_block(const FbConv *c, const FbDwPacked *p, const int32_t *v
       f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
       _mm_mask_storeu_epi8(orow + ox * oc + ck, mask, _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(f), zo)));
     }
+  }
+}
+
+/* One column of a full block at stride 2 (nr 3) in registers: the 4 lane-ordered vectors
+ * that build_block stores for buffer column j. */
+static inline __attribute__((always_inline)) void column3(const FbConv *c, const uint8_t *const row[4], int64_t cb,
+                                                          int64_t j, const uint8_t *zxl, __m512i q[4]) {
+  const int64_t ix = j - c->pl, ic = c->ic;
+  const int inside = ix >= 0 && ix < c->iw;
+  const uint8_t *s0 = (inside && row[0] ? row[0] + ix * ic : zxl) + cb;
+  const uint8_t *s1 = (inside && row[1] ? row[1] + ix * ic : zxl) + cb;
+  const uint8_t *s2 = (inside && row[2] ? row[2] + ix * ic : zxl) + cb;
+  __m512i r0 = _mm512_loadu_si512((const void *)s0), r1 = _mm512_loadu_si512((const void *)s1);
+  __m512i r2 = _mm512_loadu_si512((const void *)s2), z = _mm512_setzero_si512();
+  __m512i lo01 = _mm512_unpacklo_epi8(r0, r1), hi01 = _mm512_unpackhi_epi8(r0, r1);
+  __m512i lo23 = _mm512_unpacklo_epi8(r2, z), hi23 = _mm512_unpackhi_epi8(r2, z);
+  q[0] = _mm512_unpacklo_epi16(lo01, lo23), q[1] = _mm512_unpackhi_epi16(lo01, lo23);
+  q[2] = _mm512_unpacklo_epi16(hi01, hi23), q[3] = _mm512_unpackhi_epi16(hi01, hi23);
+}
+
+/* A full block of one output row at stride 2, dilation 1, without the row buffer: each
+ * pixel builds its columns 2ox + 1 and 2ox + 2 in registers and keeps 2ox + 2 for the
+ * next pixel. The buffered path stored 8 and reloaded 12 vectors per pixel here, and
+ * its stride-2 time went to that build (perf, dw3); the vectors and their lane order
+ * are the buffer's, so the sums and bytes are full_block's. */
+static inline __attribute__((always_inline)) void stream_s2_block(const FbConv *c, const FbDwPacked *p,
+                                                                  const uint8_t *const row[4], int64_t cb, int64_t ox0,
+                                                                  int64_t ox1, uint8_t *orow, const uint8_t *zxl,
+                                                                  const int bh) {
+  const int64_t oc = c->oc, cq = p->cq;
+  const int8_t *w3 = p->w3[0];
+  const __m512 hi = _mm512_set1_ps(p->hi);
+  const __m512i zo16 = _mm512_set1_epi16((short)p->zo);
+  const __m512i lo8 = _mm512_set1_epi8((char)(uint8_t)((int32_t)p->lo + p->zo)); /* in [0, 255] */
+  const __m512i hi8 = _mm512_set1_epi8((char)p->hi8);
+  const float *bias = p->bias3 + cb, *mult = p->mult3 + cb;
+  __m512i a[4];
+  column3(c, row, cb, 2 * ox0, zxl, a);
+  uint8_t *out = orow + ox0 * oc + cb;
+  for (int64_t ox = ox0; ox < ox1; ox++, out += oc) {
+    __m512i b[4], n[4], acc[4];
+    column3(c, row, cb, 2 * ox + 1, zxl, b);
+    column3(c, row, cb, 2 * ox + 2, zxl, n);
+    _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) {
+      acc[u] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_load_si512((const void *)(p->zsum3 + cb + 16 * u)));
+      acc[u] = dpbusd(acc[u], a[u], _mm512_load_si512((const void *)(w3 + (cb + 16 * u) * 4)));
+      acc[u] = dpbusd(acc[u], b[u], _mm512_load_si512((const void *)(w3 + (cq + cb + 16 * u) * 4)));
+      acc[u] = dpbusd(acc[u], n[u], _mm512_load_si512((const void *)(w3 + (2 * cq + cb + 16 * u) * 4)));
+      a[u] = n[u];
+    }
+    store64(acc, bias, mult, hi, zo16, lo8, hi8, out, bh);
   }
 }
 
@@ -278,6 +347,13 @@ void fb_dw3_rows_avx512vnni(const FbConv *c, const FbDwPacked *p, const uint8_t 
       }
       const int second = pairs && oy + 1 < oy1;
       for (int64_t cb = c0; cb < c1; cb += 64) {
+        if (!pairs && c->sw == 2 && c->dw == 1 && cb + 64 <= c->oc) {
+          if (p->byte_hi)
+            stream_s2_block(c, p, row, cb, ox0, ox1, yb + oy * row_bytes, zxl, 1);
+          else
+            stream_s2_block(c, p, row, cb, ox0, ox1, yb + oy * row_bytes, zxl, 0);
+          continue;
+        }
         if (second) /* the fourth row only where the lower output row reads it */
           build_block(c, row, cb, j0, j1, v, zxl, 4);
         else

@@ -8,6 +8,7 @@
  * padding tap would add (zx - zx) * w = 0, so skipping it is exact) and requantizes with
  * kernels.h's output rule, so each is bit-exact with the scalar twin, fb_dw_ref (ref.c).
  * No row buffer, no im2col: FBGEMM's depthwise kernels are direct too. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,6 +84,12 @@ int fb_dw_pack(FbDwPacked *p, const int8_t *w, int64_t ch, int64_t kh, int64_t k
   }
   p->lo = (float)(rq->lo - rq->zo);
   p->hi = (float)(rq->hi - rq->zo);
+  p->hi8 = (uint8_t)rq->hi;
+  /* |acc| <= 9 * 255 * 128 for a 3x3 window; 2e9 leaves room below 2^31 for the float
+   * roundings of the sum and the product (and a NaN or infinity fails the test) */
+  p->byte_hi = kh == 3 && kw == 3;
+  for (int64_t c = 0; c < ch && p->byte_hi; c++)
+    p->byte_hi = (9.0 * 255.0 * 128.0 + fabs((double)rq->bias[c])) * fabs((double)rq->mult[c]) < 2e9;
   p->zx = rq->zx, p->zo = rq->zo;
   return 0;
 }

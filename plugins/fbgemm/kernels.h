@@ -224,6 +224,11 @@ typedef struct {
   float *bias3, *mult3;
   float lo, hi; /* clamp bounds relative to zo */
   int32_t zx, zo;
+  /* 3x3 only: 1 when every channel's (acc + bias) * mult is bounded below 2^31 in
+   * magnitude for any input (fb_dw_pack), so vcvtps2dq rounds it exactly and the upper
+   * clamp can follow the rounding as a byte minimum with hi8 (hi8 = zo + hi) */
+  int byte_hi;
+  uint8_t hi8;
 } FbDwPacked;
 
 /* The channel (within its block of 64) at position pos of a lane-ordered block: the

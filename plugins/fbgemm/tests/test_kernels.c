@@ -38,6 +38,9 @@ static int kernel_rows_cases, kernel_row_path_cases;
  * (kernels.h, int_bias: the AVX-512 kernel folds the bias into its accumulators),
  * likewise. */
 static int int_bias_packs;
+/* 3x3 with full blocks: the epilogue's byte upper clamp (p->byte_hi) or the float one (a
+ * multiplier large enough that a value may pass 2^31); stride 2 without the row buffer */
+static int dw3_byte_hi_cases, dw3_float_hi_cases, dw3_stream_cases;
 
 /* One random case; returns 0 when every path agrees with the twin. */
 static int run_case(int idx, const FbIsa *isas, size_t n_isas) {
@@ -231,11 +234,18 @@ static int run_dw_case(int idx, const FbIsa *isas, size_t n_isas) {
       bias[o] = rnd() % 4 == 0 ? 0.0f : (float)rnd_in(-10000, 10000) / 100.0f;
     }
   }
+  if (rnd() % 3 == 0) /* values past 2^31 in float (the epilogue's float upper clamp), in the first block */
+    mult[rnd_in(0, (c.oc < 64 ? c.oc : 64) - 1)] = rnd() % 2 ? 1e6f : 1e4f;
   fb_dw_ref(&c, x, w, &rq, ref);
   FbDwPacked pk;
   if (fb_dw_pack(&pk, w, c.oc, c.kh, c.kw, &rq) != 0) {
     fprintf(stderr, "out of memory\n");
     exit(1);
+  }
+  if (c.kh == 3 && c.kw == 3 && c.ic >= 64) {
+    dw3_byte_hi_cases += pk.byte_hi;
+    dw3_float_hi_cases += !pk.byte_hi;
+    dw3_stream_cases += c.sw == 2 && c.dw == 1 && !(c.sh == 1 && c.dh == 1);
   }
   int bad = 0;
   for (size_t t = 0; t < n_isas && !bad; t++)
@@ -388,6 +398,13 @@ int main(int argc, char **argv) {
   printf("%d packs take the short epilogue (integral biases, kernels.h's int_bias)\n", int_bias_packs);
   if (int_bias_packs == 0 && cases >= 100) {
     fprintf(stderr, "no pack took the short epilogue\n");
+    return 1;
+  }
+  printf("%d of the depthwise cases are 3x3 with full blocks and the byte upper clamp, %d with the float one, %d at "
+         "stride 2 without the row buffer\n",
+         dw3_byte_hi_cases, dw3_float_hi_cases, dw3_stream_cases);
+  if ((dw3_byte_hi_cases == 0 || dw3_float_hi_cases == 0 || dw3_stream_cases == 0) && cases >= 100) {
+    fprintf(stderr, "no depthwise case reached one of the 3x3 epilogues or the stride-2 path without buffer\n");
     return 1;
   }
   if (failed)
