@@ -402,7 +402,7 @@ static gboolean matrix_perm(const QhNode *t, int rank, int *perm) {
  * it) when those have no other reader; appends the nodes read through to members. */
 static void tmm_operand(const Ctx *c, const QhNode *mm, int slot, QhTmmOperand *o, const QhNode **members, int *n) {
   const int v = mm->inputs[slot];
-  *o = (QhTmmOperand){.src = v, .scaled = -1};
+  *o = (QhTmmOperand){.src = v, .scaled = -1, .alpha = 1.0f};
   if (only_reader(c, v) != mm)
     return;
   const QhNode *p = producer(c, v), *scale = NULL;
@@ -422,13 +422,22 @@ static void tmm_operand(const Ctx *c, const QhNode *mm, int slot, QhTmmOperand *
   o->src = p->inputs[0];
   o->transposed = TRUE;
   members[(*n)++] = p;
-  if (scale != NULL) {
-    o->scale = scale;
-    o->scale_def = c->defs[scale->id];
-    o->scale_slot = scale->inputs[0] == t_in ? 0 : 1;
-    o->scaled = v;
-    members[(*n)++] = scale;
+  if (scale == NULL)
+    return;
+  members[(*n)++] = scale;
+  const int slot_t = scale->inputs[0] == t_in ? 0 : 1;
+  const gboolean divides = strcmp(scale->op_type, "Div") == 0;
+  int e;
+  if (fabsf(frexpf(k, &e)) == 0.5f && e > -100 && e < 100 && (!divides || slot_t == 0)) {
+    /* t * 2^e and t / 2^e are exact (barring subnormals and overflow), and so is the
+     * GEMM's alpha scaling the sums: the same bits without a pass over t */
+    o->alpha = divides ? 1.0f / k : k;
+    return;
   }
+  o->scale = scale;
+  o->scale_def = c->defs[scale->id];
+  o->scale_slot = slot_t;
+  o->scaled = v;
 }
 
 /* A float MatMul whose operands or result go through Transposes, from the MatMul: fills h

@@ -181,21 +181,23 @@ static void attention(int64_t l, int64_t h, int64_t d) {
 }
 
 static void test_attention(void) {
-  attention(13, 3, 11);
+  attention(13, 3, 11); /* Q / sqrt(11): a pass over Q */
   attention(7, 2, 1);
-  attention(128, 2, 64); /* BERT's heads; 1M multiply-adds per GEMM: split over the pool */
+  attention(128, 2, 64); /* BERT's heads, Q / 8 as alpha; 1M multiply-adds per GEMM: split */
   attention(197, 1, 64); /* vit_b_16 */
   attention(49, 3, 32);  /* swin_t's windows */
 }
 
-/* Rank 4, batch axes permuted, A and B both stored transposed (trans flags), the scale
- * a Mul with the constant first, the result's batch and row axes permuted. */
+/* Rank 4, batch axes permuted, A and B both stored transposed (trans flags), scaled by
+ * Muls with the constant first (A's run as a pass, B's a power of two), the result's
+ * batch and row axes permuted. */
 static void test_batch_perms_both_transposed(void) {
   QhGraph *g = qh_graph_new();
   int xa = input(g, 4, (int64_t[]){3, 2, 5, 7}), xb = input(g, 4, (int64_t[]){9, 2, 3, 5});
   int a = transpose(g, xa, 4, (int64_t[]){1, 0, 3, 2}); /* [2, 3, 7, 5] */
   a = op2(g, "Mul", scalar(g, 0.37f), a);
   int b = transpose(g, xb, 4, (int64_t[]){1, 2, 3, 0}); /* [2, 3, 5, 9] */
+  b = op2(g, "Mul", scalar(g, 0.25f), b);              /* a power of two: the GEMM's alpha */
   int y = op2(g, "MatMul", a, b);                      /* [2, 3, 7, 9] */
   output(g, transpose(g, y, 4, (int64_t[]){2, 0, 1, 3}));
   check(g, 1);

@@ -124,7 +124,7 @@ gboolean qh_fused_matmul_run(QhExecContext *ctx, const QhTransposedMatMul *t,
       ob += idx * b.bstride[i];
       oc += idx * sy[i];
     }
-    qh_sgemm(ctx, a.trans, b.trans, (int)m, (int)n, (int)k, 1.0f, a.data + oa, (int)a.ld, b.data + ob,
+    qh_sgemm(ctx, a.trans, b.trans, (int)m, (int)n, (int)k, t->a.alpha * t->b.alpha, a.data + oa, (int)a.ld, b.data + ob,
              (int)b.ld, 0.0f, c + oc, (int)ldc);
   }
   return TRUE;

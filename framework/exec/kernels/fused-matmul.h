@@ -4,8 +4,10 @@
  * which run node by node as a full copy of the activation each. Here each batch's
  * matrix is one strided GEMM (leading dimension and trans flag) on the Transpose's
  * input, as ONNX Runtime's TransposeMatMul rewrite does. A scalar Mul or Div between a
- * Transpose and the MatMul (nn.MultiheadAttention's q / sqrt(d)) runs first on the
- * untransposed input with its own kernel: element-wise, so each element gets its bits.
+ * Transpose and the MatMul (nn.MultiheadAttention's q / sqrt(d)) becomes the GEMM's
+ * alpha when the scalar is a power of two (d = 64: / 8, exact either way), else runs
+ * first on the untransposed input with its own kernel: element-wise, so each element
+ * gets its bits.
  * Planned by exec/fusion.c (QH_HOST_GROUP_TMATMUL), run by kernels/fused-host.c's entry.
  * Threading: like any kernel's run (exec/op.h): uses ctx's pool. */
 #ifndef QH_EXEC_FUSED_MATMUL_H
@@ -24,7 +26,9 @@ typedef struct {
                                the operand itself when transposed is FALSE */
   gboolean transposed;      /* src reaches the MatMul through a Transpose of perm */
   int perm[QH_MAX_RANK];    /* that Transpose's perm (rank: src's) */
-  const QhNode *scale;      /* a Mul/Div by a scalar constant after the Transpose, or NULL */
+  float alpha;              /* a Mul/Div by a power of two after the Transpose, as a factor
+                               (exact: the GEMM's alpha gives the node's bits); else 1 */
+  const QhNode *scale;      /* a Mul/Div by another scalar constant after the Transpose, or NULL */
   const QhOpDef *scale_def; /* its kernel */
   int scale_slot;           /* the scale node's input slot that holds the transposed value */
   int scaled;               /* the scale node's output value: its slot holds src scaled, in src's
