@@ -10,8 +10,8 @@ from round to round), and also a single-run bench of each, so that the CPU time 
 the median of the round medians (wall) and of the CPU times per run, and new / baseline for
 both, with the CPU and the load average before and after. On a loaded machine the wall
 times mostly measure the wait for a core; the CPU-time ratio is the steadier figure. With
---backend (each build's plugins from the `plugins` directory beside its qhost) the per op
-kind times of the last round's coverage table are printed too (a fused host group's time is
+--backend (each build's plugins from the `plugins` directory beside its qhost) the time per
+op kind of the coverage tables (median of the rounds) is printed too (a fused host group's time is
 under its head node's op). Information only: exit 0 unless a run fails.
 """
 import argparse
@@ -79,14 +79,15 @@ def main():
         model, _, inp = spec.partition("=")
         wall = {k: [] for k in builds}
         cpu = {k: [] for k in builds}
-        last = {}
+        kinds = {k: collections.defaultdict(list) for k in builds}
         for r in range(args.rounds):
             for name in (("new", "baseline") if r % 2 == 0 else ("baseline", "new")):
                 j, t_many = bench(args, builds[name], model, inp, args.runs)
                 _, t_one = bench(args, builds[name], model, inp, 1)
                 wall[name].append(j["median_ms"])
                 cpu[name].append(1000 * (t_many - t_one) / (args.runs - 1))
-                last[name] = j
+                for kind, ms in by_kind(j).items():
+                    kinds[name][kind].append(ms)
         w = {k: statistics.median(v) for k, v in wall.items()}
         c = {k: statistics.median(v) for k, v in cpu.items()}
         print(f"{os.path.basename(model)}: wall new {w['new']:.2f} ms, baseline {w['baseline']:.2f} ms, "
@@ -94,8 +95,9 @@ def main():
               f"{c['baseline']:.2f} ms, new / baseline {c['new'] / c['baseline']:.3f}")
         if args.backend:
             for name in builds:
-                kinds = sorted(by_kind(last[name]).items(), key=lambda kv: -kv[1])[:10]
-                print(f"   {name} (last round, ms per op kind): " + "; ".join(f"{k} {v:.2f}" for k, v in kinds))
+                med = sorted(((k, statistics.median(v)) for k, v in kinds[name].items()), key=lambda kv: -kv[1])
+                print(f"   {name} (ms per op kind, median of the rounds): " +
+                      "; ".join(f"{k} {v:.2f}" for k, v in med[:12]))
     load1 = os.getloadavg()
     print(f"load average before {load0[0]:.1f} / {load0[1]:.1f} / {load0[2]:.1f}, after {load1[0]:.1f} / "
           f"{load1[1]:.1f} / {load1[2]:.1f}")
