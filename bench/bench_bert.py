@@ -26,7 +26,8 @@ a run of warmup + runs minus one of a single run, so that loading the model canc
 on a loaded machine, where wall times mostly measure the wait for a core, the ratios of
 CPU times are the steadier figure (cache contention still inflates both).
 `--baseline-qhost` adds another build's qhost (and its x86 plugin) on the same files in the
-same rounds, `baseline x86 static` / `baseline x86 dynamic`, to measure a change. Information only: the exit status is 0 whether
+same rounds, `baseline x86 static` / `baseline x86 dynamic` / `baseline fp32`, to measure a
+change. Information only: the exit status is 0 whether
 or not the bars hold; the coverage of both int8 runs (time per op kind) is printed too.
 """
 import argparse
@@ -134,9 +135,11 @@ def main():
         bb = ["--backend", "x86", "--plugin-dir", args.baseline_plugin_dir or os.path.join(os.path.dirname(bq), "plugins")]
         cmds["baseline x86 static"] = [bq] + cmds["qhost x86 static"][1:-len(backend)] + bb
         cmds["baseline x86 dynamic"] = [bq] + cmds["qhost x86 dynamic"][1:-len(backend)] + bb
+        cmds["baseline fp32"] = [bq] + cmds["qhost fp32"][1:]
     wanted = {"static": ("qhost x86 static", "ORT static", "qhost fp32", "ORT fp32"),
               "dynamic": ("qhost x86 dynamic", "ORT dynamic", "ORT fp32")}.get(args.only, tuple(cmds))
-    wanted += tuple(k for k in cmds if k.startswith("baseline") and (args.only or "") in k)
+    wanted += tuple(k for k in cmds if k.startswith("baseline") and
+                    ((args.only or "") in k or (k == "baseline fp32" and args.only != "dynamic")))
     cmds = {k: v for k, v in cmds.items() if k in wanted}
     load0 = os.getloadavg()
     medians = {k: [] for k in cmds}
@@ -176,6 +179,8 @@ def main():
             print(f"  CPU: dynamic int8 / ORT dynamic = {cmed['qhost x86 dynamic'] / cmed['ORT dynamic']:.2f}")
         if "baseline x86 dynamic" in cmed:
             print(f"  CPU: dynamic int8 / baseline = {cmed['qhost x86 dynamic'] / cmed['baseline x86 dynamic']:.2f}")
+        if "baseline fp32" in cmed:
+            print(f"  CPU: qhost fp32 / baseline = {cmed['qhost fp32'] / cmed['baseline fp32']:.2f}")
         if "ORT static" in cmed:
             print(f"  CPU: static int8 / ORT static = {cmed['qhost x86 static'] / cmed['ORT static']:.2f}")
     if "ORT static" in med:
@@ -195,6 +200,8 @@ def main():
         print(f"  dynamic int8 / baseline dynamic = {med['qhost x86 dynamic'] / med['baseline x86 dynamic']:.2f}")
     if "baseline x86 static" in med:
         print(f"  static int8 / baseline static = {med['qhost x86 static'] / med['baseline x86 static']:.2f}")
+    if "baseline fp32" in med:
+        print(f"  qhost fp32 / baseline fp32 = {med['qhost fp32'] / med['baseline fp32']:.2f}")
     for k in ("qhost x86 static", "qhost x86 dynamic", "baseline x86 dynamic"):
         if k not in last:
             continue

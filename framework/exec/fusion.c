@@ -12,7 +12,12 @@
  * inside the region or not; that kernel reproduces the nodes' bits, so fusing them
  * changes time only. GELU and LayerNorm stop at anything else (a QuantizeLinear in
  * particular: QDQ files keep their Q/DQ pairs outside those groups), and no group is
- * formed when any value inside it is read elsewhere or is a graph output. */
+ * formed when any value inside it is read elsewhere or is a graph output. A float MatMul
+ * reads its operands through the Transposes (and a scalar Mul/Div) that made them and
+ * writes through the Transpose that reads it (attention: 4 Transposes per layer): the
+ * strided GEMMs are the unfused GEMMs' shapes on the same numbers, but oneDNN and OpenBLAS
+ * pick kernels by the trans flags and some sum in another order, so this group alone may
+ * change the last bits (within the MatMul tests' 1e-5, unit/test_fused_matmul). */
 #include "exec/fusion.h"
 
 #include <math.h>
@@ -118,6 +123,7 @@ typedef struct {
   const QhOpDef *const *defs;
   const gboolean *is_external;
   int *step_of; /* per node id: its index in run_order, or -1 (folded or dead) */
+  const gboolean *nhwc; /* per value: kept channels-last (exec/layout.c) */
 } Ctx;
 
 static const QhNode *ctx_host_op(const Ctx *c, const QhNode *node, const char *op) {
@@ -370,18 +376,122 @@ static int match_qmove(const Ctx *c, const QhNode *dq, QhHostGroup *h, const QhN
   return out;
 }
 
+/* ---- MatMul through Transposes ------------------------------------------------- */
+
+/* A float value the host holds in its logical (not channels-last) layout. */
+static gboolean plain_f32(const Ctx *c, int v) { return is_f32(c, v) && !c->nhwc[v]; }
+
+/* t's perm over a rank-`rank` input, when t is a Transpose whose output's matrix keeps a
+ * unit stride along its rows or columns: perm[rank - 1] or perm[rank - 2] is rank - 1. */
+static gboolean matrix_perm(const QhNode *t, int rank, int *perm) {
+  const QhAttr *a = qh_node_attr(t, "perm");
+  if (a != NULL && (a->type != QH_ATTR_INTS || a->n != rank))
+    return FALSE;
+  gboolean seen[QH_MAX_RANK] = {FALSE};
+  for (int i = 0; i < rank; i++) {
+    const int64_t p = a != NULL ? a->ints[i] : rank - 1 - i;
+    if (p < 0 || p >= rank || seen[p])
+      return FALSE;
+    seen[p] = TRUE;
+    perm[i] = (int)p;
+  }
+  return rank >= 2 && (perm[rank - 1] == rank - 1 || perm[rank - 2] == rank - 1);
+}
+
+/* Operand `slot` of MatMul mm: read through its Transpose (and a scalar Mul or Div after
+ * it) when those have no other reader; appends the nodes read through to members. */
+static void tmm_operand(const Ctx *c, const QhNode *mm, int slot, QhTmmOperand *o, const QhNode **members, int *n) {
+  const int v = mm->inputs[slot];
+  *o = (QhTmmOperand){.src = v, .scaled = -1, .alpha = 1.0f};
+  if (only_reader(c, v) != mm)
+    return;
+  const QhNode *p = producer(c, v), *scale = NULL;
+  int t_in = v, other;
+  float k;
+  if ((ctx_host_op(c, p, "Mul") || ctx_host_op(c, p, "Div")) && with_scalar(c, p, &other, &k)) {
+    scale = p;
+    t_in = other;
+    if (only_reader(c, t_in) != scale || !plain_f32(c, t_in))
+      return;
+    p = producer(c, t_in);
+  }
+  const int rank = c->infos[v].shape.rank;
+  if (!ctx_host_op(c, p, "Transpose") || p->n_inputs != 1 || !plain_f32(c, p->inputs[0]) ||
+      c->infos[p->inputs[0]].shape.rank != rank || !matrix_perm(p, rank, o->perm))
+    return;
+  o->src = p->inputs[0];
+  o->transposed = TRUE;
+  members[(*n)++] = p;
+  if (scale == NULL)
+    return;
+  members[(*n)++] = scale;
+  const int slot_t = scale->inputs[0] == t_in ? 0 : 1;
+  const gboolean divides = strcmp(scale->op_type, "Div") == 0;
+  int e;
+  if (fabsf(frexpf(k, &e)) == 0.5f && e > -100 && e < 100 && (!divides || slot_t == 0)) {
+    /* t * 2^e and t / 2^e are exact (barring subnormals and overflow), and so is the
+     * GEMM's alpha scaling the sums: the same bits without a pass over t */
+    o->alpha = divides ? 1.0f / k : k;
+    return;
+  }
+  o->scale = scale;
+  o->scale_def = c->defs[scale->id];
+  o->scale_slot = slot_t;
+  o->scaled = v;
+}
+
+/* A float MatMul whose operands or result go through Transposes, from the MatMul: fills h
+ * and the members (the MatMul first, up to 6); the group's result. */
+static int match_tmm(const Ctx *c, const QhNode *mm, QhHostGroup *h, const QhNode **members, int *n) {
+  if (!ctx_host_op(c, mm, "MatMul") || mm->n_inputs != 2 || !plain_f32(c, mm->inputs[0]) ||
+      !plain_f32(c, mm->inputs[1]) || !plain_f32(c, mm->outputs[0]))
+    return -1;
+  /* equal batch dims: the MatMul kernel then runs one GEMM per batch entry, as the group */
+  const QhShape *as = &c->infos[mm->inputs[0]].shape, *bs = &c->infos[mm->inputs[1]].shape;
+  const int rank = as->rank;
+  if (rank < 2 || bs->rank != rank)
+    return -1;
+  for (int i = 0; i < rank - 2; i++)
+    if (as->dims[i] != bs->dims[i])
+      return -1;
+  QhTransposedMatMul t = {.matmul = mm, .mm_out = mm->outputs[0]};
+  members[0] = mm;
+  *n = 1;
+  tmm_operand(c, mm, 0, &t.a, members, n);
+  tmm_operand(c, mm, 1, &t.b, members, n);
+  int out = mm->outputs[0];
+  const QhNode *ot = ctx_host_op(c, only_reader(c, out), "Transpose");
+  if (ot != NULL && plain_f32(c, ot->outputs[0]) && matrix_perm(ot, rank, t.out_perm) &&
+      t.out_perm[rank - 1] == rank - 1) {
+    t.out_transposed = TRUE;
+    members[(*n)++] = ot;
+    out = ot->outputs[0];
+  }
+  if (*n == 1)
+    return -1;
+  *h = (QhHostGroup){.kind = QH_HOST_GROUP_TMATMUL, .x = -1, .scale = -1, .bias = -1, .tmm = t};
+  return out;
+}
+
 static void plan_host_groups(const Ctx *c, QhFusedStep *steps) {
   for (guint i = 0; i < c->run_order->len; i++) {
     const QhNode *node = qh_graph_node(c->g, g_array_index(c->run_order, int, i));
     QhHostGroup h = {0};
     const QhNode *members[9];
     int n = 0, out = -1;
+    /* a group runs at its earliest step, which reads the group's inputs; the MatMul group
+     * at its MatMul's, the first step where both operands exist */
+    gboolean head_first = TRUE;
     if (strcmp(node->op_type, "Erf") == 0)
       out = match_gelu(c, node, &h, members, &n);
     else if (strcmp(node->op_type, "ReduceMean") == 0)
       out = match_layernorm(c, node, &h, members, &n);
     else if (strcmp(node->op_type, "DequantizeLinear") == 0)
       out = match_qmove(c, node, &h, members, &n);
+    else if (strcmp(node->op_type, "MatMul") == 0) {
+      out = match_tmm(c, node, &h, members, &n);
+      head_first = FALSE;
+    }
     if (out < 0)
       continue;
     gboolean available = TRUE;
@@ -389,7 +499,7 @@ static void plan_host_groups(const Ctx *c, QhFusedStep *steps) {
     for (int k = 0; k < n; k++) {
       const int s = c->step_of[members[k]->id];
       available = available && !steps[s].absorbed && steps[s].kind == QH_POST_NONE && steps[s].host.kind == QH_HOST_GROUP_NONE;
-      head = MIN(head, s);
+      head = head_first ? MIN(head, s) : (int)i;
     }
     if (!available)
       continue;
@@ -424,7 +534,7 @@ QhFusedStep *qh_fusion_plan(const QhGraph *graph, const GArray *run_order, const
     for (int k = 0; k < n_absorbed; k++)
       steps[absorbed[k]].absorbed = TRUE;
   }
-  Ctx c = {graph, run_order, infos, defs, is_external, g_new(int, qh_graph_n_nodes(graph) + 1)};
+  Ctx c = {graph, run_order, infos, defs, is_external, g_new(int, qh_graph_n_nodes(graph) + 1), nhwc};
   for (int id = 0; id < qh_graph_n_nodes(graph); id++)
     c.step_of[id] = -1;
   for (guint i = 0; i < run_order->len; i++)
@@ -432,4 +542,16 @@ QhFusedStep *qh_fusion_plan(const QhGraph *graph, const GArray *run_order, const
   plan_host_groups(&c, steps);
   g_free(c.step_of);
   return steps;
+}
+
+int qh_fusion_group_reads(const QhFusedStep *step, int *out) {
+  const QhHostGroup *h = &step->host;
+  int n = 0;
+  if (h->kind == QH_HOST_GROUP_TMATMUL) {
+    out[n++] = h->tmm.a.src;
+    out[n++] = h->tmm.b.src;
+  } else if (h->kind != QH_HOST_GROUP_NONE && h->x >= 0) {
+    out[n++] = h->x;
+  }
+  return n;
 }

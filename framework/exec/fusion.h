@@ -1,8 +1,8 @@
 /* The executor's fusion: which element-wise nodes after a Conv on the oneDNN engine run
  * as that convolution's post-op (the float path's channels-last region), and which
- * host-kernel chains (GELU's and LayerNorm's decompositions) run as one fused kernel
- * (kernels/fused-host.c). Pure function of the planned graph and its layout plan; no
- * threads. The plan applies either only when no value hook watches and the naive kernels
+ * host-kernel chains (GELU's and LayerNorm's decompositions, attention's Transposes
+ * around a float MatMul) run as one fused kernel (kernels/fused-host.c). Pure function
+ * of the planned graph and its layout plan; no threads. The plan applies either only when no value hook watches and the naive kernels
  * are off, so calibration and the report still see every value. */
 #ifndef QH_EXEC_FUSION_H
 #define QH_EXEC_FUSION_H
@@ -44,10 +44,22 @@ typedef struct {
  *     the last dim's size along it;
  *   Q/DQ around data movement: DequantizeLinear -> Transpose | Reshape | Slice (->
  *     Reshape) -> QuantizeLinear, both per-tensor with constant scale and 8-bit zero
- *     point, the movement's other inputs constant. */
+ *     point, the movement's other inputs constant;
+ *   MatMul through Transposes (head: the MatMul's step, which reads the Transposes'
+ *     inputs): a float MatMul of equal-rank operands with equal batch dims, one or both
+ *     of whose operands is Transpose(s) or Transpose(s) * | / a scalar constant, and/or
+ *     whose result is read by a Transpose only; each Transpose keeps a unit-stride axis
+ *     among the last two (perm[r-1] or perm[r-2] is r-1; the result's keeps the last
+ *     axis last), and each value it replaces has no other reader and is no graph output
+ *     (an operand whose Transpose has another reader is read as it is). */
 QhFusedStep *qh_fusion_plan(const QhGraph *graph, const GArray *run_order, const QhTensor *infos,
                             const QhOpDef *const *defs, const gboolean *is_external,
                             const gboolean *nhwc, int n_values);
+
+/* The values a host group reads at its head step, which must live until then although
+ * their last reader in the graph may run earlier (the MatMul group reads its Transposes'
+ * inputs at the MatMul's step): stored in out (room for 2); their count. */
+int qh_fusion_group_reads(const QhFusedStep *step, int *out);
 
 G_END_DECLS
 

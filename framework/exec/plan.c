@@ -504,6 +504,12 @@ static QhPlan *plan_new(const QhGraph *graph, const QhShape *input_shapes, gbool
     plan->fused = qh_fusion_plan(graph, plan->run_order, plan->infos, (const QhOpDef *const *)plan->defs,
                                  external, plan->nhwc, plan->n_values);
     g_free(external);
+    for (guint step = 0; step < plan->run_order->len; step++) {
+      int reads[2];
+      const int n_reads = qh_fusion_group_reads(&plan->fused[step], reads);
+      for (int k = 0; k < n_reads; k++)
+        plan->last_use[reads[k]] = MAX(plan->last_use[reads[k]], (int)step);
+    }
   }
   plan_arena(plan);
   if (!shapes_only) {

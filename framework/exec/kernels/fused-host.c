@@ -181,6 +181,8 @@ gboolean qh_fused_host_run(QhExecContext *ctx, const QhHostGroup *g, const QhTen
                            GError **error) {
   if (g->kind == QH_HOST_GROUP_QMOVE)
     return qmove(ctx, g, live, y, error);
+  if (g->kind == QH_HOST_GROUP_TMATMUL)
+    return qh_fused_matmul_run(ctx, &g->tmm, live, y, error);
   const QhTensor *x = live[g->x];
   const int64_t total = qh_tensor_numel(x);
   if (g->kind == QH_HOST_GROUP_GELU) {

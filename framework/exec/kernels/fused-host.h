@@ -5,7 +5,9 @@
  * QDQ file. Each gives the bits of the nodes it replaces run one by one (the same float
  * operations in the same order, the same double sums; for the Q/DQ chain the same
  * DequantizeLinear and QuantizeLinear kernels, applied to the 256 possible bytes), in
- * one pass over memory instead of three to nine.
+ * one pass over memory instead of three to nine. A float MatMul with its operands'
+ * and its result's Transposes (attention's heads) is the fourth kind, run by
+ * kernels/fused-matmul.c, the one that may change the last bits (see there).
  * Threading: like any kernel's run (exec/op.h): uses ctx's pool, never concurrently on
  * one group. */
 #ifndef QH_EXEC_FUSED_HOST_H
@@ -14,6 +16,7 @@
 #include <glib.h>
 
 #include "core/tensor.h"
+#include "exec/kernels/fused-matmul.h"
 #include "exec/op.h"
 
 G_BEGIN_DECLS
@@ -23,6 +26,8 @@ typedef enum {
   QH_HOST_GROUP_GELU,      /* y = (x * (erf(x OP k_in) + k_add)) * k_half, or (x * k_half) * (...) */
   QH_HOST_GROUP_LAYERNORM, /* y = ((x - mean) / sqrt(var + eps)) * scale + bias along the last axis */
   QH_HOST_GROUP_QMOVE,     /* y = Q(move(DQ(x))) computed as lut[move(x)] on the 8-bit data */
+  QH_HOST_GROUP_TMATMUL,   /* y = [Transpose](MatMul([s](Transpose(a)), [s](Transpose(b)))) as strided
+                              GEMMs (kernels/fused-matmul.h; x unused) */
 } QhHostGroupKind;
 
 typedef struct {
@@ -37,13 +42,15 @@ typedef struct {
    * between the last two only reinterprets the moved bytes), with their definitions */
   const QhNode *dq, *move, *q;
   const QhOpDef *dq_def, *move_def, *q_def;
+  QhTransposedMatMul tmm; /* TMATMUL: the operands and the output as read and written */
 } QhHostGroup;
 
 /* Run group g into y (the group's result, allocated by the caller; it must not overlap
  * the input). live: per value id, where the value's data is during this run (the input
  * x, LayerNorm's scale and bias, the Q/DQ chain's scales, zero points and index inputs).
- * The plan checked dtypes and shapes; only the QMOVE group's inner kernel calls can
- * fail (then error is set, naming their node, and FALSE is returned). */
+ * The plan checked dtypes and shapes; only the QMOVE group's inner kernel calls and the
+ * TMATMUL group (qh_fused_matmul_run) can fail (then error is set, naming their node, and
+ * FALSE is returned). */
 gboolean qh_fused_host_run(QhExecContext *ctx, const QhHostGroup *g, const QhTensor *const *live, QhTensor *y,
                            GError **error);
 
