@@ -11,7 +11,9 @@
  * repetition, as a kernel microbenchmark sees it) and cold (repetitions rotate over
  * enough packed copies to overflow the last-level cache, as a whole-model run sees each
  * layer's weights once), the best of REPS runs each. Inputs are below 128 (reduce_range),
- * so the AVX2 path runs its fast variant. Exit 77 without AVX-512 VNNI and AVX2.
+ * so the AVX2 path runs its fast variant. An M = 1 layer also gets its share of this core's
+ * read rate of its packed weights, its real roof (print_read_roof). Exit 77 without
+ * AVX-512 VNNI and AVX2.
  * Usage: qhost-fbgemm-shapes [NAME-PART] (only the shapes whose name holds it). Output:
  * one line per shape and path, then one JSON object. Not installed. */
 #define _DEFAULT_SOURCE 1 /* clock_gettime and strncasecmp in peak-loops.h */
@@ -90,7 +92,7 @@ static const Shape shapes[] = {
 };
 
 /* One shape on one path: hot and cold GOPS (see the top of the file). */
-static int run_shape(const Shape *sh, FbIsa isa, double *hot, double *cold) {
+static int run_shape(const Shape *sh, FbIsa isa, double *hot, double *cold, size_t *packed_bytes) {
   int64_t pad = sh->k / 2, o = (sh->h + 2 * pad - sh->k) / sh->stride + 1;
   FbConv c = {1, sh->h, sh->h, sh->ic, sh->oc, sh->k, sh->k, sh->stride, sh->stride, 1, 1, pad, pad, o, o};
   int64_t K = sh->k * sh->k * sh->ic;
@@ -134,10 +136,29 @@ static int run_shape(const Shape *sh, FbIsa isa, double *hot, double *cold) {
     bc = r >= copies && t < bc ? t : bc; /* every copy visited once before timing */
   }
   *hot = ops / bh / 1e9, *cold = ops / bc / 1e9;
+  *packed_bytes = (size_t)(pk[0].npanel * pk[0].kp * FB_NR);
   for (size_t i = 0; i < copies; i++)
     fb_pack_free(&pk[i]);
   free(pk), free(ws), free(w), free(bias), free(mult), free(x), free(y);
   return 0;
+}
+
+/* An M = 1 layer uses each weight byte once, so its roof is the rate this core reads its
+ * packed weights (hot: from L2), not the multiplier: that rate, measured now on a buffer
+ * of the same size with the path's vector width, and the kernel's share of it. */
+static void print_read_roof(const Shape *sh, FbIsa isa, double hot_gops, size_t bytes) {
+  size_t n = (bytes + 255) / 256 * 256;
+  void *buf = aligned_alloc(64, n);
+  if (!buf)
+    return;
+  memset(buf, 1, n);
+  int passes = (int)(8u * 1024 * 1024 / n) + 1;
+  double roof = isa == FB_ISA_AVX2 ? qh_read_roof256(buf, n, passes, 30) : qh_read_roof512(buf, n, passes, 30);
+  free(buf);
+  double macs = (double)(sh->ic * sh->oc), kernel = hot_gops / 2.0 * (double)bytes / macs; /* GB/s */
+  printf("%-42s %-10s   weights %zu KiB hot at %.1f GB/s = %.1f%% of this core's read rate of as many bytes "
+         "(%.1f GB/s)\n",
+         "", fb_isa_name(isa), bytes / 1024, kernel, 100 * kernel / roof, roof);
 }
 
 int main(int argc, char **argv) {
@@ -157,12 +178,13 @@ int main(int argc, char **argv) {
       peak[i][0] = peak_gops(&paths[i]);
   enum { N_SHAPES = sizeof shapes / sizeof shapes[0] };
   double hot[N_PATHS][N_SHAPES], cold[N_PATHS][N_SHAPES];
+  size_t wbytes[N_PATHS][N_SHAPES];
   for (size_t s = 0; s < N_SHAPES; s++)
     for (int i = 0; i < N_PATHS; i++) {
       hot[i][s] = cold[i][s] = -1;
       if (!use[i] || (only && !strstr(shapes[s].name, only)))
         continue;
-      if (run_shape(&shapes[s], paths[i].isa, &hot[i][s], &cold[i][s]))
+      if (run_shape(&shapes[s], paths[i].isa, &hot[i][s], &cold[i][s], &wbytes[i][s]))
         return 1;
     }
   for (int i = 0; i < N_PATHS; i++) {
@@ -183,6 +205,8 @@ int main(int argc, char **argv) {
       printf("%-42s %-10s K=%-5lld hot %7.1f GOPS (%5.1f%% of peak)  cold weights %7.1f GOPS (%5.1f%%)\n",
              sh->name, fb_isa_name(paths[i].isa), (long long)(sh->k * sh->k * sh->ic), hot[i][s],
              100 * hot[i][s] / peak[i][0], cold[i][s], 100 * cold[i][s] / peak[i][0]);
+      if (sh->h == 1)
+        print_read_roof(sh, paths[i].isa, hot[i][s], wbytes[i][s]);
     }
   printf("{\"peak_gops\": {");
   for (int i = 0, first = 1; i < N_PATHS; i++)

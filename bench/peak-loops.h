@@ -1,4 +1,5 @@
-/* The multiply-add loops that measure this machine's one-thread peaks, shared by
+/* The multiply-add loops that measure this machine's one-thread peaks (and the read loops
+ * of a bandwidth-bound kernel's roof), shared by
  * qhost-peak (bench/peak.c) and qhost-fbgemm-shapes (bench/fbgemm_conv_shapes.c), so that
  * a kernel's share of "the peak" means the same loop in every benchmark that prints one.
  * Header-only (static functions with their own target attributes, for binaries built for
