@@ -24,16 +24,23 @@ Text inputs are int64 tokens [2, 12] whose last 3 are padding (0), in every samp
 
 Steps, per (model, opset):
   export     torch.onnx.export succeeds (opset_version, constant folding)
-  inspect    `qhost inspect` exits 0 and names no unsupported operator
+  inspect    `qhost inspect --json` exits 0, every node supported, shape inference complete
   float      `qhost run` on the float file against ONNX Runtime (tests/ort/ort_run.js) on the
              example input: max |qhost - ORT| / max |ORT| <= 1e-4
   x86, fbgemm, qnnpack
-             `qhost quantize --backend B --calib` (4 samples) exits 0 and writes the file
-  dynamic    `qhost quantize --dynamic` exits 0 and writes the file
+             `qhost quantize --backend B --calib` (4 samples) exits 0 and writes a file that
+             `qhost inspect` calls quantized; no Q/DQ inside a LayerNorm or GELU and every
+             float node named with a reason in --report (check_transformers.py's checks,
+             scopes from the PyTorch modules' names: the opset 13-16 decompositions and
+             opset 17's LayerNormalization alike)
+  dynamic    `qhost quantize --dynamic` exits 0 and writes a file with DynamicQuantizeLinear
+             and MatMulInteger
   run-s, run-d
              `qhost run --backend x86` on the static x86 file / the dynamic file over 8
              held-out probe samples: finite outputs whose SQNR against the float model is
-             within 1 dB of the host reference path's on the same file
+             within 1 dB of the host reference path's on the same file; `qhost bench
+             --backend x86 --json` runs it with at least one unit on the plugin (its share
+             of the MACs is printed)
 One line per (model, opset): PASS/FAIL/XFAIL and the first failure's text. EXPECTED_FAIL
 lists the failures whose fix lies in a file this check's owner may not change, with the
 reason; an expected failure that passes is reported (XPASS) and fails the run, so the list
@@ -42,6 +49,7 @@ and --require-ort is not given (the float step is then skipped).
 """
 import argparse
 import concurrent.futures
+import json
 import os
 import shutil
 import subprocess
@@ -58,6 +66,7 @@ import torch.nn as nn
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 import export_models  # noqa: E402  (tests/parity/export_models.py)
+from check_transformers import check_report, check_scopes, module_scopes  # noqa: E402
 
 MODELS = ("convnext", "vit", "swin", "text_encoder", "transformer", "bert", "lstm", "gru")
 OPSETS = (13, 14, 15, 16, 17)
@@ -162,6 +171,7 @@ def export(workdir, name, opset):
     base = os.path.join(workdir, f"{name}.{opset}")
     paths = {k: f"{base}.{k}" for k in ("onnx", "input.npy", "calib.npy", "probe.npy")}
     model, x = build(name, opset)
+    paths["scopes"] = module_scopes(model)
     if not os.path.exists(paths["onnx"]):
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore")
@@ -212,12 +222,20 @@ class Case:
     def qhost(self, *argv):
         return run([self.args.qhost, *argv])
 
-    def inspect(self):
-        rc, err, out = self.qhost("inspect", self.paths["onnx"])
+    def inspect_json(self, path):
+        rc, err, out = self.qhost("inspect", "--json", path)
         if rc != 0:
-            return f"qhost inspect: exit {rc}: {last_line(err)}"
-        bad = [ln.strip() for ln in (out + err).splitlines() if "not supported" in ln or "unsupported" in ln]
-        return f"qhost inspect: {bad[0]}" if bad else None
+            raise RuntimeError(f"qhost inspect {os.path.basename(path)}: exit {rc}: {last_line(err)}")
+        return json.loads(out)
+
+    def inspect(self):
+        info = self.inspect_json(self.paths["onnx"])
+        if info["unsupported_ops"]:
+            return f"qhost inspect: unsupported ops {info['unsupported_ops']}"
+        if info["shape_inference_error"]:
+            return f"qhost inspect: shape inference: {info['shape_inference_error']}"
+        unknown = [o["name"] for n in info["nodes"] for o in n["outputs"] if o["shape"] is None]
+        return f"qhost inspect: no shape for {unknown[:3]}" if unknown else None
 
     def float_vs_ort(self):
         if self.args.node is None:
@@ -239,18 +257,32 @@ class Case:
 
     def quantize(self, backend):
         out = os.path.join(self.dir, f"{backend}.onnx")
-        if os.path.exists(out):
-            os.remove(out)
+        report_path = os.path.join(self.dir, f"{backend}.report.json")
+        for p in (out, report_path):
+            if os.path.exists(p):
+                os.remove(p)
         if backend == "dynamic":
             argv = ["quantize", "--dynamic", "-o", out, self.paths["onnx"]]
         else:
             argv = ["quantize", "--backend", backend, "--calib", self.paths["calib.npy"], "-o", out,
-                    self.paths["onnx"]]
+                    "--report", report_path, self.paths["onnx"]]
         rc, err, _ = self.qhost(*argv)
         if rc != 0 or not os.path.exists(out):
             return f"qhost quantize {'--dynamic' if backend == 'dynamic' else '--backend ' + backend}: " \
                    f"exit {rc}: {last_line(err)}"
-        return None
+        info = self.inspect_json(out)
+        if backend == "dynamic":
+            if not (info["n_dynamic_quantize_linear"] and info["n_matmul_integer"]):
+                return f"quantize --dynamic: {info['n_dynamic_quantize_linear']} DynamicQuantizeLinear, " \
+                       f"{info['n_matmul_integer']} MatMulInteger in the file"
+            return None
+        if not info["quantized"] or not info["n_quantize_linear"]:
+            return f"quantize --backend {backend}: inspect calls the file not quantized"
+        with open(report_path) as f:
+            report = json.load(f)
+        float_model, qdq = onnx.load(self.paths["onnx"]), onnx.load(out)
+        bad = check_scopes(float_model, qdq, self.paths["scopes"], report) + check_report(float_model, qdq, report)
+        return f"quantize --backend {backend}: {bad[0]} ({len(bad)} in all)" if bad else None
 
     def float_probe(self):
         path = os.path.join(self.dir, "probe.float.npy")
@@ -275,10 +307,18 @@ class Case:
         if not np.all(np.isfinite(outs["x86"])):
             return f"qhost run --backend x86 ({kind}): non-finite output"
         got, host = sqnr_db(outs["x86"], ref), sqnr_db(outs["host"], ref)
-        self.notes.append(f"{kind} x86 {got:.1f}/host {host:.1f} dB")
+        rc, err, out = self.qhost("bench", "--backend", "x86", "--runs", "1", "--warmup", "0", "--no-fp32",
+                                  "--json", qfile)
+        if rc != 0:
+            return f"qhost bench --backend x86 ({kind}): exit {rc}: {last_line(err)}"
+        cov = json.loads(out)["coverage"]
+        self.notes.append(f"{kind} x86 {got:.1f}/host {host:.1f} dB, {cov['plugin_units']} plugin units "
+                          f"{100 * cov['plugin_mac_share']:.0f}% MACs")
         if not got >= host - SQNR_SLACK_DB:
             return f"run --backend x86 ({kind}): SQNR {got:.2f} dB against float, the host path " \
                    f"{host:.2f} dB (bar: within {SQNR_SLACK_DB:g} dB)"
+        if cov["plugin_units"] < 1:
+            return f"bench --backend x86 ({kind}): no unit runs on the plugin"
         return None
 
     def run_all(self):
