@@ -11,7 +11,14 @@ Small members of each family, exported by PyTorch 1.13's torch.onnx.export at ea
                its zero-initialised head drawn at random (else every output is the bias)
   swin         torchvision SwinTransformer (patch 4, embed 16, depths 2+2, window 4: a
                shifted window in stage 1), 1x3x32x32
+  swin_v2      the same with torchvision's V2 block and patch merging (cosine attention, the
+               log-spaced continuous position bias MLP), its qkv biases removed: torchvision
+               0.14 zeroes the key bias in forward (Tensor.zero_), which PyTorch 1.13's
+               exporter cannot export at any opset
   text_encoder token embedding, nn.TransformerEncoder (2 layers), padding mask from the tokens
+  text_prenorm the other spelling users meet: norm_first=True, GELU, sequence-first
+               (batch_first=False), a float additive src_mask (-inf above a band) beside the
+               boolean padding mask
   transformer  nn.Transformer (2+2 layers), source padding masks and a causal target mask:
                nn.Transformer.generate_square_subsequent_mask (torch.triu -> Trilu) from
                opset 14; at opset 13, where 1.13 cannot export triu, the same mask spelled
@@ -19,7 +26,9 @@ Small members of each family, exported by PyTorch 1.13's torch.onnx.export at ea
   bert         a BERT-style encoder: token, position and segment embeddings, LayerNorm,
                nn.TransformerEncoder with GELU (2 layers, hidden 32), padding mask, pooler
                (Linear + Tanh), head
-  lstm, gru    token embedding, a 2-layer nn.LSTM / a bidirectional nn.GRU, a linear head
+  lstm, lstm_bi, gru
+               token embedding, a 2-layer nn.LSTM / the same bidirectional / a bidirectional
+               nn.GRU, a linear head on the last step
 Text inputs are int64 tokens [2, 12] whose last 3 are padding (0), in every sample.
 
 Steps, per (model, opset):
@@ -68,7 +77,8 @@ sys.path.insert(0, os.path.dirname(HERE))
 import export_models  # noqa: E402  (tests/parity/export_models.py)
 from check_transformers import check_report, check_scopes, module_scopes  # noqa: E402
 
-MODELS = ("convnext", "vit", "swin", "text_encoder", "transformer", "bert", "lstm", "gru")
+MODELS = ("convnext", "vit", "swin", "swin_v2", "text_encoder", "text_prenorm", "transformer", "bert", "lstm",
+          "lstm_bi", "gru")
 OPSETS = (13, 14, 15, 16, 17)
 STEPS = ("export", "inspect", "float", "x86", "fbgemm", "qnnpack", "dynamic", "run-s", "run-d")
 CALIB_SAMPLES = 4
@@ -97,6 +107,25 @@ class Bert(nn.Module):
         h = self.norm(self.tok(tokens) + self.pos(pos) + self.seg(torch.zeros_like(tokens)))
         h = self.enc(h, src_key_padding_mask=tokens == 0)
         return self.head(torch.tanh(self.pool(h[:, 0])))
+
+
+class TextPreNorm(nn.Module):
+    """Pre-norm GELU encoder, sequence-first, with a banded float mask and the padding mask."""
+
+    def __init__(self, d=32, band=4):
+        super().__init__()
+        self.band = band
+        self.emb = nn.Embedding(200, d)
+        layer = nn.TransformerEncoderLayer(d, 4, 64, dropout=0.0, activation="gelu", norm_first=True)
+        self.enc = nn.TransformerEncoder(layer, 2, norm=nn.LayerNorm(d))
+        self.head = nn.Linear(d, 5)
+
+    def forward(self, tokens):
+        n = tokens.shape[1]
+        i = torch.arange(n)
+        band = torch.zeros(n, n).masked_fill((i.unsqueeze(0) - i.unsqueeze(1)).abs() > self.band, float("-inf"))
+        h = self.enc(self.emb(tokens).transpose(0, 1), mask=band, src_key_padding_mask=tokens == 0)
+        return self.head(h[0])
 
 
 class Seq2Seq(export_models.Seq2Seq):
@@ -144,13 +173,24 @@ def build(name, opset):
         model = SwinTransformer(patch_size=[4, 4], embed_dim=16, depths=[2, 2], num_heads=[2, 2],
                                 window_size=[4, 4], num_classes=10)
         return model.eval(), torch.randn(1, 3, 32, 32)
+    if name == "swin_v2":
+        from torchvision.models.swin_transformer import PatchMergingV2, SwinTransformer, SwinTransformerBlockV2
+        model = SwinTransformer(patch_size=[4, 4], embed_dim=16, depths=[2, 2], num_heads=[2, 2],
+                                window_size=[4, 4], num_classes=10, block=SwinTransformerBlockV2,
+                                downsample_layer=PatchMergingV2)
+        for block in model.modules():
+            if isinstance(block, SwinTransformerBlockV2):
+                block.attn.qkv.bias = None
+        return model.eval(), torch.randn(1, 3, 32, 32)
+    if name == "text_prenorm":
+        return TextPreNorm().eval(), export_models.tokens(2, 12)
     if name == "text_encoder":
         return export_models.TextEncoder().eval(), export_models.tokens(2, 12)
     if name == "transformer":
         return Seq2Seq(opset).eval(), export_models.tokens(2, 12)
     if name == "bert":
         return Bert().eval(), export_models.tokens(2, 12)
-    if name in ("lstm", "gru"):
+    if name in ("lstm", "lstm_bi", "gru"):
         return export_models.Recurrent(name).eval(), export_models.tokens(2, 10)
     raise ValueError(f"unknown model {name}")
 
