@@ -23,6 +23,10 @@ void qh_graph_facts_clear(QhGraphFacts *facts);
 int qh_graph_facts_n_uses(const QhGraphFacts *facts, int value_id);
 /* TRUE when the value is a constant (an initializer or a Constant node's output). */
 gboolean qh_graph_facts_is_const(const QhGraphFacts *facts, int value_id);
+/* The data of a constant value: its initializer, or the tensor in its Constant node's
+ * `value` attribute; NULL for any other value (Constant's scalar forms included).
+ * Borrowed from the graph. */
+const QhTensor *qh_graph_facts_const_tensor(const QhGraphFacts *facts, int value_id);
 /* TRUE when the value holds float32 data (the only values that get specs). */
 gboolean qh_graph_facts_is_float(const QhGraphFacts *facts, int value_id);
 

@@ -224,7 +224,8 @@ static const char *const mask_ops[] = {"Where", "Cast", "Expand", "ScatterND", "
 static const char *const mask_apply_ops[] = {"Add", "Sub", "Mul", "Where", NULL};
 
 /* Masks: float values made from masks, shapes and constants only (or constants holding
- * -inf); mask arithmetic: an Add/Sub/Mul/Where that applies a mask to data, whose output
+ * -inf, initializers or Constant nodes: 1.13 folds a causal mask built without triu into
+ * a Constant at opset 13); mask arithmetic: an Add/Sub/Mul/Where that applies a mask to data, whose output
  * may then hold -inf, and the shape ops that carry that output on. A Softmax ends it
  * (its output is finite). A mask-like value no mask arithmetic reads (an LSTM's zero
  * initial state) is no mask. */
@@ -233,7 +234,7 @@ static void find_masks(Finder *c, const GArray *order) {
   gboolean *applied = g_new0(gboolean, n_values > 0 ? n_values : 1);
   gboolean *is_mask_node = g_new0(gboolean, n_nodes > 0 ? n_nodes : 1);
   for (int v = 0; v < n_values; v++)
-    if (qh_graph_facts_is_float(c->f, v) && is_const(c, v) && has_nonfinite(qh_graph_value(c->g, v)->initializer))
+    if (qh_graph_facts_is_float(c->f, v) && has_nonfinite(qh_graph_facts_const_tensor(c->f, v)))
       c->r->mask[v] = TRUE;
   for (guint k = 0; k < order->len; k++) {
     const QhNode *n = qh_graph_node(c->g, g_array_index(order, int, k));

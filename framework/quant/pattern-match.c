@@ -127,6 +127,16 @@ gboolean qh_graph_facts_is_const(const QhGraphFacts *f, int v) {
   return p && !p->is_removed && p->n_inputs == 0 && qh_pattern_op_matches("Constant", p);
 }
 
+const QhTensor *qh_graph_facts_const_tensor(const QhGraphFacts *f, int v) {
+  if (!qh_graph_facts_is_const(f, v))
+    return NULL;
+  const QhValue *val = qh_graph_value(f->graph, v);
+  if (val->initializer != NULL)
+    return val->initializer;
+  const QhAttr *a = qh_node_attr(qh_graph_node(f->graph, val->producer), "value");
+  return a != NULL && a->type == QH_ATTR_TENSOR ? a->t : NULL;
+}
+
 gboolean qh_graph_facts_is_float(const QhGraphFacts *f, int v) {
   return v >= 0 && f->dtype[v] == QH_DTYPE_FLOAT;
 }

@@ -658,6 +658,47 @@ static void test_transformer_float_regions(void) {
   qh_graph_free(g);
 }
 
+/* A causal mask folded into a constant holding -inf (1.13 at opset 13, where a mask built
+ * without triu is folded into a Constant node; other exporters write an initializer),
+ * added to the scores before a Softmax: the Add is mask arithmetic, nothing observes the
+ * sum, the Softmax keeps its fixed output. */
+static void expect_constant_causal_mask(gboolean as_node) {
+  QhGraph *g = qh_graph_new();
+  int x = tg_input(g, "x", 3, (int64_t[]){1, 2, 2});
+  int scores = tg_node(g, "scores", "MatMul", 2, (int[]){x, x});
+  float causal[4] = {0.0f, -INFINITY, 0.0f, 0.0f};
+  int mask;
+  if (as_node) {
+    mask = tg_node(g, "causal", "Constant", 0, NULL);
+    QhShape shape = qh_shape_make(3, (int64_t[]){1, 2, 2});
+    QhTensor *t = qh_tensor_new(QH_DTYPE_F32, &shape, NULL);
+    memcpy(t->data, causal, sizeof causal);
+    qh_node_set_attr_tensor(qh_graph_node(g, tg_node_id(g, "causal")), "value", t);
+  } else {
+    mask = tg_const(g, "causal", QH_DTYPE_F32, 3, (int64_t[]){1, 2, 2}, causal);
+  }
+  int masked = tg_node(g, "masked", "Add", 2, (int[]){scores, mask});
+  tg_output(g, tg_node(g, "softmax", "Softmax", 1, &masked));
+  QhQConfig *qc = default_qconfig();
+  QhQConfig *fixed = tg_qconfig(tg_fixed(1.0f / 256.0f, 0), NULL, "object_type 'Softmax'");
+  TgLookup l = {.op = {"Softmax"}, .qc = {fixed}, .global = qc};
+  Result res = annotate(&xf_bc, g, &l);
+  tg_expect_report(res.report, g, "masked", FALSE, NULL, TG_NEEDLES("attention mask arithmetic", "'causal"));
+  for (int s = 0; s < 2; s++)
+    g_assert_null(tg_spec(res.set, g, "masked", s, IN));
+  g_assert_null(tg_spec(res.set, g, "masked", 0, OUT));
+  g_assert_null(tg_spec(res.set, g, "softmax", 0, IN));
+  expect_kind(tg_spec(res.set, g, "softmax", 0, OUT), QH_SPEC_FIXED, QH_DTYPE_UINT8);
+  result_free(res);
+  tg_qconfig_free(qc), tg_qconfig_free(fixed);
+  qh_graph_free(g);
+}
+
+static void test_constant_causal_mask(void) {
+  expect_constant_causal_mask(TRUE);
+  expect_constant_causal_mask(FALSE);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/bn-fold/conv", test_fold_conv);
@@ -675,5 +716,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/backend-annotate/reasons", test_reasons);
   g_test_add_func("/backend-annotate/reuse-input", test_reuse_input);
   g_test_add_func("/backend-annotate/transformer-float-regions", test_transformer_float_regions);
+  g_test_add_func("/backend-annotate/constant-causal-mask", test_constant_causal_mask);
   return g_test_run();
 }

@@ -10,7 +10,8 @@ nn.TransformerEncoder, 12 layers, hidden 768, sequence 128) and each backend:
   quantize   `qhost quantize --backend B --calib C --report R.json` exits 0 and writes the file
   float ops  no Q/DQ inside a LayerNorm or GELU: the scopes are found from the PyTorch model's
              nn.LayerNorm / nn.GELU / torchvision LayerNorm2d modules and the exporter's node
-             names ("/enc/layers.0/norm1/..."), independently of qhost's structural matcher; no
+             names ("/enc/layers.0/norm1/...", "/features/features.1/features.1.0/block/..."; a
+             scope no node belongs to fails), independently of qhost's structural matcher; no
              QuantizeLinear reads a value made and read inside a scope, and a scope node reads a
              DequantizeLinear only where the float model reads a tensor from outside the scope
              (its affine weights and scalars stay float constants)
@@ -121,13 +122,40 @@ def export(workdir, name):
     input_path = os.path.join(workdir, f"{name}.input.npy")
     np.save(calib_path, calib.numpy())
     np.save(input_path, calib[0].numpy())
+    return onnx_path, calib_path, input_path, module_scopes(model)
+
+
+def module_scopes(model):
+    """The dotted paths of the model's LayerNorm / GELU modules ("enc.layers.0.norm1")."""
     scopes = {"LayerNorm": [], "GELU": []}
     for path, mod in model.named_modules():
         kind = type(mod).__name__
         key = "LayerNorm" if kind in ("LayerNorm", "LayerNorm2d") else "GELU" if kind == "GELU" else None
         if key and path:
-            scopes[key].append("/" + path.replace(".", "/") + "/")
-    return onnx_path, calib_path, input_path, scopes
+            scopes[key].append(path)
+    return scopes
+
+
+def exporter_prefixes(float_model):
+    """Module path -> the node-name prefix PyTorch 1.13's exporter gives that module's nodes.
+    The exporter names one scope per module it calls, a numbered child after its container
+    ("/features/features.1/features.1.0/block/block.2/ReduceMean" for features.1.0.block.2,
+    "/enc/layers.0/norm1/Pow" for enc.layers.0.norm1: a ModuleList is never called), so
+    the module path is rebuilt segment by segment: a segment that repeats the path's tail
+    and adds one component extends it."""
+    prefixes = {}
+    for n in float_model.graph.node:
+        segments = n.name.split("/")[1:-1]
+        path = []
+        for k, seg in enumerate(segments):
+            parts = seg.split(".")
+            tail = parts[:-1]
+            if tail and path[len(path) - len(tail):] == tail:
+                path.append(parts[-1])
+            else:
+                path.extend(parts)
+            prefixes.setdefault(".".join(path), "/" + "/".join(segments[:k + 1]) + "/")
+    return prefixes
 
 
 def run(cmd):
@@ -149,9 +177,19 @@ def check_scopes(float_model, qdq, scopes, report):
     qnodes = {n.name: n for n in qdq.graph.node}
     q_inputs = {n.input[0] for n in qdq.graph.node if n.op_type == "QuantizeLinear"}
     reasons = {e["name"]: e for e in report["nodes"]}
-    for kind, prefixes in scopes.items():
-        for prefix in prefixes:
-            members = [n for n in float_model.graph.node if n.name.startswith(prefix) and n.op_type != "Constant"]
+    where = exporter_prefixes(float_model)
+    for kind, paths in scopes.items():
+        for path in paths:
+            prefix = where.get(path)
+            # torchvision's LayerNorm2d permutes to channels-last around F.layer_norm: 1.13's
+            # FX traces into it and quantizes the permutes as shared-qparams ops, observing
+            # the layer_norm's output as their input (prepare_fx, checked): the Transposes
+            # are not part of the normalization.
+            members = [n for n in float_model.graph.node
+                       if prefix and n.name.startswith(prefix) and n.op_type not in ("Constant", "Transpose")]
+            if not members:
+                bad.append(f"{kind} {path}: no node of the export belongs to it (the check would be vacuous)")
+                continue
             names = {n.name for n in members}
             inside = {o for n in members for o in n.output}
             read_inside = {i for n in members for i in n.input}
