@@ -63,7 +63,12 @@ static QhStatus *prepare(Kernel *k, const QhHostApi *host, const QhGraphView *g)
       wr[c * kk + j] = ws[src];
     }
   FbRequant rq = fb_requant_setup(k->inst, in, b, nc, bias, mult);
-  if (k->isa == FB_ISA_AMX && kk < FB_AMX_MIN_K)
+  /* AMX needs K >= FB_AMX_MIN_K, and on first layers (3 channels) its im2col costs more
+   * than VNNI's kernel-row path saves: resnet18's 7x7 conv1 ran at 0.81 ms on AMX, about
+   * 0.4 on that path (2026-11-27, bench/README.md "gemmk") */
+  if (k->isa == FB_ISA_AMX &&
+      (kk < FB_AMX_MIN_K || (in->kind == FB_CONV && !in->dw &&
+                             fb_kernel_rows_pay(FB_ISA_AVX512VNNI, in->ci, in->kh, in->kw, in->dil[1]))))
     k->isa = FB_ISA_AVX512VNNI;
   int bad;
   if (in->dw)
