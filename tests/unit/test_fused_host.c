@@ -14,6 +14,7 @@
 #include "core/graph.h"
 #include "exec/kernels/fused-host.h"
 #include "exec/plan.h"
+#include "fused-check.h"
 
 static guint32 seed = 4242;
 
@@ -125,36 +126,6 @@ static int layernorm(QhGraph *g, int x, int64_t width, int *d) {
   return y;
 }
 
-static gboolean watch(gpointer data, int value_id, const QhTensor *v, GError **error) {
-  (void)value_id, (void)v, (void)error;
-  (*(int *)data)++;
-  return TRUE;
-}
-
-static QhTensor **run(QhPlan *plan, QhExecContext *ctx, const QhTensor *x) {
-  QhTensor **outs = NULL;
-  GError *error = NULL;
-  g_assert_true(qh_plan_run(plan, ctx, (const QhTensor *const *)&x, &outs, &error));
-  g_assert_no_error(error);
-  return outs;
-}
-
-static double rel_diff(const QhTensor *a, const QhTensor *b) {
-  double diff = 0.0, mag = 1e-30;
-  const float *x = a->data, *y = b->data;
-  for (size_t i = 0; i < a->nbytes / sizeof(float); i++) {
-    diff = MAX(diff, fabs((double)x[i] - (double)y[i]));
-    mag = MAX(mag, fabs((double)y[i]));
-  }
-  return diff / mag;
-}
-
-static void free_outs(QhTensor **outs, int n) {
-  for (int i = 0; i < n; i++)
-    qh_tensor_free(outs[i]);
-  g_free(outs);
-}
-
 /* The plan fuses n_gelu GELUs, n_ln LayerNorms and n_qmove Q/DQ chains; the fused run
  * gives the hooked run's bits, the naive run its floats within 2e-6. */
 static void check(QhGraph *g, int n_gelu, int n_ln, int n_qmove) {
@@ -176,14 +147,14 @@ static void check(QhGraph *g, int n_gelu, int n_ln, int n_qmove) {
   QhThreadPool *pools[] = {qh_thread_pool_new(1), qh_thread_pool_new(2)};
   for (int p = 0; p < 2; p++) {
     QhExecContext ctx = {.pool = pools[p]};
-    QhTensor **fast = run(plan, &ctx, x);
+    QhTensor **fast = run(plan, &ctx, &x);
     int seen = 0;
     qh_plan_set_value_hook(plan, watch, &seen);
-    QhTensor **each = run(plan, &ctx, x);
+    QhTensor **each = run(plan, &ctx, &x);
     g_assert_cmpint(seen, >, 0);
     qh_plan_set_value_hook(plan, NULL, NULL);
     qh_plan_use_naive_kernels(plan, TRUE);
-    QhTensor **naive = run(plan, &ctx, x);
+    QhTensor **naive = run(plan, &ctx, &x);
     qh_plan_use_naive_kernels(plan, FALSE);
     for (int o = 0; o < n_out; o++) {
       g_assert_cmpmem(fast[o]->data, fast[o]->nbytes, each[o]->data, each[o]->nbytes);

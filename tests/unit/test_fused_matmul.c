@@ -21,6 +21,7 @@
 #include "core/graph.h"
 #include "exec/kernels/fused-host.h"
 #include "exec/plan.h"
+#include "fused-check.h"
 
 static guint32 seed = 777;
 
@@ -86,36 +87,6 @@ static int transpose(QhGraph *g, int x, int rank, const int64_t *perm) {
 static void output(QhGraph *g, int v) {
   qh_graph_value(g, v)->is_output = TRUE;
   g_array_append_val(g->outputs, v);
-}
-
-static gboolean watch(gpointer data, int value_id, const QhTensor *v, GError **error) {
-  (void)value_id, (void)v, (void)error;
-  (*(int *)data)++;
-  return TRUE;
-}
-
-static QhTensor **run(QhPlan *plan, QhExecContext *ctx, QhTensor **x) {
-  QhTensor **outs = NULL;
-  GError *error = NULL;
-  g_assert_true(qh_plan_run(plan, ctx, (const QhTensor *const *)x, &outs, &error));
-  g_assert_no_error(error);
-  return outs;
-}
-
-static double rel_diff(const QhTensor *a, const QhTensor *b) {
-  double diff = 0.0, mag = 1e-30;
-  const float *x = a->data, *y = b->data;
-  for (size_t i = 0; i < a->nbytes / sizeof(float); i++) {
-    diff = MAX(diff, fabs((double)x[i] - (double)y[i]));
-    mag = MAX(mag, fabs((double)y[i]));
-  }
-  return diff / mag;
-}
-
-static void free_outs(QhTensor **outs, int n) {
-  for (int i = 0; i < n; i++)
-    qh_tensor_free(outs[i]);
-  g_free(outs);
 }
 
 /* The plan forms n_groups MatMul groups; with 1 and 2 threads, on oneDNN and on
