@@ -120,6 +120,21 @@ static double rel_diff(const QhTensor *a, const QhTensor *b) {
   return diff / mag;
 }
 
+/* bench's work count: every step's input and recurrent products, per direction */
+static void check_macs(const Case *c, QhPlan *plan, QhGraph *g) {
+  const QhOpDef *def = qh_op_find("", c->op);
+  g_assert_nonnull(def);
+  g_assert_nonnull(def->macs);
+  const QhNode *node = g_ptr_array_index(g->nodes, 0);
+  const QhTensor *in[3];
+  for (int i = 0; i < 3; i++)
+    in[i] = qh_plan_value_info(plan, node->inputs[i]);
+  const int64_t dirs = strcmp(c->direction, "bidirectional") == 0 ? 2 : 1;
+  const int64_t gates = strcmp(c->op, "LSTM") == 0 ? 4 : 3;
+  g_assert_cmpint(def->macs(node, in, node->n_inputs, NULL, node->n_outputs), ==,
+                  c->seq * c->batch * dirs * gates * c->hidden * (c->input + c->hidden));
+}
+
 static void check_case(gconstpointer data) {
   const Case *c = data;
   QhGraph *g = make_graph(c);
@@ -158,6 +173,7 @@ static void check_case(gconstpointer data) {
   }
   if (g_test_verbose())
     g_printerr("%s: max |fast - naive| / max |naive| = %.3g\n", c->name, worst);
+  check_macs(c, plan, g);
   for (int p = 0; p < 2; p++)
     qh_thread_pool_free(pools[p]);
   qh_tensor_free(x);

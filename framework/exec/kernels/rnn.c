@@ -245,8 +245,21 @@ static gboolean run(QhExecContext *ctx, const QhNode *node, const QhTensor *cons
   return qh_rnn_run_fast(ctx, node, &r, inputs, n_inputs, outputs, n_outputs, error);
 }
 
+/* The input and recurrent products of every time step (W: [dirs, gates*hidden, input],
+ * R: [dirs, gates*hidden, hidden]), so bench reports an RNN's work like a MatMul's; the
+ * gate activations and GRU's reset product are element-wise and not counted. */
+static int64_t macs(const QhNode *node, const QhTensor *const *inputs, int n_inputs,
+                    const QhTensor *outputs, int n_outputs) {
+  (void)node, (void)outputs, (void)n_outputs;
+  if (n_inputs < 3 || inputs[0] == NULL || inputs[1] == NULL || inputs[2] == NULL ||
+      inputs[0]->shape.rank != 3 || inputs[1]->shape.rank != 3 || inputs[2]->shape.rank != 3)
+    return 0;
+  const QhShape *x = &inputs[0]->shape, *w = &inputs[1]->shape, *r = &inputs[2]->shape;
+  return x->dims[0] * x->dims[1] * w->dims[0] * w->dims[1] * (w->dims[2] + r->dims[2]);
+}
+
 const QhOpDef qh_ops_rnn[] = {
-    {"LSTM", 3, 8, 0, 3, infer, run, run_naive, NULL},
-    {"GRU", 3, 6, 0, 2, infer, run, run_naive, NULL},
+    {"LSTM", 3, 8, 0, 3, infer, run, run_naive, macs},
+    {"GRU", 3, 6, 0, 2, infer, run, run_naive, macs},
     {NULL},
 };
