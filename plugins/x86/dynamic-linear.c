@@ -20,7 +20,12 @@
  * through the cache instead of a workspace and the output (3 MiB for BERT's feed-forward,
  * more than a core's L2). Column blocks, each with its own primitive, were measured
  * slower on BERT (more oneDNN calls); oneDNN 2.6's own f32 output is no option either: a
- * run-time scale or source zero point sends its matmul to the slow gemm:jit path. */
+ * run-time scale or source zero point sends its matmul to the slow gemm:jit path.
+ *
+ * Where the host reports AMX-INT8 the unit skips oneDNN: its own tdpbusd GEMM
+ * (dynamic-gemm-amx.c) on weights packed once at create applies the same epilogue to each
+ * 32 x 32 tile while it is in L1, and the host's parallel_for splits the columns (and the
+ * rows when the columns are too few). Same integers, same float steps: the same bytes. */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -29,6 +34,7 @@
 #include <immintrin.h> /* SSE2 (x86-64's baseline); AVX-512F chosen at run time */
 
 #include "../common/unit-query.h"
+#include "dynamic-gemm.h"
 #include "onednn.h"
 
 /* One row of the epilogue: MatMulInteger's int32 result acc - zc (wrapping modulo 2^32 as
@@ -89,6 +95,8 @@ typedef struct {
   int32_t *zc;     /* x_zero_point * colsum, per run (run holds the instance lock) */
   float *bias;     /* [N], or NULL without the bias Add */
   RowFn *row;      /* the epilogue's width, chosen at create */
+  int use_amx;     /* the AMX GEMM (amx packed) instead of oneDNN (w kept for its reorder) */
+  DynPacked amx;
   /* set by reshape */
   int reshaped, in_rank;
   int64_t m, in_dims[QH_MAX_RANK];
@@ -213,6 +221,7 @@ static void destroy(void *kernel) {
     return;
   release(k);
   free(k->w);
+  dyn_amx_unpack(&k->amx);
   free(k->colsum);
   free(k->zc);
   free(k->bias);
@@ -233,16 +242,21 @@ static QhStatus *create(void *instance, const QhHostApi *host, const QhGraphView
   if (!k)
     return host->status_new(QH_ERR_OUT_OF_MEMORY, "out of memory");
   k->inst = instance, k->k = kd, k->n = nd;
-  k->row = host->cpu_features() & QH_CPU_AVX512F ? row_avx512 : row_sse2;
-  k->w = malloc((size_t)(kd * nd));
+  uint64_t cpu = host->cpu_features();
+  k->row = cpu & QH_CPU_AVX512F ? row_avx512 : row_sse2;
+  const uint64_t amx = QH_CPU_AMXINT8 | QH_CPU_AVX512F | QH_CPU_AVX512BW | QH_CPU_AVX512VL;
+  k->use_amx = (cpu & amx) == amx;
+  k->w = k->use_amx ? NULL : malloc((size_t)(kd * nd));
   k->colsum = calloc((size_t)nd, sizeof *k->colsum);
   k->zc = calloc((size_t)nd, sizeof *k->zc);
   k->bias = b ? malloc((size_t)nd * sizeof *k->bias) : NULL;
-  if (!k->w || !k->colsum || !k->zc || (b && !k->bias)) {
+  if ((!k->use_amx && !k->w) || (k->use_amx && dyn_amx_pack(w, kd, nd, &k->amx)) || !k->colsum || !k->zc ||
+      (b && !k->bias)) {
     destroy(k);
     return host->status_new(QH_ERR_OUT_OF_MEMORY, "out of memory packing weights");
   }
-  memcpy(k->w, w, (size_t)(kd * nd));
+  if (k->w)
+    memcpy(k->w, w, (size_t)(kd * nd));
   if (b)
     memcpy(k->bias, b, (size_t)nd * sizeof *k->bias);
   for (int64_t j = 0; j < kd; j++)
@@ -301,8 +315,10 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
   k->scale_count = ns;
   k->in_rank = x->rank;
   memcpy(k->in_dims, x->dims, sizeof k->in_dims);
-  *out_workspace = 0;
-  if (m > 0) {
+  /* the AMX tiles read A in 64-byte chunks: rows whose K is not a multiple of 64 are
+   * copied, zero-padded, into the workspace (the last row would be read past its end) */
+  *out_workspace = k->use_amx && k->k % DYN_KB ? (size_t)m * (size_t)k->amx.kp : 0;
+  if (m > 0 && !k->use_amx) {
     QhStatus *st = build(k, host);
     if (st) {
       release(k);
@@ -322,6 +338,51 @@ typedef struct {
   size_t rows_per_task;
 } Job;
 
+/* The AMX path's tasks: panel pairs by row blocks (row block t / pairs, pair t % pairs). */
+typedef struct {
+  const DynLinear *k;
+  const uint8_t *a;
+  size_t lda;
+  DynEpilogue e;
+  float *y;
+  int64_t pairs, rows_per_block;
+} AmxJob;
+
+static void amx_task(void *user, size_t t, uint32_t worker) {
+  (void)worker;
+  const AmxJob *j = user;
+  const DynLinear *k = j->k;
+  int64_t pair = (int64_t)t % j->pairs, r0 = (int64_t)t / j->pairs * j->rows_per_block;
+  int64_t rows = k->m - r0 < j->rows_per_block ? k->m - r0 : j->rows_per_block;
+  int64_t p0 = pair * 2, p1 = p0 + 2 < k->amx.panels ? p0 + 2 : k->amx.panels;
+  dyn_amx_block(j->a + (size_t)r0 * j->lda, j->lda, rows, &k->amx, p0, p1, &j->e, j->y + (size_t)r0 * (size_t)k->n,
+                (size_t)k->n);
+}
+
+/* The AMX path of run (the instance lock held: zc is the kernel's). */
+static void run_amx(DynLinear *k, const uint8_t *x, float *y, const float *scale, void *workspace) {
+  const uint8_t *a = x;
+  size_t lda = (size_t)k->k;
+  if (k->k % DYN_KB) {
+    uint8_t *pad = workspace;
+    lda = (size_t)k->amx.kp;
+    for (int64_t r = 0; r < k->m; r++) {
+      memcpy(pad + (size_t)r * lda, x + (size_t)(r * k->k), (size_t)k->k);
+      memset(pad + (size_t)r * lda + k->k, 0, lda - (size_t)k->k);
+    }
+    a = pad;
+  }
+  AmxJob j = {k, a, lda, {k->zc, scale, k->scale_count != 1, k->bias}, y, (k->amx.panels + 1) / 2, k->m};
+  /* too few column pairs for the team: row blocks of whole 32-row steps as well */
+  int64_t want = 2 * (int64_t)k->inst->n_threads;
+  if (j.pairs < want && k->m > 32) {
+    int64_t blocks = (want + j.pairs - 1) / j.pairs, rows = (k->m + blocks - 1) / blocks;
+    j.rows_per_block = (rows + 31) / 32 * 32;
+  }
+  int64_t row_blocks = (k->m + j.rows_per_block - 1) / j.rows_per_block;
+  x86_parallel_for(k->inst, (size_t)(j.pairs * row_blocks), amx_task, &j);
+}
+
 static void finish_task(void *user, size_t t, uint32_t worker) {
   (void)worker;
   const Job *j = user;
@@ -336,7 +397,7 @@ static void finish_task(void *user, size_t t, uint32_t worker) {
 static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ctx, const QhTensorView *inputs,
                      size_t n_inputs, QhTensorView *outputs, size_t n_outputs, void *workspace,
                      size_t workspace_bytes) {
-  (void)ctx, (void)workspace, (void)workspace_bytes;
+  (void)ctx;
   DynLinear *k = kernel;
   if (!host)
     return NULL;
@@ -357,8 +418,18 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: output differs from reshape's");
   if (mn == 0)
     return NULL;
+  if (k->use_amx && k->k % DYN_KB && (!workspace || workspace_bytes < (size_t)k->m * (size_t)k->amx.kp))
+    return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: workspace smaller than reshape asked for");
   X86Instance *inst = k->inst;
   pthread_mutex_lock(&inst->lock);
+  if (k->use_amx) {
+    uint32_t zx = *(const uint8_t *)xzp->data;
+    for (int64_t c = 0; c < k->n; c++)
+      k->zc[c] = (int32_t)(zx * (uint32_t)k->colsum[c]);
+    run_amx(k, x->data, y->data, sc->data, workspace);
+    pthread_mutex_unlock(&inst->lock);
+    return NULL;
+  }
   omp_set_num_threads(inst->n_threads);
   dnnl_status_t s = x86_prim_execute(inst, &k->p, x->data, NULL, y->data);
   if (s == dnnl_success) {

@@ -1,0 +1,168 @@
+/* The x86 dynamic Linear unit's AMX-INT8 GEMM: tdpbusd (u8 x s8 into int32, exact for any
+ * uint8 and any int8, so MatMulInteger's accumulator without its zero point) on tiles of 16
+ * rows by 16 columns, 32 rows by 2 panels per step (four accumulator tiles, two A tiles,
+ * two B tiles: all eight tile registers). Each step's 32 x 32 int32 result goes through a
+ * 4 KiB buffer to the unit's float epilogue while it is in L1, so the int32 matrix never
+ * travels through the cache as a whole (oneDNN's s32 output did: 1.5 MiB for BERT's
+ * feed-forward, written, then read and rewritten by a separate pass).
+ *
+ * The tile configuration belongs to the thread and oneDNN loads its own on the same
+ * threads, so every call loads ours on entry and releases the tiles on return. Built with
+ * its own flags (CMakeLists.txt: AMX, AVX-512 for the epilogue, -ffp-contract=off so that
+ * the Mul and the Add round separately as the host's nodes do); called only where the host
+ * reports QH_CPU_AMXINT8. */
+#include <immintrin.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dynamic-gemm.h"
+
+int dyn_amx_pack(const int8_t *w, int64_t k, int64_t n, DynPacked *out) {
+  memset(out, 0, sizeof *out);
+  int64_t kp = (k + DYN_KB - 1) / DYN_KB * DYN_KB, panels = (n + DYN_NR - 1) / DYN_NR;
+  size_t bytes = (size_t)(panels * kp * DYN_NR);
+  int8_t *b = aligned_alloc(64, bytes); /* a multiple of 64: kp * DYN_NR is */
+  if (!b)
+    return -1;
+  memset(b, 0, bytes);
+  for (int64_t kk = 0; kk < k; kk++)
+    for (int64_t c = 0; c < n; c++) {
+      int64_t p = c / DYN_NR;
+      b[p * kp * DYN_NR + (kk / 4) * 64 + (c % DYN_NR) * 4 + kk % 4] = w[kk * n + c];
+    }
+  *out = (DynPacked){.k = k, .n = n, .kp = kp, .panels = panels, .b = b};
+  return 0;
+}
+
+void dyn_amx_unpack(DynPacked *pk) {
+  free(pk->b);
+  pk->b = NULL;
+}
+
+/* LDTILECFG's 64-byte memory operand, palette 1. */
+typedef struct {
+  uint8_t palette, start_row, reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+} TileConfig;
+
+/* Tiles 0-3: accumulators (row tile r, panel v: tile 2r + v); 4-5: A row tiles; 6-7: B
+ * panels. rows0, rows1: the rows of the first and second row tile (rows1 0 when unused). */
+static void load_config(int rows0, int rows1) {
+  TileConfig cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.palette = 1;
+  int r1 = rows1 > 0 ? rows1 : 1;
+  const int rows[8] = {rows0, rows0, r1, r1, rows0, r1, 16, 16};
+  for (int t = 0; t < 8; t++) {
+    cfg.rows[t] = (uint8_t)rows[t];
+    cfg.colsb[t] = 64;
+  }
+  /* not _tile_loadconfig: GCC 12's names only the operand's first 8 bytes, so the stores
+   * of the rest may be dropped as dead (palette 0 then: SIGILL) */
+  __asm__ volatile("ldtilecfg %0" : : "m"(cfg));
+}
+
+/* The epilogue of rows [0, mr) of the 32 x 32 buffer, nv panels from pan, into y. */
+static void store_rows(const int32_t *cbuf, int mr, int nv, const DynPacked *pk, int64_t pan,
+                       const DynEpilogue *e, float *y, size_t ldy) {
+  for (int v = 0; v < nv; v++) {
+    int64_t c0 = (pan + v) * DYN_NR, valid = pk->n - c0 < DYN_NR ? pk->n - c0 : DYN_NR;
+    __mmask16 mask = (__mmask16)((1u << valid) - 1u);
+    __m512i zc = _mm512_maskz_loadu_epi32(mask, e->zc + c0);
+    __m512 s = e->per_column ? _mm512_maskz_loadu_ps(mask, e->scale + c0) : _mm512_set1_ps(e->scale[0]);
+    __m512 b = e->bias ? _mm512_maskz_loadu_ps(mask, e->bias + c0) : _mm512_setzero_ps();
+    for (int r = 0; r < mr; r++) {
+      __m512i acc = _mm512_loadu_si512((const void *)(cbuf + r * 32 + v * 16));
+      __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc, zc)), s);
+      if (e->bias)
+        f = _mm512_add_ps(f, b);
+      _mm512_mask_storeu_ps(y + (size_t)r * ldy + c0, mask, f);
+    }
+  }
+}
+
+/* One step: mr (1..32) rows of a by nv (1 or 2) panels from pan over the whole reduction,
+ * under a configuration whose row tiles hold min(mr, 16) and mr - 16 rows. */
+static void step(const uint8_t *a, size_t lda, int mr, const DynPacked *pk, int64_t pan, int nv,
+                 const DynEpilogue *e, float *y, size_t ldy) {
+  const int64_t kc = pk->kp / DYN_KB;
+  const size_t pstride = (size_t)pk->kp * DYN_NR;
+  const int8_t *b0 = pk->b + pan * (int64_t)pstride, *b1 = b0 + pstride;
+  const uint8_t *a1 = a + 16 * lda;
+  _Alignas(64) int32_t cbuf[32 * 32];
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  if (mr > 16 && nv == 2) {
+    for (int64_t q = 0; q < kc; q++) {
+      _tile_loadd(4, a + q * 64, lda);
+      _tile_loadd(6, b0 + q * 1024, 64);
+      _tile_loadd(5, a1 + q * 64, lda);
+      _tile_loadd(7, b1 + q * 1024, 64);
+      _tile_dpbusd(0, 4, 6);
+      _tile_dpbusd(1, 4, 7);
+      _tile_dpbusd(2, 5, 6);
+      _tile_dpbusd(3, 5, 7);
+    }
+  } else if (mr > 16) {
+    for (int64_t q = 0; q < kc; q++) {
+      _tile_loadd(4, a + q * 64, lda);
+      _tile_loadd(6, b0 + q * 1024, 64);
+      _tile_loadd(5, a1 + q * 64, lda);
+      _tile_dpbusd(0, 4, 6);
+      _tile_dpbusd(2, 5, 6);
+    }
+  } else if (nv == 2) {
+    for (int64_t q = 0; q < kc; q++) {
+      _tile_loadd(4, a + q * 64, lda);
+      _tile_loadd(6, b0 + q * 1024, 64);
+      _tile_loadd(7, b1 + q * 1024, 64);
+      _tile_dpbusd(0, 4, 6);
+      _tile_dpbusd(1, 4, 7);
+    }
+  } else {
+    for (int64_t q = 0; q < kc; q++) {
+      _tile_loadd(4, a + q * 64, lda);
+      _tile_loadd(6, b0 + q * 1024, 64);
+      _tile_dpbusd(0, 4, 6);
+    }
+  }
+  /* a row tile stores only its configured rows: the second tile's only when mr > 16 */
+  _tile_stored(0, cbuf, 128);
+  _tile_stored(1, cbuf + 16, 128);
+  if (mr > 16) {
+    _tile_stored(2, cbuf + 16 * 32, 128);
+    _tile_stored(3, cbuf + 16 * 32 + 16, 128);
+  }
+  store_rows(cbuf, mr, nv, pk, pan, e, y, ldy);
+}
+
+void dyn_amx_block(const uint8_t *a, size_t lda, int64_t m, const DynPacked *pk, int64_t p0, int64_t p1,
+                   const DynEpilogue *e, float *y, size_t ldy) {
+  int64_t full = m / 32 * 32;
+  int tail = (int)(m - full), rows0 = tail > 16 ? 16 : tail, rows1 = tail > 16 ? tail - 16 : 0;
+  if (m <= 0 || p0 >= p1)
+    return;
+  /* The row tail has its own configuration (no tile reads a row past m) and runs right after
+   * the full rows of each panel pair, while that pair's weights are still in cache. */
+  if (full > 0)
+    load_config(16, 16);
+  else
+    load_config(rows0, rows1);
+  for (int64_t pan = p0; pan < p1; pan += 2) {
+    int nv = p1 - pan < 2 ? 1 : 2;
+    for (int64_t r0 = 0; r0 < full; r0 += 32)
+      step(a + (size_t)r0 * lda, lda, 32, pk, pan, nv, e, y + (size_t)r0 * ldy, ldy);
+    if (tail && full > 0) {
+      load_config(rows0, rows1);
+      step(a + (size_t)full * lda, lda, tail, pk, pan, nv, e, y + (size_t)full * ldy, ldy);
+      if (pan + 2 < p1)
+        load_config(16, 16);
+    } else if (tail) {
+      step(a, lda, tail, pk, pan, nv, e, y, ldy);
+    }
+  }
+  _tile_release();
+}

@@ -1,0 +1,53 @@
+/* The x86 dynamic Linear unit's own u8 x s8 GEMM (dynamic-gemm-amx.c): the weights packed
+ * once at kernel creation into tdpbusd's B layout, the float epilogue of MatMulInteger ->
+ * Cast -> Mul (-> Add) applied to each 32 x 32 output tile while it is in L1. Used by
+ * dynamic-linear.c only where the host reports QH_CPU_AMXINT8 (which implies AVX-512F/BW/VL
+ * here: tiles exist on no CPU without them). */
+#ifndef QH_X86_DYNAMIC_GEMM_H
+#define QH_X86_DYNAMIC_GEMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DYN_NR 16 /* output columns per packed panel (one tile's int32 columns) */
+#define DYN_KB 64 /* reduction bytes per B tile; kp is k rounded up to it */
+
+/* W [k, n] int8 (row-major, as MatMulInteger's B) in panels of DYN_NR columns: panel p's
+ * reduction byte kk of column c at b[p * kp * DYN_NR + (kk / 4) * 64 + c * 4 + kk % 4],
+ * zero past k and past n. */
+typedef struct {
+  int64_t k, n, kp, panels;
+  int8_t *b; /* owned, 64-byte aligned; free with dyn_amx_unpack */
+} DynPacked;
+
+/* The epilogue of one output element (r, c): f32(acc - zc[c]) (int32, wrapping) * scale[c or
+ * 0], then + bias[c] when bias is not NULL, each step rounded to float as the host's Cast,
+ * Mul and Add round (no fused multiply-add). Arrays of n (scale: n or 1); borrowed. */
+typedef struct {
+  const int32_t *zc;
+  const float *scale;
+  int per_column;
+  const float *bias;
+} DynEpilogue;
+
+/* Packs w (borrowed, k * n bytes) into *out. Returns 0, or -1 when out of memory (*out then
+ * holds nothing to free). Any thread. */
+int dyn_amx_pack(const int8_t *w, int64_t k, int64_t n, DynPacked *out);
+
+/* Frees what dyn_amx_pack allocated; safe on a zeroed or already unpacked DynPacked. */
+void dyn_amx_unpack(DynPacked *pk);
+
+/* y[r, c] for rows [0, m) and the columns of panels [p0, p1): a holds m rows of pk->kp
+ * bytes each lda apart (bytes past k are multiplied by the zero padding of the weights but
+ * are read, so they must be readable), y rows ldy floats apart. Loads its own tile
+ * configuration and releases the tiles before it returns, so any thread (a worker of a
+ * parallel_for) may call it; concurrent calls on disjoint panels are safe. The caller has
+ * checked QH_CPU_AMXINT8 (the tile data permission included). No errors. */
+void dyn_amx_block(const uint8_t *a, size_t lda, int64_t m, const DynPacked *pk, int64_t p0, int64_t p1,
+                   const DynEpilogue *e, float *y, size_t ldy);
+
+/* The slow twin: the same y by plain int32 loops on the unpacked weights (w [k, n]). */
+void dyn_gemm_ref(const uint8_t *a, size_t lda, int64_t m, const int8_t *w, int64_t k, int64_t n,
+                  const DynEpilogue *e, float *y, size_t ldy);
+
+#endif
