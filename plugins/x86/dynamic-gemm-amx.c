@@ -4,7 +4,10 @@
  * two B tiles: all eight tile registers). Each step's 32 x 32 int32 result goes through a
  * 4 KiB buffer to the unit's float epilogue while it is in L1, so the int32 matrix never
  * travels through the cache as a whole (oneDNN's s32 output did: 1.5 MiB for BERT's
- * feed-forward, written, then read and rewritten by a separate pass).
+ * feed-forward, written, then read and rewritten by a separate pass). A is packed per
+ * call into 32-row blocks of contiguous 16 x 64-byte tiles, zero-padded in K and M: every
+ * tile load reads 1 KiB in a row (rows K bytes apart cost a cache line each, from L2, and
+ * the tile loads were the step's stall), and no tail needs a tile configuration.
  *
  * The tile configuration belongs to the thread and oneDNN loads its own on the same
  * threads, so every call loads ours on entry and releases the tiles on return. Built with
@@ -39,6 +42,26 @@ void dyn_amx_unpack(DynPacked *pk) {
   pk->b = NULL;
 }
 
+void dyn_amx_pack_a(const uint8_t *x, size_t ldx, int64_t m, int64_t k, int64_t kp, int64_t rb0, int64_t rb1,
+                    uint8_t *out) {
+  int64_t kc = kp / DYN_KB;
+  for (int64_t rb = rb0; rb < rb1; rb++)
+    for (int r = 0; r < DYN_MB; r++) {
+      int64_t row = rb * DYN_MB + r;
+      uint8_t *o = out + (size_t)(rb * kc * DYN_MB + r) * DYN_KB;
+      for (int64_t q = 0; q < kc; q++, o += DYN_MB * DYN_KB) {
+        int64_t have = row < m ? (k - q * DYN_KB < DYN_KB ? k - q * DYN_KB : DYN_KB) : 0;
+        if (have == DYN_KB) {
+          memcpy(o, x + (size_t)row * ldx + (size_t)(q * DYN_KB), DYN_KB);
+        } else {
+          memset(o, 0, DYN_KB);
+          if (have > 0)
+            memcpy(o, x + (size_t)row * ldx + (size_t)(q * DYN_KB), (size_t)have);
+        }
+      }
+    }
+}
+
 /* LDTILECFG's 64-byte memory operand, palette 1. */
 typedef struct {
   uint8_t palette, start_row, reserved[14];
@@ -46,16 +69,15 @@ typedef struct {
   uint8_t rows[16];
 } TileConfig;
 
-/* Tiles 0-3: accumulators (row tile r, panel v: tile 2r + v); 4-5: A row tiles; 6-7: B
- * panels. rows0, rows1: the rows of the first and second row tile (rows1 0 when unused). */
-static void load_config(int rows0, int rows1) {
+/* Every tile 16 rows of 64 bytes: tiles 0-3 the accumulators (row tile r, panel v: tile
+ * 2r + v), 4-5 the A row tiles, 6-7 the B panels. Packed A has whole 32-row blocks (zero
+ * rows past m), so no tail needs a configuration of its own. */
+static void load_config(void) {
   TileConfig cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.palette = 1;
-  int r1 = rows1 > 0 ? rows1 : 1;
-  const int rows[8] = {rows0, rows0, r1, r1, rows0, r1, 16, 16};
   for (int t = 0; t < 8; t++) {
-    cfg.rows[t] = (uint8_t)rows[t];
+    cfg.rows[t] = 16;
     cfg.colsb[t] = 64;
   }
   /* not _tile_loadconfig: GCC 12's names only the operand's first 8 bytes, so the stores
@@ -82,14 +104,27 @@ static void store_rows(const int32_t *cbuf, int mr, int nv, const DynPacked *pk,
   }
 }
 
-/* One step: mr (1..32) rows of a by nv (1 or 2) panels from pan over the whole reduction,
- * under a configuration whose row tiles hold min(mr, 16) and mr - 16 rows. */
-static void step(const uint8_t *a, size_t lda, int mr, const DynPacked *pk, int64_t pan, int nv,
-                 const DynEpilogue *e, float *y, size_t ldy) {
+/* Where a step prefetches into L2: lines [l0, l1) of every 1 KiB chunk of np panels from pf
+ * (the next panel pair's weights, which otherwise come from memory while the tiles wait). */
+typedef struct {
+  const int8_t *pf;
+  int np, l0, l1;
+} Prefetch;
+
+static inline void prefetch_chunk(const Prefetch *f, size_t pstride, int64_t q) {
+  for (int p = 0; p < f->np; p++)
+    for (int l = f->l0; l < f->l1; l++)
+      _mm_prefetch((const char *)(f->pf + (size_t)p * pstride + (size_t)q * 1024 + (size_t)l * 64), _MM_HINT_T1);
+}
+
+/* One step: the packed row block a (mr of its 32 rows wanted, 1..32) by nv (1 or 2) panels
+ * from pan over the whole reduction; a block of 16 rows or fewer computes one row tile. */
+static void step(const uint8_t *a, int mr, const DynPacked *pk, int64_t pan, int nv, const DynEpilogue *e,
+                 float *y, size_t ldy, const Prefetch *f) {
   const int64_t kc = pk->kp / DYN_KB;
   const size_t pstride = (size_t)pk->kp * DYN_NR;
   const int8_t *b0 = pk->b + pan * (int64_t)pstride, *b1 = b0 + pstride;
-  const uint8_t *a1 = a + 16 * lda;
+  const uint8_t *a1 = a + 16 * DYN_KB;
   _Alignas(64) int32_t cbuf[32 * 32];
   _tile_zero(0);
   _tile_zero(1);
@@ -97,9 +132,10 @@ static void step(const uint8_t *a, size_t lda, int mr, const DynPacked *pk, int6
   _tile_zero(3);
   if (mr > 16 && nv == 2) {
     for (int64_t q = 0; q < kc; q++) {
-      _tile_loadd(4, a + q * 64, lda);
+      prefetch_chunk(f, pstride, q);
+      _tile_loadd(4, a + q * 2048, 64);
       _tile_loadd(6, b0 + q * 1024, 64);
-      _tile_loadd(5, a1 + q * 64, lda);
+      _tile_loadd(5, a1 + q * 2048, 64);
       _tile_loadd(7, b1 + q * 1024, 64);
       _tile_dpbusd(0, 4, 6);
       _tile_dpbusd(1, 4, 7);
@@ -108,15 +144,17 @@ static void step(const uint8_t *a, size_t lda, int mr, const DynPacked *pk, int6
     }
   } else if (mr > 16) {
     for (int64_t q = 0; q < kc; q++) {
-      _tile_loadd(4, a + q * 64, lda);
+      prefetch_chunk(f, pstride, q);
+      _tile_loadd(4, a + q * 2048, 64);
       _tile_loadd(6, b0 + q * 1024, 64);
-      _tile_loadd(5, a1 + q * 64, lda);
+      _tile_loadd(5, a1 + q * 2048, 64);
       _tile_dpbusd(0, 4, 6);
       _tile_dpbusd(2, 5, 6);
     }
   } else if (nv == 2) {
     for (int64_t q = 0; q < kc; q++) {
-      _tile_loadd(4, a + q * 64, lda);
+      prefetch_chunk(f, pstride, q);
+      _tile_loadd(4, a + q * 2048, 64);
       _tile_loadd(6, b0 + q * 1024, 64);
       _tile_loadd(7, b1 + q * 1024, 64);
       _tile_dpbusd(0, 4, 6);
@@ -124,12 +162,12 @@ static void step(const uint8_t *a, size_t lda, int mr, const DynPacked *pk, int6
     }
   } else {
     for (int64_t q = 0; q < kc; q++) {
-      _tile_loadd(4, a + q * 64, lda);
+      prefetch_chunk(f, pstride, q);
+      _tile_loadd(4, a + q * 2048, 64);
       _tile_loadd(6, b0 + q * 1024, 64);
       _tile_dpbusd(0, 4, 6);
     }
   }
-  /* a row tile stores only its configured rows: the second tile's only when mr > 16 */
   _tile_stored(0, cbuf, 128);
   _tile_stored(1, cbuf + 16, 128);
   if (mr > 16) {
@@ -139,29 +177,24 @@ static void step(const uint8_t *a, size_t lda, int mr, const DynPacked *pk, int6
   store_rows(cbuf, mr, nv, pk, pan, e, y, ldy);
 }
 
-void dyn_amx_block(const uint8_t *a, size_t lda, int64_t m, const DynPacked *pk, int64_t p0, int64_t p1,
-                   const DynEpilogue *e, float *y, size_t ldy) {
-  int64_t full = m / 32 * 32;
-  int tail = (int)(m - full), rows0 = tail > 16 ? 16 : tail, rows1 = tail > 16 ? tail - 16 : 0;
+void dyn_amx_block(const uint8_t *ap, int64_t m, const DynPacked *pk, int64_t p0, int64_t p1, const DynEpilogue *e,
+                   float *y, size_t ldy) {
   if (m <= 0 || p0 >= p1)
     return;
-  /* The row tail has its own configuration (no tile reads a row past m) and runs right after
-   * the full rows of each panel pair, while that pair's weights are still in cache. */
-  if (full > 0)
-    load_config(16, 16);
-  else
-    load_config(rows0, rows1);
+  const size_t block_bytes = (size_t)pk->kp * DYN_MB, pstride = (size_t)pk->kp * DYN_NR;
+  const int64_t blocks = (m + DYN_MB - 1) / DYN_MB;
+  load_config();
+  /* each panel pair's weights are read once from memory and then from cache for every
+   * row block; the row blocks share the prefetch of the next pair's (16 lines a chunk) */
   for (int64_t pan = p0; pan < p1; pan += 2) {
     int nv = p1 - pan < 2 ? 1 : 2;
-    for (int64_t r0 = 0; r0 < full; r0 += 32)
-      step(a + (size_t)r0 * lda, lda, 32, pk, pan, nv, e, y + (size_t)r0 * ldy, ldy);
-    if (tail && full > 0) {
-      load_config(rows0, rows1);
-      step(a + (size_t)full * lda, lda, tail, pk, pan, nv, e, y + (size_t)full * ldy, ldy);
-      if (pan + 2 < p1)
-        load_config(16, 16);
-    } else if (tail) {
-      step(a, lda, tail, pk, pan, nv, e, y, ldy);
+    int64_t next = pan + 2;
+    int next_np = next >= p1 ? 0 : p1 - next < 2 ? 1 : 2;
+    for (int64_t rb = 0; rb < blocks; rb++) {
+      int64_t r0 = rb * DYN_MB;
+      int mr = m - r0 < DYN_MB ? (int)(m - r0) : DYN_MB;
+      Prefetch f = {pk->b + next * (int64_t)pstride, next_np, (int)(rb * 16 / blocks), (int)((rb + 1) * 16 / blocks)};
+      step(ap + (size_t)rb * block_bytes, mr, pk, pan, nv, e, y + (size_t)r0 * ldy, ldy, &f);
     }
   }
   _tile_release();

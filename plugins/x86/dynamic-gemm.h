@@ -37,14 +37,28 @@ int dyn_amx_pack(const int8_t *w, int64_t k, int64_t n, DynPacked *out);
 /* Frees what dyn_amx_pack allocated; safe on a zeroed or already unpacked DynPacked. */
 void dyn_amx_unpack(DynPacked *pk);
 
-/* y[r, c] for rows [0, m) and the columns of panels [p0, p1): a holds m rows of pk->kp
- * bytes each lda apart (bytes past k are multiplied by the zero padding of the weights but
- * are read, so they must be readable), y rows ldy floats apart. Loads its own tile
- * configuration and releases the tiles before it returns, so any thread (a worker of a
- * parallel_for) may call it; concurrent calls on disjoint panels are safe. The caller has
- * checked QH_CPU_AMXINT8 (the tile data permission included). No errors. */
-void dyn_amx_block(const uint8_t *a, size_t lda, int64_t m, const DynPacked *pk, int64_t p0, int64_t p1,
-                   const DynEpilogue *e, float *y, size_t ldy);
+#define DYN_MB 32 /* rows per packed block of A (two row tiles) */
+
+/* A's packed size for m rows: whole DYN_MB-row blocks of kp bytes per row. */
+static inline size_t dyn_amx_a_bytes(int64_t m, int64_t kp) {
+  return (size_t)((m + DYN_MB - 1) / DYN_MB * DYN_MB) * (size_t)kp;
+}
+
+/* Packs row blocks [rb0, rb1) of x (m rows of k uint8, ldx apart; borrowed) into out
+ * (dyn_amx_a_bytes(m, kp) bytes for all blocks): block rb's chunk q (64 reduction bytes)
+ * is 32 rows of 64 bytes at out + (rb * kp / 64 + q) * 2048, zero past k and past m.
+ * Disjoint block ranges may be packed concurrently. */
+void dyn_amx_pack_a(const uint8_t *x, size_t ldx, int64_t m, int64_t k, int64_t kp, int64_t rb0, int64_t rb1,
+                    uint8_t *out);
+
+/* y[r, c] for rows [0, m) and the columns of panels [p0, p1): ap is A packed by
+ * dyn_amx_pack_a from its row block 0 on (row r of this call is packed row r), y rows ldy
+ * floats apart. Loads its own tile configuration and releases the tiles before it
+ * returns, so any thread (a worker of a parallel_for) may call it; concurrent calls on
+ * disjoint outputs are safe. The caller has checked QH_CPU_AMXINT8 (the tile data
+ * permission included). No errors. */
+void dyn_amx_block(const uint8_t *ap, int64_t m, const DynPacked *pk, int64_t p0, int64_t p1, const DynEpilogue *e,
+                   float *y, size_t ldy);
 
 /* The slow twin: the same y by plain int32 loops on the unpacked weights (w [k, n]). */
 void dyn_gemm_ref(const uint8_t *a, size_t lda, int64_t m, const int8_t *w, int64_t k, int64_t n,

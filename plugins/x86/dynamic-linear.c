@@ -315,9 +315,8 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
   k->scale_count = ns;
   k->in_rank = x->rank;
   memcpy(k->in_dims, x->dims, sizeof k->in_dims);
-  /* the AMX tiles read A in 64-byte chunks: rows whose K is not a multiple of 64 are
-   * copied, zero-padded, into the workspace (the last row would be read past its end) */
-  *out_workspace = k->use_amx && k->k % DYN_KB ? (size_t)m * (size_t)k->amx.kp : 0;
+  /* the AMX path packs A into the workspace on every run */
+  *out_workspace = k->use_amx ? dyn_amx_a_bytes(m, k->amx.kp) : 0;
   if (m > 0 && !k->use_amx) {
     QhStatus *st = build(k, host);
     if (st) {
@@ -338,51 +337,6 @@ typedef struct {
   size_t rows_per_task;
 } Job;
 
-/* The AMX path's tasks: panel pairs by row blocks (row block t / pairs, pair t % pairs). */
-typedef struct {
-  const DynLinear *k;
-  const uint8_t *a;
-  size_t lda;
-  DynEpilogue e;
-  float *y;
-  int64_t pairs, rows_per_block;
-} AmxJob;
-
-static void amx_task(void *user, size_t t, uint32_t worker) {
-  (void)worker;
-  const AmxJob *j = user;
-  const DynLinear *k = j->k;
-  int64_t pair = (int64_t)t % j->pairs, r0 = (int64_t)t / j->pairs * j->rows_per_block;
-  int64_t rows = k->m - r0 < j->rows_per_block ? k->m - r0 : j->rows_per_block;
-  int64_t p0 = pair * 2, p1 = p0 + 2 < k->amx.panels ? p0 + 2 : k->amx.panels;
-  dyn_amx_block(j->a + (size_t)r0 * j->lda, j->lda, rows, &k->amx, p0, p1, &j->e, j->y + (size_t)r0 * (size_t)k->n,
-                (size_t)k->n);
-}
-
-/* The AMX path of run (the instance lock held: zc is the kernel's). */
-static void run_amx(DynLinear *k, const uint8_t *x, float *y, const float *scale, void *workspace) {
-  const uint8_t *a = x;
-  size_t lda = (size_t)k->k;
-  if (k->k % DYN_KB) {
-    uint8_t *pad = workspace;
-    lda = (size_t)k->amx.kp;
-    for (int64_t r = 0; r < k->m; r++) {
-      memcpy(pad + (size_t)r * lda, x + (size_t)(r * k->k), (size_t)k->k);
-      memset(pad + (size_t)r * lda + k->k, 0, lda - (size_t)k->k);
-    }
-    a = pad;
-  }
-  AmxJob j = {k, a, lda, {k->zc, scale, k->scale_count != 1, k->bias}, y, (k->amx.panels + 1) / 2, k->m};
-  /* too few column pairs for the team: row blocks of whole 32-row steps as well */
-  int64_t want = 2 * (int64_t)k->inst->n_threads;
-  if (j.pairs < want && k->m > 32) {
-    int64_t blocks = (want + j.pairs - 1) / j.pairs, rows = (k->m + blocks - 1) / blocks;
-    j.rows_per_block = (rows + 31) / 32 * 32;
-  }
-  int64_t row_blocks = (k->m + j.rows_per_block - 1) / j.rows_per_block;
-  x86_parallel_for(k->inst, (size_t)(j.pairs * row_blocks), amx_task, &j);
-}
-
 static void finish_task(void *user, size_t t, uint32_t worker) {
   (void)worker;
   const Job *j = user;
@@ -392,6 +346,58 @@ static void finish_task(void *user, size_t t, uint32_t worker) {
     r1 = (size_t)k->m;
   for (size_t r = r0; r < r1; r++)
     k->row(j->acc + r * n, j->zc, j->scale, k->scale_count != 1, j->bias, j->y + r * n, n);
+}
+
+/* The AMX path's tasks: A's row blocks packed, then groups of panel pairs by row ranges
+ * (row range t / groups, group t % groups). */
+typedef struct {
+  const DynLinear *k;
+  const uint8_t *x;
+  uint8_t *ap; /* A packed (the workspace) */
+  DynEpilogue e;
+  float *y;
+  int64_t groups, pairs_per_group, rows_per_range;
+} AmxJob;
+
+static void amx_pack_task(void *user, size_t t, uint32_t worker) {
+  (void)worker;
+  const AmxJob *j = user;
+  const DynLinear *k = j->k;
+  dyn_amx_pack_a(j->x, (size_t)k->k, k->m, k->k, k->amx.kp, (int64_t)t, (int64_t)t + 1, j->ap);
+}
+
+static void amx_task(void *user, size_t t, uint32_t worker) {
+  (void)worker;
+  const AmxJob *j = user;
+  const DynLinear *k = j->k;
+  int64_t g = (int64_t)t % j->groups, r0 = (int64_t)t / j->groups * j->rows_per_range;
+  int64_t rows = k->m - r0 < j->rows_per_range ? k->m - r0 : j->rows_per_range;
+  int64_t p0 = g * j->pairs_per_group * 2, p1 = p0 + j->pairs_per_group * 2;
+  if (p1 > k->amx.panels)
+    p1 = k->amx.panels;
+  dyn_amx_block(j->ap + (size_t)(r0 / DYN_MB) * (size_t)(k->amx.kp * DYN_MB), rows, &k->amx, p0, p1, &j->e,
+                j->y + (size_t)r0 * (size_t)k->n, (size_t)k->n);
+}
+
+/* The AMX path of run (the instance lock held: zc is the kernel's). Each task loads the
+ * tile configuration once, so the panel pairs go in a few groups per thread rather than
+ * one task each; too few pairs for the team split the rows as well. */
+static void run_amx(DynLinear *k, const uint8_t *x, float *y, const float *scale, void *workspace) {
+  int64_t pairs = (k->amx.panels + 1) / 2, team = k->inst->n_threads > 1 ? k->inst->n_threads : 1;
+  int64_t blocks = (k->m + DYN_MB - 1) / DYN_MB, want = team == 1 ? 1 : 4 * team;
+  AmxJob j = {k, x, workspace, {k->zc, scale, k->scale_count != 1, k->bias}, y, 1, pairs, k->m};
+  x86_parallel_for(k->inst, (size_t)blocks, amx_pack_task, &j);
+  j.groups = pairs < want ? pairs : want;
+  j.pairs_per_group = (pairs + j.groups - 1) / j.groups;
+  j.groups = (pairs + j.pairs_per_group - 1) / j.pairs_per_group;
+  int64_t ranges = 1;
+  if (j.groups < want && blocks > 1) {
+    ranges = (want + j.groups - 1) / j.groups;
+    ranges = ranges < blocks ? ranges : blocks;
+    j.rows_per_range = (blocks + ranges - 1) / ranges * DYN_MB;
+    ranges = (k->m + j.rows_per_range - 1) / j.rows_per_range;
+  }
+  x86_parallel_for(k->inst, (size_t)(j.groups * ranges), amx_task, &j);
 }
 
 static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ctx, const QhTensorView *inputs,
@@ -418,7 +424,7 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: output differs from reshape's");
   if (mn == 0)
     return NULL;
-  if (k->use_amx && k->k % DYN_KB && (!workspace || workspace_bytes < (size_t)k->m * (size_t)k->amx.kp))
+  if (k->use_amx && (!workspace || workspace_bytes < dyn_amx_a_bytes(k->m, k->amx.kp)))
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: workspace smaller than reshape asked for");
   X86Instance *inst = k->inst;
   pthread_mutex_lock(&inst->lock);

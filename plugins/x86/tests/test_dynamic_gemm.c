@@ -49,8 +49,7 @@ static int amx_available(void) {
 }
 
 typedef struct {
-  const uint8_t *a;
-  size_t lda;
+  const uint8_t *ap; /* packed A from the call's first row */
   int64_t m, p0, p1;
   const DynPacked *pk;
   const DynEpilogue *e;
@@ -60,7 +59,7 @@ typedef struct {
 
 static void *run_call(void *arg) {
   const Call *c = arg;
-  dyn_amx_block(c->a, c->lda, c->m, c->pk, c->p0, c->p1, c->e, c->y, c->ldy);
+  dyn_amx_block(c->ap, c->m, c->pk, c->p0, c->p1, c->e, c->y, c->ldy);
   return NULL;
 }
 
@@ -68,7 +67,7 @@ static void *run_call(void *arg) {
  * weights of one sign (accumulators past 2^24 for large k). */
 static long one_case(int64_t m, int64_t k, int64_t n, int per_column, int with_bias, int big, int split) {
   int64_t kp = (k + DYN_KB - 1) / DYN_KB * DYN_KB;
-  size_t lda = (size_t)kp + (rnd() % 2) * 64, ldy = (size_t)n + (size_t)(rnd() % 3);
+  size_t lda = (size_t)k + (rnd() % 3), ldy = (size_t)n + (size_t)(rnd() % 3);
   uint8_t *a = malloc((size_t)m * lda);
   int8_t *w = malloc((size_t)(k * n));
   int32_t *zc = malloc((size_t)n * sizeof *zc);
@@ -78,7 +77,7 @@ static long one_case(int64_t m, int64_t k, int64_t n, int per_column, int with_b
     fprintf(stderr, "out of memory\n");
     exit(1);
   }
-  /* bytes past k hold garbage: the packed weights' zero padding must cancel them */
+  /* bytes past k in a row hold garbage: packing must leave them out */
   for (size_t i = 0; i < (size_t)m * lda; i++)
     a[i] = (uint8_t)(big ? 200 + rnd() % 56 : rnd());
   for (int64_t i = 0; i < k * n; i++)
@@ -112,11 +111,25 @@ static long one_case(int64_t m, int64_t k, int64_t n, int per_column, int with_b
     memcpy(ws + j * (c1 - c0), w + j * n + c0, (size_t)(c1 - c0));
   DynEpilogue es = {zc + c0, per_column ? scale + c0 : scale, per_column, with_bias ? bias + c0 : NULL};
   dyn_gemm_ref(a, lda, m, ws, k, c1 - c0, &es, want + c0, ldy);
-  /* two threads on halves of the range (when it has two panels), each its own config */
-  int64_t mid = p0 + (p1 - p0) / 2;
-  Call lo = {a, lda, m, p0, mid, &pk, &e, y, ldy}, hi = {a, lda, m, mid, p1, &pk, &e, y, ldy};
+  /* A packed in two calls (as two tasks would), over garbage: every byte must be written */
+  int64_t blocks = (m + DYN_MB - 1) / DYN_MB, half = blocks / 2;
+  size_t ap_bytes = dyn_amx_a_bytes(m, kp);
+  uint8_t *ap = malloc(ap_bytes);
+  if (!ap) {
+    fprintf(stderr, "out of memory\n");
+    exit(1);
+  }
+  memset(ap, 0xA5, ap_bytes);
+  dyn_amx_pack_a(a, lda, m, k, kp, half, blocks, ap);
+  dyn_amx_pack_a(a, lda, m, k, kp, 0, half, ap);
+  /* two threads, each its own tile configuration: on halves of the panel range (split), or
+   * on row blocks [0, half) and [half, blocks) (the row split of a narrow unit) */
+  int64_t mid = p0 + (p1 - p0) / 2, rmid = split || half == 0 ? m : half * DYN_MB;
+  Call lo = {ap, rmid, p0, split ? mid : p1, &pk, &e, y, ldy};
+  Call hi = {ap + (split ? 0 : (size_t)(rmid / DYN_MB) * (size_t)(kp * DYN_MB)), split ? m : m - rmid, split ? mid : p0, p1, &pk,
+             &e, y + (split ? 0 : (size_t)rmid * ldy), ldy};
   pthread_t t;
-  int started = mid > p0 && pthread_create(&t, NULL, run_call, &lo) == 0;
+  int started = (split ? mid > p0 : rmid < m) && pthread_create(&t, NULL, run_call, &lo) == 0;
   if (!started)
     run_call(&lo);
   run_call(&hi);
@@ -140,7 +153,7 @@ static long one_case(int64_t m, int64_t k, int64_t n, int per_column, int with_b
     }
   }
   dyn_amx_unpack(&pk);
-  free(ws), free(a), free(w), free(zc), free(scale), free(bias), free(y), free(want);
+  free(ap), free(ws), free(a), free(w), free(zc), free(scale), free(bias), free(y), free(want);
   return bad;
 }
 
