@@ -386,7 +386,6 @@ static void run_amx(DynLinear *k, const uint8_t *x, float *y, const float *scale
   int64_t pairs = (k->amx.panels + 1) / 2, team = k->inst->n_threads > 1 ? k->inst->n_threads : 1;
   int64_t blocks = (k->m + DYN_MB - 1) / DYN_MB, want = team == 1 ? 1 : 4 * team;
   AmxJob j = {k, x, workspace, {k->zc, scale, k->scale_count != 1, k->bias}, y, 1, pairs, k->m};
-  x86_parallel_for(k->inst, (size_t)blocks, amx_pack_task, &j);
   j.groups = pairs < want ? pairs : want;
   j.pairs_per_group = (pairs + j.groups - 1) / j.groups;
   j.groups = (pairs + j.pairs_per_group - 1) / j.pairs_per_group;
@@ -397,7 +396,25 @@ static void run_amx(DynLinear *k, const uint8_t *x, float *y, const float *scale
     j.rows_per_range = (blocks + ranges - 1) / ranges * DYN_MB;
     ranges = (k->m + j.rows_per_range - 1) / j.rows_per_range;
   }
-  x86_parallel_for(k->inst, (size_t)(j.groups * ranges), amx_task, &j);
+  int64_t tasks = j.groups * ranges;
+  if (team == 1) {
+    for (int64_t t = 0; t < blocks; t++)
+      amx_pack_task(&j, (size_t)t, 0);
+    for (int64_t t = 0; t < tasks; t++)
+      amx_task(&j, (size_t)t, 0);
+    return;
+  }
+  /* one team for both loops (x86_parallel_for twice forked and joined twice; at 2 threads
+   * that showed in BERT's small units): the packing's implicit barrier, then the GEMM */
+#pragma omp parallel num_threads((int)team)
+  {
+#pragma omp for schedule(static)
+    for (int64_t t = 0; t < blocks; t++)
+      amx_pack_task(&j, (size_t)t, (uint32_t)omp_get_thread_num());
+#pragma omp for schedule(static)
+    for (int64_t t = 0; t < tasks; t++)
+      amx_task(&j, (size_t)t, (uint32_t)omp_get_thread_num());
+  }
 }
 
 static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ctx, const QhTensorView *inputs,
