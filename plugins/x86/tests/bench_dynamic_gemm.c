@@ -91,11 +91,11 @@ int main(void) {
     for (int64_t c = 0; c < n; c++)
       scale[c] = 0.001f, bias[c] = 0.5f;
     for (int l = 0; l < layers; l++)
-      if (dyn_amx_pack(w, k, n, &pk[l])) {
+      if (dyn_pack_w(w, k, n, &pk[l])) {
         fprintf(stderr, "out of memory\n");
         return 1;
       }
-    uint8_t *ap = malloc(dyn_amx_a_bytes(m, pk[0].kp));
+    uint8_t *ap = malloc(dyn_a_bytes(m, pk[0].kp));
     DynEpilogue e = {zc, scale, 1, bias};
     double hot = 1e9, cold = 1e9;
     for (int round = 0; round < 5; round++) { /* interleaved: hot and cold alternate */
@@ -104,7 +104,7 @@ int main(void) {
         double t0 = now();
         for (int c = 0; c < calls; c++) {
           const DynPacked *p = &pk[mode ? c % layers : 0];
-          dyn_amx_pack_a(x, (size_t)k, m, k, p->kp, 0, (m + DYN_MB - 1) / DYN_MB, ap);
+          dyn_pack_a(x, (size_t)k, m, k, p->kp, 0, (m + DYN_MB - 1) / DYN_MB, ap);
           dyn_amx_block(ap, m, p, 0, p->panels, &e, y, (size_t)n);
         }
         double t = (now() - t0) / calls;
@@ -119,7 +119,7 @@ int main(void) {
            (long long)k, (long long)n, hot * 1e3, cold * 1e3, macs / hot * 1e-9, macs / cold * 1e-9,
            macs / hot / peak, macs / cold / peak);
     for (int l = 0; l < layers; l++)
-      dyn_amx_unpack(&pk[l]);
+      dyn_unpack_w(&pk[l]);
     free(ap), free(w), free(x), free(zc), free(scale), free(bias), free(y);
   }
   return 0;

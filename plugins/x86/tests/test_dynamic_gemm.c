@@ -1,10 +1,12 @@
-/* The x86 dynamic Linear unit's AMX GEMM (dynamic-gemm-amx.c) against its scalar twin
- * (dynamic-gemm-ref.c), bit for bit, without the host: odd and tail shapes (M not a
+/* The x86 dynamic Linear unit's own GEMMs (--isa amx: dynamic-gemm-amx.c; --isa avx512vnni:
+ * dynamic-gemm-avx512vnni.c) against their scalar twin (dynamic-gemm-ref.c), bit for bit,
+ * without the host: odd and tail shapes (M not a
  * multiple of 16 or 32, N not of 16 or 32, K not of 64), per-tensor and per-column scales,
  * with and without bias, accumulators past 2^24 (where the int32 -> float conversion
  * rounds), panel sub-ranges (columns outside them untouched), and a second thread running
- * its own panels at the same time (each call loads its own tile configuration). Exits 77
- * (CTest's skip) where the CPU, the OS or QHOST_CPU_DISABLE=amxint8 leaves no AMX-INT8. */
+ * its own panels at the same time (each AMX call loads its own tile configuration). Exits 77
+ * (CTest's skip) where the CPU, the OS or QHOST_CPU_DISABLE (amxint8, avx512vnni) leaves
+ * the path's ISA out. */
 #define _DEFAULT_SOURCE 1 /* syscall(): arch_prctl has no libc wrapper */
 #include <math.h>
 #include <pthread.h>
@@ -38,15 +40,27 @@ static int disabled(const char *name) {
   return 0;
 }
 
-static int amx_available(void) {
+static int avx512_available(void) {
   __builtin_cpu_init();
-  if (disabled("amxint8") || !__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
-      !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("amx-tile") ||
+  return !disabled("avx512f") && !disabled("avx512bw") && !disabled("avx512vl") && __builtin_cpu_supports("avx512f") &&
+         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+}
+
+static int vnni_available(void) {
+  return avx512_available() && !disabled("avx512vnni") && __builtin_cpu_supports("avx512vnni");
+}
+
+static int amx_available(void) {
+  if (!avx512_available() || disabled("amxint8") || !__builtin_cpu_supports("amx-tile") ||
       !__builtin_cpu_supports("amx-int8"))
     return 0;
   /* ARCH_REQ_XCOMP_PERM (0x1023) for XFEATURE_XTILEDATA (18), as the host requests it */
   return syscall(SYS_arch_prctl, 0x1023, 18) == 0;
 }
+
+typedef void BlockFn(const uint8_t *ap, int64_t m, const DynPacked *pk, int64_t p0, int64_t p1,
+                     const DynEpilogue *e, float *y, size_t ldy);
+static BlockFn *block_fn; /* the path under test */
 
 typedef struct {
   const uint8_t *ap; /* packed A from the call's first row */
@@ -59,7 +73,7 @@ typedef struct {
 
 static void *run_call(void *arg) {
   const Call *c = arg;
-  dyn_amx_block(c->ap, c->m, c->pk, c->p0, c->p1, c->e, c->y, c->ldy);
+  block_fn(c->ap, c->m, c->pk, c->p0, c->p1, c->e, c->y, c->ldy);
   return NULL;
 }
 
@@ -95,7 +109,7 @@ static long one_case(int64_t m, int64_t k, int64_t n, int per_column, int with_b
   }
   DynEpilogue e = {zc, scale, per_column, with_bias ? bias : NULL};
   DynPacked pk;
-  if (dyn_amx_pack(w, k, n, &pk)) {
+  if (dyn_pack_w(w, k, n, &pk)) {
     fprintf(stderr, "out of memory packing\n");
     exit(1);
   }
@@ -113,15 +127,15 @@ static long one_case(int64_t m, int64_t k, int64_t n, int per_column, int with_b
   dyn_gemm_ref(a, lda, m, ws, k, c1 - c0, &es, want + c0, ldy);
   /* A packed in two calls (as two tasks would), over garbage: every byte must be written */
   int64_t blocks = (m + DYN_MB - 1) / DYN_MB, half = blocks / 2;
-  size_t ap_bytes = dyn_amx_a_bytes(m, kp);
+  size_t ap_bytes = dyn_a_bytes(m, kp);
   uint8_t *ap = malloc(ap_bytes);
   if (!ap) {
     fprintf(stderr, "out of memory\n");
     exit(1);
   }
   memset(ap, 0xA5, ap_bytes);
-  dyn_amx_pack_a(a, lda, m, k, kp, half, blocks, ap);
-  dyn_amx_pack_a(a, lda, m, k, kp, 0, half, ap);
+  dyn_pack_a(a, lda, m, k, kp, half, blocks, ap);
+  dyn_pack_a(a, lda, m, k, kp, 0, half, ap);
   /* two threads, each its own tile configuration: on halves of the panel range (split), or
    * on row blocks [0, half) and [half, blocks) (the row split of a narrow unit) */
   int64_t mid = p0 + (p1 - p0) / 2, rmid = split || half == 0 ? m : half * DYN_MB;
@@ -152,16 +166,23 @@ static long one_case(int64_t m, int64_t k, int64_t n, int per_column, int with_b
       bad++;
     }
   }
-  dyn_amx_unpack(&pk);
+  dyn_unpack_w(&pk);
   free(ap), free(ws), free(a), free(w), free(zc), free(scale), free(bias), free(y), free(want);
   return bad;
 }
 
-int main(void) {
-  if (!amx_available()) {
-    printf("skip: no AMX-INT8 here (CPU, OS permission or QHOST_CPU_DISABLE)\n");
+int main(int argc, char **argv) {
+  const char *isa = argc == 3 && strcmp(argv[1], "--isa") == 0 ? argv[2] : NULL;
+  if (!isa || (strcmp(isa, "amx") != 0 && strcmp(isa, "avx512vnni") != 0)) {
+    fprintf(stderr, "usage: %s --isa amx|avx512vnni\n", argv[0]);
+    return 2;
+  }
+  int amx = strcmp(isa, "amx") == 0;
+  if (amx ? !amx_available() : !vnni_available()) {
+    printf("skip: no %s here (CPU, OS permission or QHOST_CPU_DISABLE)\n", isa);
     return 77;
   }
+  block_fn = amx ? dyn_amx_block : dyn_vnni_block;
   /* m, k, n: BERT's four (M = 128), then tails of every dimension */
   static const int64_t shapes[][3] = {{128, 768, 2304}, {128, 768, 768},  {128, 3072, 768}, {128, 768, 3072},
                                       {1, 1, 1},        {5, 7, 3},        {16, 64, 16},     {17, 64, 17},

@@ -8,9 +8,10 @@ bit-identical to the host's reference path (DynamicQuantizeLinear, MatMulInteger
 Add as ONNX defines them); with VNNI hidden (QHOST_CPU_DISABLE=avx512vnni,avxvnni) a unit whose weights could
 saturate vpmaddubsw's int16 pair sums is declined with that reason and runs on the host.
 Where qhost sees AMX-INT8 the kernel runs its own tdpbusd GEMM with the epilogue per tile
-(plugins/x86/dynamic-gemm-amx.c); every comparison runs again with AMX hidden
-(QHOST_CPU_DISABLE=amxint8), where it writes oneDNN's int32 result into the float output and
-converts it in place: cases with accumulators beyond 2^24 (where the conversion to float
+(plugins/x86/dynamic-gemm-amx.c), else with AVX-512 VNNI its own vpdpbusd one
+(dynamic-gemm-avx512vnni.c); every comparison runs with AMX hidden (QHOST_CPU_DISABLE=amxint8:
+the VNNI GEMM) and with both hidden (amxint8,avx512vnni), where the kernel writes oneDNN's
+int32 result into the float output and converts it in place: cases with accumulators beyond 2^24 (where the conversion to float
 rounds), shapes with tails in every dimension (rows not a multiple of 32, K not of 64,
 columns not of 16 or 32) and BERT's feed-forward shape check both paths, and weights that
 cannot saturate, which stay on the plugin with VNNI (and AMX) hidden, the vpmaddubsw path.
@@ -30,7 +31,9 @@ import test_x86_lowering as tl  # noqa: E402  (ok, BACKEND)
 qhtest = tl.qhtest
 KERNEL = "onednn_dynamic_linear_qu8_qs8w"
 HIDE_VNNI = "avx512vnni,avxvnni,amxint8"  # AMX's tdpbusd is exact: hide it too
-HIDE_AMX = "amxint8"
+HIDE_AMX = "amxint8"  # the AVX-512 VNNI GEMM
+HIDE_OWN = "amxint8,avx512vnni"  # oneDNN and the in-place epilogue
+PATHS = (None, HIDE_AMX, HIDE_OWN)
 
 
 def export(tmp, name):
@@ -79,7 +82,7 @@ def check(r, tmp, name, per_channel, want_ops):
               f"{[u['ops'] for u in mine]}")
         assert [u["ops"] for u in mine] == want_ops, units
         assert all(u.get("kernel") == KERNEL for u in mine), units
-        for hidden in (None, HIDE_AMX):
+        for hidden in PATHS:
             for threads in ("1", "2"):
                 run_hidden(r, hidden, "run", dyn, "--input", x, "-o", low, *tl.BACKEND, "--threads", threads)
                 b = np.load(low)
@@ -154,7 +157,7 @@ def quantize_and_compare(r, tmp, name, fpath, x, hidden, per_channel):
     units = json.loads(run_hidden(r, hidden, "inspect", dyn, "--json", *tl.BACKEND))["coverage"]["units"]
     mine = [u for u in units if u["ops"].startswith("MatMulInteger")]
     assert [u.get("kernel") for u in mine] == [KERNEL], mine
-    for hide in ([hidden] if hidden else [None, HIDE_AMX]):
+    for hide in ([hidden] if hidden else PATHS):
         for threads in ("1", "2"):
             run_hidden(r, hide, "run", dyn, "--input", x, "-o", low, *tl.BACKEND, "--threads", threads)
             b = np.load(low)
