@@ -1,7 +1,8 @@
 /* The x86 dynamic Linear unit's AVX-512 VNNI GEMM, for CPUs without AMX: the AMX path's
  * packed weights (a panel's reduction group g, 16 columns x 4 bytes, is one 64-byte vector)
  * and packed A (dynamic-gemm.h), vpdpbusd (u8 x s8 into int32, exact for any uint8) on
- * tiles of up to 6 rows by 4 panels (24 zmm accumulators), and the epilogue straight from
+ * tiles of up to 4 rows by 4 panels (16 zmm accumulators: a packed block's 32 rows are
+ * 8 tiles, no row tail; 6 rows left 2 for a latency-bound 1-row tile), and the epilogue straight from
  * the accumulators: f32(acc - zc) * scale (+ bias), masked stores for a column tail. Built
  * with its own flags (CMakeLists.txt, -ffp-contract=off as the AMX file); called only
  * where the host reports AVX-512F/BW/VL and AVX-512 VNNI. */
@@ -10,7 +11,7 @@
 
 #include "dynamic-gemm.h"
 
-#define MR 6
+#define MR 4
 #define NV 4
 
 /* vpdpbusd through asm: GCC 12 copies the accumulator around every _mm512_dpbusd_epi32
@@ -60,34 +61,31 @@ static inline __attribute__((always_inline)) void tile(const uint8_t *blk, int r
   }
 }
 
-/* The tile shapes as separate instances, so every loop above unrolls completely. */
-static void tile_6x4(const uint8_t *blk, int r, const DynPacked *pk, int64_t pan, const DynEpilogue *e, float *y,
-                     size_t ldy) {
-  tile(blk, r, pk, pan, e, y, ldy, 6, 4);
-}
+/* The tile shapes as separate instances, so every loop above unrolls completely: 4 rows
+ * by 1 to 4 panels, and 1 row (a row tail of the last block) by 1 to 4. */
+#define TILE(R, V)                                                                                             \
+  static void tile_##R##x##V(const uint8_t *blk, int r, const DynPacked *pk, int64_t pan, const DynEpilogue *e, \
+                             float *y, size_t ldy) {                                                           \
+    tile(blk, r, pk, pan, e, y, ldy, R, V);                                                                    \
+  }
+TILE(4, 1)
+TILE(4, 2)
+TILE(4, 3)
+TILE(4, 4)
+TILE(1, 1)
+TILE(1, 2)
+TILE(1, 3)
+TILE(1, 4)
 
-static void tile_any(const uint8_t *blk, int r, const DynPacked *pk, int64_t pan, const DynEpilogue *e, float *y,
-                     size_t ldy, int mr, int nv) {
-  /* the tails: one instance per (rows, panels) pair would be 24 copies; 1 row or 1
-   * panel at a time costs little on the edges */
-  if (nv == 4) {
-    for (int i = 0; i < mr; i++)
-      tile(blk, r + i, pk, pan, e, y + (size_t)i * ldy, ldy, 1, 4);
-    return;
-  }
-  for (int v = 0; v < nv; v++) {
-    int i = 0;
-    for (; i + MR <= mr; i += MR)
-      tile(blk, r + i, pk, pan + v, e, y + (size_t)i * ldy, ldy, MR, 1);
-    for (; i < mr; i++)
-      tile(blk, r + i, pk, pan + v, e, y + (size_t)i * ldy, ldy, 1, 1);
-  }
-}
+typedef void TileFn(const uint8_t *blk, int r, const DynPacked *pk, int64_t pan, const DynEpilogue *e, float *y,
+                    size_t ldy);
+static TileFn *const tiles4[NV] = {tile_4x1, tile_4x2, tile_4x3, tile_4x4};
+static TileFn *const tiles1[NV] = {tile_1x1, tile_1x2, tile_1x3, tile_1x4};
 
 void dyn_vnni_block(const uint8_t *ap, int64_t m, const DynPacked *pk, int64_t p0, int64_t p1, const DynEpilogue *e,
                     float *y, size_t ldy) {
   const size_t block_bytes = (size_t)pk->kp * DYN_MB;
-  /* four panels at a time (the weights' 4 x 64 bytes of a reduction group reused by 6
+  /* four panels at a time (the weights' 4 x 64 bytes of a reduction group reused by 4
    * rows), every row block under them while they are in cache */
   for (int64_t pan = p0; pan < p1; pan += NV) {
     int nv = p1 - pan < NV ? (int)(p1 - pan) : NV;
@@ -95,11 +93,10 @@ void dyn_vnni_block(const uint8_t *ap, int64_t m, const DynPacked *pk, int64_t p
       const uint8_t *blk = ap + (size_t)(r0 / DYN_MB) * block_bytes;
       int rows = m - r0 < DYN_MB ? (int)(m - r0) : DYN_MB, r = 0;
       float *yb = y + (size_t)r0 * ldy;
-      if (nv == NV)
-        for (; r + MR <= rows; r += MR)
-          tile_6x4(blk, r, pk, pan, e, yb + (size_t)r * ldy, ldy);
-      if (r < rows)
-        tile_any(blk, r, pk, pan, e, yb + (size_t)r * ldy, ldy, rows - r, nv);
+      for (; r + MR <= rows; r += MR)
+        tiles4[nv - 1](blk, r, pk, pan, e, yb + (size_t)r * ldy, ldy);
+      for (; r < rows; r++)
+        tiles1[nv - 1](blk, r, pk, pan, e, yb + (size_t)r * ldy, ldy);
     }
   }
 }

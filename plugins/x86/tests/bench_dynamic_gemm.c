@@ -1,9 +1,10 @@
-/* The x86 dynamic Linear unit's AMX GEMM on BERT-base's four Linear shapes (128 tokens),
+/* The x86 dynamic Linear unit's own GEMMs on BERT-base's four Linear shapes (128 tokens),
  * against the machine's own tdpbusd peak measured in the same run (a register-only loop of
- * independent tdpbusd): per shape, the time of one call (A packed, then every panel pair
- * with the epilogue, 1 thread) with the weights hot (the same matrix every call) and cold
- * (12 matrices in turn, 12 layers' worth, as in the model), GMAC/s, and the share of the
- * peak. A benchmark, not a test: it prints, it does not judge. Exits 77 without AMX-INT8. */
+ * independent tdpbusd): per shape and path (AMX, AVX-512 VNNI), the time of one call (A
+ * packed, then every panel with the epilogue, 1 thread) with the weights hot (the same
+ * matrix every call) and cold (12 matrices in turn, 12 layers' worth, as in the model),
+ * GMAC/s, and the share of the AMX peak. A benchmark, not a test: it prints, it does not
+ * judge. Exits 77 without AMX-INT8. */
 #define _DEFAULT_SOURCE 1 /* syscall(): arch_prctl has no libc wrapper */
 #include <immintrin.h>
 #include <stdio.h>
@@ -74,10 +75,13 @@ int main(void) {
   const int64_t m = 128, layers = 12;
   double peak = peak_macs();
   printf("tdpbusd peak (register-only loop): %.0f GMAC/s\n", peak * 1e-9);
-  printf("%-9s %5s %5s %5s | %9s %9s | %8s %8s | %6s %6s\n", "shape", "M", "K", "N", "hot ms", "cold ms",
-         "hot GM/s", "cold", "hot/pk", "cold/pk");
-  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-    int64_t k = shapes[s].k, n = shapes[s].n;
+  printf("%-9s %-6s %5s %5s %5s | %9s %9s | %8s %8s | %6s %6s\n", "shape", "path", "M", "K", "N", "hot ms",
+         "cold ms", "hot GM/s", "cold", "hot/pk", "cold/pk");
+  for (size_t s = 0; s < 2 * sizeof shapes / sizeof shapes[0]; s++) {
+    int vnni = (int)(s % 2);
+    void (*block)(const uint8_t *, int64_t, const DynPacked *, int64_t, int64_t, const DynEpilogue *, float *,
+                  size_t) = vnni ? dyn_vnni_block : dyn_amx_block;
+    int64_t k = shapes[s / 2].k, n = shapes[s / 2].n;
     DynPacked pk[12];
     int8_t *w = malloc((size_t)(k * n));
     uint8_t *x = malloc((size_t)(m * k));
@@ -105,7 +109,7 @@ int main(void) {
         for (int c = 0; c < calls; c++) {
           const DynPacked *p = &pk[mode ? c % layers : 0];
           dyn_pack_a(x, (size_t)k, m, k, p->kp, 0, (m + DYN_MB - 1) / DYN_MB, ap);
-          dyn_amx_block(ap, m, p, 0, p->panels, &e, y, (size_t)n);
+          block(ap, m, p, 0, p->panels, &e, y, (size_t)n);
         }
         double t = (now() - t0) / calls;
         if (mode)
@@ -115,7 +119,8 @@ int main(void) {
       }
     }
     double macs = (double)(m * k * n);
-    printf("%-9s %5lld %5lld %5lld | %9.4f %9.4f | %8.0f %8.0f | %6.2f %6.2f\n", shapes[s].name, (long long)m,
+    printf("%-9s %-6s %5lld %5lld %5lld | %9.4f %9.4f | %8.0f %8.0f | %6.2f %6.2f\n", shapes[s / 2].name,
+           vnni ? "vnni" : "amx", (long long)m,
            (long long)k, (long long)n, hot * 1e3, cold * 1e3, macs / hot * 1e-9, macs / cold * 1e-9,
            macs / hot / peak, macs / cold / peak);
     for (int l = 0; l < layers; l++)
