@@ -4,7 +4,7 @@
  * the scale x_scale * W_scale come from the host's DynamicQuantizeLinear and scale Mul
  * (pattern flag QH_PATTERN_FLOAT_EXTRA_INPUTS).
  * The weight is a constant int8 [K, N] with zero points 0 (symmetric, per tensor or per
- * column), packed once by oneDNN.
+ * column), packed once (by oneDNN, or for the own GEMMs below).
  *
  * Exact, not just close: oneDNN's u8 x s8 -> s32 matmul of x_q and W (no zero point),
  * then acc - x_zero_point * colsum(W)[n] in int32 is MatMulInteger's int32 result, and
