@@ -36,7 +36,7 @@ void dyn_unpack_w(DynPacked *pk) {
 }
 
 void dyn_pack_a(const uint8_t *x, size_t ldx, int64_t m, int64_t k, int64_t kp, int64_t rb0, int64_t rb1,
-                    uint8_t *out) {
+                uint8_t *out) {
   int64_t kc = kp / DYN_KB;
   for (int64_t rb = rb0; rb < rb1; rb++)
     for (int r = 0; r < DYN_MB; r++) {

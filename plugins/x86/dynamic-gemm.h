@@ -3,9 +3,8 @@
  * reduction group of 16 columns), A packed per run, the float epilogue of MatMulInteger ->
  * Cast -> Mul (-> Add) applied to each output tile while it is in L1 or in registers.
  * dynamic-gemm-amx.c where the host reports QH_CPU_AMXINT8, dynamic-gemm-avx512vnni.c where
- * it reports AVX-512 VNNI only; dynamic-linear.c chooses at kernel creation. The pack
- * functions live in dynamic-gemm-amx.c but use no tile instruction (AVX-512 at most, which
- * both callers have). */
+ * it reports AVX-512 VNNI only; dynamic-linear.c chooses at kernel creation. Both take the
+ * packings of dynamic-gemm-pack.c (plain C). */
 #ifndef QH_X86_DYNAMIC_GEMM_H
 #define QH_X86_DYNAMIC_GEMM_H
 
@@ -52,7 +51,7 @@ static inline size_t dyn_a_bytes(int64_t m, int64_t kp) {
  * is 32 rows of 64 bytes at out + (rb * kp / 64 + q) * 2048, zero past k and past m.
  * Disjoint block ranges may be packed concurrently. */
 void dyn_pack_a(const uint8_t *x, size_t ldx, int64_t m, int64_t k, int64_t kp, int64_t rb0, int64_t rb1,
-                    uint8_t *out);
+                uint8_t *out);
 
 /* y[r, c] for rows [0, m) and the columns of panels [p0, p1): ap is A packed by
  * dyn_pack_a from its row block 0 on (row r of this call is packed row r), y rows ldy
@@ -69,7 +68,8 @@ void dyn_amx_block(const uint8_t *ap, int64_t m, const DynPacked *pk, int64_t p0
 void dyn_vnni_block(const uint8_t *ap, int64_t m, const DynPacked *pk, int64_t p0, int64_t p1, const DynEpilogue *e,
                     float *y, size_t ldy);
 
-/* The slow twin: the same y by plain int32 loops on the unpacked weights (w [k, n]). */
+/* The slow twin (dynamic-gemm-ref.c): the same y by plain int32 loops on the unpacked
+ * weights (w [k, n]) and A's rows (m rows of k bytes, lda apart). Any thread; no errors. */
 void dyn_gemm_ref(const uint8_t *a, size_t lda, int64_t m, const int8_t *w, int64_t k, int64_t n,
                   const DynEpilogue *e, float *y, size_t ldy);
 
