@@ -4,7 +4,7 @@
  * the scale x_scale * W_scale come from the host's DynamicQuantizeLinear and scale Mul
  * (pattern flag QH_PATTERN_FLOAT_EXTRA_INPUTS).
  * The weight is a constant int8 [K, N] with zero points 0 (symmetric, per tensor or per
- * column), packed once by oneDNN.
+ * column), packed once (by oneDNN, or for the own GEMMs below).
  *
  * Exact, not just close: oneDNN's u8 x s8 -> s32 matmul of x_q and W (no zero point),
  * then acc - x_zero_point * colsum(W)[n] in int32 is MatMulInteger's int32 result, and
@@ -20,7 +20,13 @@
  * through the cache instead of a workspace and the output (3 MiB for BERT's feed-forward,
  * more than a core's L2). Column blocks, each with its own primitive, were measured
  * slower on BERT (more oneDNN calls); oneDNN 2.6's own f32 output is no option either: a
- * run-time scale or source zero point sends its matmul to the slow gemm:jit path. */
+ * run-time scale or source zero point sends its matmul to the slow gemm:jit path.
+ *
+ * Where the host reports AMX-INT8, or AVX-512 VNNI, the unit skips oneDNN: its own GEMM
+ * (dynamic-gemm-amx.c: tdpbusd; dynamic-gemm-avx512vnni.c: vpdpbusd) on weights packed
+ * once at create applies the same epilogue to each output tile while it is in L1 or in
+ * registers, and one OpenMP team packs A and then splits the columns (and the rows when
+ * the columns are too few). Same integers, same float steps: the same bytes. */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -29,6 +35,7 @@
 #include <immintrin.h> /* SSE2 (x86-64's baseline); AVX-512F chosen at run time */
 
 #include "../common/unit-query.h"
+#include "dynamic-gemm.h"
 #include "onednn.h"
 
 /* One row of the epilogue: MatMulInteger's int32 result acc - zc (wrapping modulo 2^32 as
@@ -81,6 +88,9 @@ __attribute__((target("avx512f"))) static void row_avx512(const int32_t *acc, co
   row_sse2(acc + c, zc + c, per_column ? scale + c : scale, per_column, bias ? bias + c : NULL, y + c, n - c);
 }
 
+typedef void DynBlockFn(const uint8_t *ap, int64_t m, const DynPacked *pk, int64_t p0, int64_t p1,
+                        const DynEpilogue *e, float *y, size_t ldy);
+
 typedef struct {
   X86Instance *inst;
   int64_t k, n;
@@ -89,6 +99,9 @@ typedef struct {
   int32_t *zc;     /* x_zero_point * colsum, per run (run holds the instance lock) */
   float *bias;     /* [N], or NULL without the bias Add */
   RowFn *row;      /* the epilogue's width, chosen at create */
+  DynBlockFn *own; /* the plugin's own GEMM on pw (NULL: oneDNN, w kept for its reorder) */
+  int64_t own_unit; /* panels its block walks together: a group of tasks holds whole units */
+  DynPacked pw;
   /* set by reshape */
   int reshaped, in_rank;
   int64_t m, in_dims[QH_MAX_RANK];
@@ -213,6 +226,7 @@ static void destroy(void *kernel) {
     return;
   release(k);
   free(k->w);
+  dyn_unpack_w(&k->pw);
   free(k->colsum);
   free(k->zc);
   free(k->bias);
@@ -233,16 +247,24 @@ static QhStatus *create(void *instance, const QhHostApi *host, const QhGraphView
   if (!k)
     return host->status_new(QH_ERR_OUT_OF_MEMORY, "out of memory");
   k->inst = instance, k->k = kd, k->n = nd;
-  k->row = host->cpu_features() & QH_CPU_AVX512F ? row_avx512 : row_sse2;
-  k->w = malloc((size_t)(kd * nd));
+  uint64_t cpu = host->cpu_features();
+  k->row = cpu & QH_CPU_AVX512F ? row_avx512 : row_sse2;
+  const uint64_t avx512 = QH_CPU_AVX512F | QH_CPU_AVX512BW | QH_CPU_AVX512VL;
+  if ((cpu & (avx512 | QH_CPU_AMXINT8)) == (avx512 | QH_CPU_AMXINT8))
+    k->own = dyn_amx_block, k->own_unit = 2;
+  else if ((cpu & (avx512 | QH_CPU_AVX512VNNI)) == (avx512 | QH_CPU_AVX512VNNI))
+    k->own = dyn_vnni_block, k->own_unit = 4;
+  k->w = k->own ? NULL : malloc((size_t)(kd * nd));
   k->colsum = calloc((size_t)nd, sizeof *k->colsum);
   k->zc = calloc((size_t)nd, sizeof *k->zc);
   k->bias = b ? malloc((size_t)nd * sizeof *k->bias) : NULL;
-  if (!k->w || !k->colsum || !k->zc || (b && !k->bias)) {
+  if ((!k->own && !k->w) || (k->own && dyn_pack_w(w, kd, nd, &k->pw)) || !k->colsum || !k->zc ||
+      (b && !k->bias)) {
     destroy(k);
     return host->status_new(QH_ERR_OUT_OF_MEMORY, "out of memory packing weights");
   }
-  memcpy(k->w, w, (size_t)(kd * nd));
+  if (k->w)
+    memcpy(k->w, w, (size_t)(kd * nd));
   if (b)
     memcpy(k->bias, b, (size_t)nd * sizeof *k->bias);
   for (int64_t j = 0; j < kd; j++)
@@ -301,8 +323,9 @@ static QhStatus *reshape(void *kernel, const QhHostApi *host, const QhTensorView
   k->scale_count = ns;
   k->in_rank = x->rank;
   memcpy(k->in_dims, x->dims, sizeof k->in_dims);
-  *out_workspace = 0;
-  if (m > 0) {
+  /* the own GEMMs pack A into the workspace on every run */
+  *out_workspace = k->own ? dyn_a_bytes(m, k->pw.kp) : 0;
+  if (m > 0 && !k->own) {
     QhStatus *st = build(k, host);
     if (st) {
       release(k);
@@ -333,10 +356,75 @@ static void finish_task(void *user, size_t t, uint32_t worker) {
     k->row(j->acc + r * n, j->zc, j->scale, k->scale_count != 1, j->bias, j->y + r * n, n);
 }
 
+/* The own GEMM's tasks: A's row blocks packed, then groups of panel units (groups of
+ * whole units, as even as they divide) by row ranges (row range t / groups, group t %
+ * groups). */
+typedef struct {
+  const DynLinear *k;
+  const uint8_t *x;
+  uint8_t *ap; /* A packed (the workspace) */
+  DynEpilogue e;
+  float *y;
+  int64_t units, groups, rows_per_range;
+} OwnJob;
+
+static void pack_task(const OwnJob *j, int64_t t) {
+  const DynLinear *k = j->k;
+  dyn_pack_a(j->x, (size_t)k->k, k->m, k->k, k->pw.kp, t, t + 1, j->ap);
+}
+
+static void gemm_task(const OwnJob *j, int64_t t) {
+  const DynLinear *k = j->k;
+  int64_t g = t % j->groups, r0 = t / j->groups * j->rows_per_range;
+  int64_t rows = k->m - r0 < j->rows_per_range ? k->m - r0 : j->rows_per_range;
+  int64_t p0 = g * j->units / j->groups * k->own_unit, p1 = (g + 1) * j->units / j->groups * k->own_unit;
+  if (p1 > k->pw.panels)
+    p1 = k->pw.panels;
+  k->own(j->ap + (size_t)(r0 / DYN_MB) * (size_t)(k->pw.kp * DYN_MB), rows, &k->pw, p0, p1, &j->e,
+         j->y + (size_t)r0 * (size_t)k->n, (size_t)k->n);
+}
+
+/* The own GEMM's run (the instance lock held: zc is the kernel's). A few groups per
+ * thread, not a task per unit: the AMX path loads its tile configuration once a task;
+ * too few units for the team split the rows as well. */
+static void run_own(DynLinear *k, const uint8_t *x, float *y, const float *scale, void *workspace) {
+  int64_t team = k->inst->n_threads > 1 ? k->inst->n_threads : 1;
+  int64_t blocks = (k->m + DYN_MB - 1) / DYN_MB, want = team == 1 ? 1 : 4 * team;
+  int64_t units = (k->pw.panels + k->own_unit - 1) / k->own_unit;
+  OwnJob j = {k, x, workspace, {k->zc, scale, k->scale_count != 1, k->bias}, y, units, 1, k->m};
+  j.groups = units < want ? units : want;
+  int64_t ranges = 1;
+  if (j.groups < want && blocks > 1) {
+    ranges = (want + j.groups - 1) / j.groups;
+    ranges = ranges < blocks ? ranges : blocks;
+    j.rows_per_range = (blocks + ranges - 1) / ranges * DYN_MB;
+    ranges = (k->m + j.rows_per_range - 1) / j.rows_per_range;
+  }
+  int64_t tasks = j.groups * ranges;
+  if (team == 1) {
+    for (int64_t t = 0; t < blocks; t++)
+      pack_task(&j, t);
+    for (int64_t t = 0; t < tasks; t++)
+      gemm_task(&j, t);
+    return;
+  }
+  /* one team for both loops (x86_parallel_for twice forked and joined twice, which shows
+   * on BERT's small units at 2 threads): the packing's implicit barrier, then the GEMM */
+#pragma omp parallel num_threads((int)team)
+  {
+#pragma omp for schedule(static)
+    for (int64_t t = 0; t < blocks; t++)
+      pack_task(&j, t);
+#pragma omp for schedule(static)
+    for (int64_t t = 0; t < tasks; t++)
+      gemm_task(&j, t);
+  }
+}
+
 static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ctx, const QhTensorView *inputs,
                      size_t n_inputs, QhTensorView *outputs, size_t n_outputs, void *workspace,
                      size_t workspace_bytes) {
-  (void)ctx, (void)workspace, (void)workspace_bytes;
+  (void)ctx;
   DynLinear *k = kernel;
   if (!host)
     return NULL;
@@ -357,8 +445,18 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: output differs from reshape's");
   if (mn == 0)
     return NULL;
+  if (k->own && (!workspace || workspace_bytes < dyn_a_bytes(k->m, k->pw.kp)))
+    return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: workspace smaller than reshape asked for");
   X86Instance *inst = k->inst;
   pthread_mutex_lock(&inst->lock);
+  if (k->own) {
+    uint32_t zx = *(const uint8_t *)xzp->data;
+    for (int64_t c = 0; c < k->n; c++)
+      k->zc[c] = (int32_t)(zx * (uint32_t)k->colsum[c]);
+    run_own(k, x->data, y->data, sc->data, workspace);
+    pthread_mutex_unlock(&inst->lock);
+    return NULL;
+  }
   omp_set_num_threads(inst->n_threads);
   dnnl_status_t s = x86_prim_execute(inst, &k->p, x->data, NULL, y->data);
   if (s == dnnl_success) {

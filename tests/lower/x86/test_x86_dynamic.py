@@ -7,9 +7,14 @@ one (the four-op pattern dynamic_linear_bias), is on the plugin and the output i
 bit-identical to the host's reference path (DynamicQuantizeLinear, MatMulInteger, Cast, Mul,
 Add as ONNX defines them); with VNNI hidden (QHOST_CPU_DISABLE=avx512vnni,avxvnni) a unit whose weights could
 saturate vpmaddubsw's int16 pair sums is declined with that reason and runs on the host.
-The kernel writes oneDNN's int32 result into the float output and converts it in place:
-cases with accumulators beyond 2^24 (where the conversion to float rounds) and with
-weights that cannot saturate, which stay on the plugin with VNNI hidden, check that path.
+Where qhost sees AMX-INT8 the kernel runs its own tdpbusd GEMM with the epilogue per tile
+(plugins/x86/dynamic-gemm-amx.c), else with AVX-512 VNNI its own vpdpbusd one
+(dynamic-gemm-avx512vnni.c); every comparison runs with AMX hidden (QHOST_CPU_DISABLE=amxint8:
+the VNNI GEMM) and with both hidden (amxint8,avx512vnni), where the kernel writes oneDNN's
+int32 result into the float output and converts it in place: cases with accumulators beyond 2^24 (where the conversion to float
+rounds), shapes with tails in every dimension (rows not a multiple of 32, K not of 64,
+columns not of 16 or 32) and BERT's feed-forward shape check both paths, and weights that
+cannot saturate, which stay on the plugin with VNNI (and AMX) hidden, the vpmaddubsw path.
 """
 import json
 import os
@@ -25,7 +30,10 @@ import test_x86_lowering as tl  # noqa: E402  (ok, BACKEND)
 
 qhtest = tl.qhtest
 KERNEL = "onednn_dynamic_linear_qu8_qs8w"
-HIDE_VNNI = "avx512vnni,avxvnni"
+HIDE_VNNI = "avx512vnni,avxvnni,amxint8"  # AMX's tdpbusd is exact: hide it too
+HIDE_AMX = "amxint8"  # the AVX-512 VNNI GEMM
+HIDE_OWN = "amxint8,avx512vnni"  # oneDNN and the in-place epilogue
+PATHS = (None, HIDE_AMX, HIDE_OWN)
 
 
 def export(tmp, name):
@@ -74,11 +82,12 @@ def check(r, tmp, name, per_channel, want_ops):
               f"{[u['ops'] for u in mine]}")
         assert [u["ops"] for u in mine] == want_ops, units
         assert all(u.get("kernel") == KERNEL for u in mine), units
-        for threads in ("1", "2"):
-            tl.ok(r, "run", dyn, "--input", x, "-o", low, *tl.BACKEND, "--threads", threads)
-            b = np.load(low)
-            print(f"  threads {threads}: max |x86 - host| = {np.abs(a - b).max():.3g}")
-            assert np.array_equal(a, b), "not bit-identical to the host's reference path"
+        for hidden in PATHS:
+            for threads in ("1", "2"):
+                run_hidden(r, hidden, "run", dyn, "--input", x, "-o", low, *tl.BACKEND, "--threads", threads)
+                b = np.load(low)
+                print(f"  threads {threads}, hidden {hidden}: max |x86 - host| = {np.abs(a - b).max():.3g}")
+                assert np.array_equal(a, b), "not bit-identical to the host's reference path"
     units = json.loads(run_hidden(r, HIDE_VNNI, "inspect", dyn, "--json", *tl.BACKEND))["coverage"]["units"]
     mmi = [u for u in units if u["ops"].startswith("MatMulInteger")]
     declined = [u for u in mmi if u.get("kernel") == "host:reference"]
@@ -148,11 +157,12 @@ def quantize_and_compare(r, tmp, name, fpath, x, hidden, per_channel):
     units = json.loads(run_hidden(r, hidden, "inspect", dyn, "--json", *tl.BACKEND))["coverage"]["units"]
     mine = [u for u in units if u["ops"].startswith("MatMulInteger")]
     assert [u.get("kernel") for u in mine] == [KERNEL], mine
-    for threads in ("1", "2"):
-        run_hidden(r, hidden, "run", dyn, "--input", x, "-o", low, *tl.BACKEND, "--threads", threads)
-        b = np.load(low)
-        print(f"  {name}, threads {threads}: max |x86 - host| = {np.abs(a - b).max():.3g}")
-        assert np.array_equal(a, b), "not bit-identical to the host's reference path"
+    for hide in ([hidden] if hidden else PATHS):
+        for threads in ("1", "2"):
+            run_hidden(r, hide, "run", dyn, "--input", x, "-o", low, *tl.BACKEND, "--threads", threads)
+            b = np.load(low)
+            print(f"  {name}, hidden {hide}, threads {threads}: max |x86 - host| = {np.abs(a - b).max():.3g}")
+            assert np.array_equal(a, b), "not bit-identical to the host's reference path"
     return dyn
 
 
@@ -192,9 +202,35 @@ def case_vnni_hidden_on_plugin(r, tmp):
     quantize_and_compare(r, tmp, "dominant", fpath, xs, HIDE_VNNI, True)
 
 
+def case_tails(r, tmp):
+    """Tails in every dimension: 69 rows (two 32-row blocks and 5), K = 100 (one 64-byte
+    chunk and 36), 37 columns (two panels and 5, one panel pair and a single panel); at 2
+    threads the three panels are too few for the team, so the rows are split as well."""
+    if not tl.VNNI:
+        raise qhtest.Skip("no VNNI on this CPU: these weights saturate vpmaddubsw and are declined")
+    rng = np.random.default_rng(7)
+    w = rng.normal(0, 0.3, (37, 100)).astype(np.float32)
+    x = rng.normal(0, 2, (3, 23, 100)).astype(np.float32)
+    fpath, xs = export_linear(tmp, "tails", 100, 37, w, x)
+    quantize_and_compare(r, tmp, "tails", fpath, xs, None, True)
+
+
+def case_bert_feed_forward(r, tmp):
+    """BERT-base's first feed-forward Linear (768 -> 3072 on 128 tokens): 96 panel pairs in
+    groups per thread, the next pair's weights prefetched while a pair runs."""
+    if not tl.VNNI:
+        raise qhtest.Skip("no VNNI on this CPU: these weights saturate vpmaddubsw and are declined")
+    rng = np.random.default_rng(8)
+    w = rng.normal(0, 0.05, (3072, 768)).astype(np.float32)
+    x = rng.normal(0, 1, (1, 128, 768)).astype(np.float32)
+    fpath, xs = export_linear(tmp, "ffn", 768, 3072, w, x)
+    quantize_and_compare(r, tmp, "ffn", fpath, xs, None, False)
+
+
 CASES = {"mlp": case_mlp, "encoder": case_encoder, "encoder_per_channel": case_encoder_per_channel,
          "no_bias": case_no_bias, "sse2_epilogue": case_sse2_epilogue,
-         "large_accumulators": case_large_accumulators, "vnni_hidden_on_plugin": case_vnni_hidden_on_plugin}
+         "large_accumulators": case_large_accumulators, "vnni_hidden_on_plugin": case_vnni_hidden_on_plugin,
+         "tails": case_tails, "bert_feed_forward": case_bert_feed_forward}
 
 if __name__ == "__main__":
     sys.exit(qhtest.main(CASES, __doc__.split("\n")[0]))
