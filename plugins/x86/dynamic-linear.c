@@ -471,5 +471,5 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
 }
 
 const QhKernelOps x86_dynamic_linear_kernel = {
-    QH_STRUCT_HEADER(QhKernelOps), .id = "onednn_dynamic_linear_qu8_qs8w", .input_layout = QH_LAYOUT_ANY,
+    QH_STRUCT_HEADER(QhKernelOps), .id = "x86_dynamic_linear_qu8_qs8w", .input_layout = QH_LAYOUT_ANY,
     .output_layout = QH_LAYOUT_ANY, .create = create, .reshape = reshape, .run = run, .destroy = destroy};

@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "parity", "dynamic"))
 import test_x86_lowering as tl  # noqa: E402  (ok, BACKEND)
 
 qhtest = tl.qhtest
-KERNEL = "onednn_dynamic_linear_qu8_qs8w"
+KERNEL = "x86_dynamic_linear_qu8_qs8w"
 HIDE_VNNI = "avx512vnni,avxvnni,amxint8"  # AMX's tdpbusd is exact: hide it too
 HIDE_AMX = "amxint8"  # the AVX-512 VNNI GEMM
 HIDE_OWN = "amxint8,avx512vnni"  # oneDNN and the in-place epilogue
