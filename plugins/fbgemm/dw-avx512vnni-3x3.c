@@ -17,6 +17,10 @@
  * output rule as in gemm-avx512-store.h, so the bytes are the scalar twin's (fb_dw_ref).
  * Where no value can reach 2^31 (p->byte_hi) the upper clamp is a byte minimum after the
  * packs; at stride 2 over single rows the full blocks build their columns in registers.
+ * Where every bias is a small integer (p->int_bias3, the int32 biases of QDQ models) the
+ * accumulators start at bias - zx * sum(w) plus a magic number that makes their bits the
+ * float of the sum (kernels.h, FB_DW3_MAGIC), which drops the int32 conversion and the bias
+ * add from the epilogue of the full blocks and pieces of 32.
  * Built with AVX-512 F/BW/VL/VNNI flags of its own (CMakeLists.txt); called by dw.c on the
  * avx512vnni (and AMX) path only. */
 #include <immintrin.h>
@@ -97,23 +101,47 @@ static inline __attribute__((always_inline)) void build_block(const FbConv *c, c
   }
 }
 
+/* The epilogues (ep): FB_DW3_EP_FLOAT the upper clamp in float; FB_DW3_EP_BYTE
+ * (p->byte_hi) the upper clamp as a byte minimum after the packs; FB_DW3_EP_INT
+ * (p->int_bias3, which implies byte_hi) that too, with the accumulators started at
+ * p->nzb3, so that their bits are the float 1.5 * 2^23 + acc + bias (kernels.h,
+ * FB_DW3_MAGIC): one float subtraction gives (float)acc + bias exactly, in place of the
+ * int32 conversion and the bias add. */
+enum { FB_DW3_EP_FLOAT, FB_DW3_EP_BYTE, FB_DW3_EP_INT };
+
+/* The accumulators' start for 16 lane-ordered channels at position pos. */
+static inline __attribute__((always_inline)) __m512i acc_start(const FbDwPacked *p, int64_t pos, const int ep) {
+  if (ep == FB_DW3_EP_INT)
+    return _mm512_load_si512((const void *)(p->nzb3 + pos));
+  return _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_load_si512((const void *)(p->zsum3 + pos)));
+}
+
+/* kernels.h's output rule up to vcvtps2dq for one vector of 16 channels. */
+static inline __attribute__((always_inline)) __m512i requant16(__m512i acc, const float *bias, const float *mult,
+                                                               __m512 hi, const int ep) {
+  __m512 f;
+  if (ep == FB_DW3_EP_INT)
+    f = _mm512_sub_ps(_mm512_castsi512_ps(acc), _mm512_set1_ps(FB_DW3_MAGIC_F));
+  else
+    f = _mm512_add_ps(_mm512_cvtepi32_ps(acc), _mm512_load_ps(bias));
+  f = _mm512_mul_ps(f, _mm512_load_ps(mult));
+  return _mm512_cvtps_epi32(ep == FB_DW3_EP_FLOAT ? _mm512_min_ps(f, hi) : f);
+}
+
 /* kernels.h's output rule for one lane-ordered block of 64 channels, as
  * fb_store64_avx512 (gemm-avx512-store.h) applies it: the upper bound in float,
  * vcvtps2dq rounding half to even, the saturating packs and the byte maximum with lo
  * taking the lower one; the packs' lane interleave puts lane-ordered channels back in
- * channel order. With bh (p->byte_hi: no value reaches 2^31, so the rounding is exact)
- * the upper bound is a byte minimum after the packs instead of 4 float minimums: the
- * rounding and the saturating packs and add are non-decreasing and hi is an integer,
- * so clamping before or after them gives the same bytes. */
+ * channel order. With ep not FB_DW3_EP_FLOAT (p->byte_hi: no value reaches 2^31, so the
+ * rounding is exact) the upper bound is a byte minimum after the packs instead of 4 float
+ * minimums: the rounding and the saturating packs and add are non-decreasing and hi is
+ * an integer, so clamping before or after them gives the same bytes. */
 static inline __attribute__((always_inline)) void store64(const __m512i acc[4], const float *bias,
                                                           const float *mult, __m512 hi, __m512i zo16, __m512i lo8,
-                                                          __m512i hi8, uint8_t *dst, const int bh) {
+                                                          __m512i hi8, uint8_t *dst, const int ep) {
+  const int bh = ep != FB_DW3_EP_FLOAT;
   __m512i q[4];
-  _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) {
-    __m512 f = _mm512_cvtepi32_ps(acc[u]);
-    f = _mm512_mul_ps(_mm512_add_ps(f, _mm512_load_ps(bias + 16 * u)), _mm512_load_ps(mult + 16 * u));
-    q[u] = _mm512_cvtps_epi32(bh ? f : _mm512_min_ps(f, hi));
-  }
+  _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) q[u] = requant16(acc[u], bias + 16 * u, mult + 16 * u, hi, ep);
   __m512i w01 = _mm512_adds_epi16(_mm512_packs_epi32(q[0], q[1]), zo16);
   __m512i w23 = _mm512_adds_epi16(_mm512_packs_epi32(q[2], q[3]), zo16);
   __m512i u8 = _mm512_max_epu8(_mm512_packus_epi16(w01, w23), lo8);
@@ -127,7 +155,7 @@ static inline __attribute__((always_inline)) void store64(const __m512i acc[4], 
 static inline __attribute__((always_inline)) void full_block(const FbConv *c, const FbDwPacked *p, const int32_t *v,
                                                              const int8_t *w3, int64_t cb, int64_t ox0, int64_t ox1,
                                                              uint8_t *orow, const int sw_c, const int dw_c,
-                                                             const int bh) {
+                                                             const int ep) {
   const int64_t oc = c->oc, cq = p->cq, sw = sw_c ? sw_c : c->sw, dw = dw_c ? dw_c : c->dw;
   const __m512 hi = _mm512_set1_ps(p->hi);
   const __m512i zo16 = _mm512_set1_epi16((short)p->zo);
@@ -135,7 +163,7 @@ static inline __attribute__((always_inline)) void full_block(const FbConv *c, co
   const __m512i hi8 = _mm512_set1_epi8((char)p->hi8);
   __m512i wv[4][3], nzs[4];
   _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) {
-    nzs[u] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_load_si512((const void *)(p->zsum3 + cb + 16 * u)));
+    nzs[u] = acc_start(p, cb + 16 * u, ep);
     _Pragma("GCC unroll 3") for (int kx = 0; kx < 3; kx++)
       wv[u][kx] = _mm512_load_si512((const void *)(w3 + (kx * cq + cb + 16 * u) * 4));
   }
@@ -149,23 +177,21 @@ static inline __attribute__((always_inline)) void full_block(const FbConv *c, co
       _Pragma("GCC unroll 3") for (int kx = 0; kx < 3; kx++)
         acc[u] = dpbusd(acc[u], _mm512_load_si512((const void *)(vc + kx * dw * 64 + 16 * u)), wv[u][kx]);
     }
-    store64(acc, bias, mult, hi, zo16, lo8, hi8, out, bh);
+    store64(acc, bias, mult, hi, zo16, lo8, hi8, out, ep);
   }
 }
 
 /* Two vectors of a tail piece of 32 channels (lane order of 256-bit unpacks) of one
- * pixel, requantized up to vcvtps2dq as store64 does (bh: no float upper bound). */
+ * pixel, requantized up to vcvtps2dq as store64 does. */
 static inline __attribute__((always_inline)) void piece32_pixel(const int32_t *vc, int64_t dw, const __m512i wv[2][3],
                                                                 const __m512i nzs[2], const float *bias,
                                                                 const float *mult, __m512 hi, __m512i q[2],
-                                                                const int bh) {
+                                                                const int ep) {
   _Pragma("GCC unroll 2") for (int u = 0; u < 2; u++) {
     __m512i acc = nzs[u];
     _Pragma("GCC unroll 3") for (int kx = 0; kx < 3; kx++)
       acc = dpbusd(acc, _mm512_load_si512((const void *)(vc + kx * dw * 64 + 16 * u)), wv[u][kx]);
-    __m512 f = _mm512_cvtepi32_ps(acc);
-    f = _mm512_mul_ps(_mm512_add_ps(f, _mm512_load_ps(bias + 16 * u)), _mm512_load_ps(mult + 16 * u));
-    q[u] = _mm512_cvtps_epi32(bh ? f : _mm512_min_ps(f, hi));
+    q[u] = requant16(acc, bias + 16 * u, mult + 16 * u, hi, ep);
   }
 }
 
@@ -176,7 +202,8 @@ static inline __attribute__((always_inline)) void piece32_pixel(const int32_t *v
  * B's in 2, 10, 3, 11, 6, 14, 7, 15, which one vpermd puts back. */
 static inline __attribute__((always_inline)) void piece32(const FbConv *c, const FbDwPacked *p, const int32_t *v,
                                                           const int8_t *w3, int64_t ck, int64_t ox0, int64_t ox1,
-                                                          uint8_t *orow, const int sw_c, const int dw_c, const int bh) {
+                                                          uint8_t *orow, const int sw_c, const int dw_c, const int ep) {
+  const int bh = ep != FB_DW3_EP_FLOAT;
   const int64_t oc = c->oc, cq = p->cq, sw = sw_c ? sw_c : c->sw, dw = dw_c ? dw_c : c->dw;
   const __m512 hi = _mm512_set1_ps(p->hi);
   const __m512i zo16 = _mm512_set1_epi16((short)p->zo);
@@ -187,7 +214,7 @@ static inline __attribute__((always_inline)) void piece32(const FbConv *c, const
   const int adjacent = oc == 32; /* B's 32 bytes follow A's */
   __m512i wv[2][3], nzs[2];
   _Pragma("GCC unroll 2") for (int u = 0; u < 2; u++) {
-    nzs[u] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_load_si512((const void *)(p->zsum3 + ck + 16 * u)));
+    nzs[u] = acc_start(p, ck + 16 * u, ep);
     _Pragma("GCC unroll 3") for (int kx = 0; kx < 3; kx++)
       wv[u][kx] = _mm512_load_si512((const void *)(w3 + (kx * cq + ck + 16 * u) * 4));
   }
@@ -195,8 +222,8 @@ static inline __attribute__((always_inline)) void piece32(const FbConv *c, const
   int64_t ox = ox0;
   for (; ox + 2 <= ox1; ox += 2) {
     __m512i qa[2], qb[2];
-    piece32_pixel(v + ox * sw * 64, dw, wv, nzs, bias, mult, hi, qa, bh);
-    piece32_pixel(v + (ox + 1) * sw * 64, dw, wv, nzs, bias, mult, hi, qb, bh);
+    piece32_pixel(v + ox * sw * 64, dw, wv, nzs, bias, mult, hi, qa, ep);
+    piece32_pixel(v + (ox + 1) * sw * 64, dw, wv, nzs, bias, mult, hi, qb, ep);
     __m512i wa = _mm512_adds_epi16(_mm512_packs_epi32(qa[0], qa[1]), zo16);
     __m512i wb = _mm512_adds_epi16(_mm512_packs_epi32(qb[0], qb[1]), zo16);
     __m512i u8 = _mm512_max_epu8(_mm512_packus_epi16(wa, wb), lo8);
@@ -211,7 +238,7 @@ static inline __attribute__((always_inline)) void piece32(const FbConv *c, const
   }
   if (ox < ox1) {
     __m512i qa[2];
-    piece32_pixel(v + ox * sw * 64, dw, wv, nzs, bias, mult, hi, qa, bh);
+    piece32_pixel(v + ox * sw * 64, dw, wv, nzs, bias, mult, hi, qa, ep);
     __m512i wa = _mm512_adds_epi16(_mm512_packs_epi32(qa[0], qa[1]), zo16);
     __m512i u8 = _mm512_max_epu8(_mm512_packus_epi16(wa, wa), lo8);
     u8 = _mm512_permutexvar_epi32(perm, bh ? _mm512_min_epu8(u8, hi8) : u8);
@@ -226,29 +253,35 @@ static void compute_block(const FbConv *c, const FbDwPacked *p, const int32_t *v
   const int64_t oc = c->oc, cq = p->cq, sw = c->sw, dw = c->dw;
   v -= ox0 * sw * 64; /* the buffer starts at output column ox0's first input column */
   if (cb + 64 <= oc) {
-    if (sw == 1 && dw == 1 && p->byte_hi)
-      full_block(c, p, v + ox0 * 64, w3, cb, ox0, ox1, orow, 1, 1, 1);
+    if (sw == 1 && dw == 1 && p->int_bias3)
+      full_block(c, p, v + ox0 * 64, w3, cb, ox0, ox1, orow, 1, 1, FB_DW3_EP_INT);
+    else if (sw == 1 && dw == 1 && p->byte_hi)
+      full_block(c, p, v + ox0 * 64, w3, cb, ox0, ox1, orow, 1, 1, FB_DW3_EP_BYTE);
     else if (sw == 1 && dw == 1)
-      full_block(c, p, v + ox0 * 64, w3, cb, ox0, ox1, orow, 1, 1, 0);
+      full_block(c, p, v + ox0 * 64, w3, cb, ox0, ox1, orow, 1, 1, FB_DW3_EP_FLOAT);
     else if (sw == 2 && dw == 1)
-      full_block(c, p, v + ox0 * 128, w3, cb, ox0, ox1, orow, 2, 1, 0);
+      full_block(c, p, v + ox0 * 128, w3, cb, ox0, ox1, orow, 2, 1, FB_DW3_EP_FLOAT);
     else
-      full_block(c, p, v + ox0 * sw * 64, w3, cb, ox0, ox1, orow, 0, 0, 0);
+      full_block(c, p, v + ox0 * sw * 64, w3, cb, ox0, ox1, orow, 0, 0, FB_DW3_EP_FLOAT);
     return;
   }
   const __m512 hi = _mm512_set1_ps(p->hi);
   int64_t k = 0;
   for (; oc - cb - k > 16; k += 32) {
-    if (sw == 1 && dw == 1 && p->byte_hi)
-      piece32(c, p, v + k, w3, cb + k, ox0, ox1, orow, 1, 1, 1);
+    if (sw == 1 && dw == 1 && p->int_bias3)
+      piece32(c, p, v + k, w3, cb + k, ox0, ox1, orow, 1, 1, FB_DW3_EP_INT);
+    else if (sw == 1 && dw == 1 && p->byte_hi)
+      piece32(c, p, v + k, w3, cb + k, ox0, ox1, orow, 1, 1, FB_DW3_EP_BYTE);
     else if (sw == 1 && dw == 1)
-      piece32(c, p, v + k, w3, cb + k, ox0, ox1, orow, 1, 1, 0);
+      piece32(c, p, v + k, w3, cb + k, ox0, ox1, orow, 1, 1, FB_DW3_EP_FLOAT);
+    else if (sw == 2 && dw == 1 && p->int_bias3)
+      piece32(c, p, v + k, w3, cb + k, ox0, ox1, orow, 2, 1, FB_DW3_EP_INT);
     else if (sw == 2 && dw == 1 && p->byte_hi)
-      piece32(c, p, v + k, w3, cb + k, ox0, ox1, orow, 2, 1, 1);
+      piece32(c, p, v + k, w3, cb + k, ox0, ox1, orow, 2, 1, FB_DW3_EP_BYTE);
     else if (sw == 2 && dw == 1)
-      piece32(c, p, v + k, w3, cb + k, ox0, ox1, orow, 2, 1, 0);
+      piece32(c, p, v + k, w3, cb + k, ox0, ox1, orow, 2, 1, FB_DW3_EP_FLOAT);
     else
-      piece32(c, p, v + k, w3, cb + k, ox0, ox1, orow, 0, 0, 0);
+      piece32(c, p, v + k, w3, cb + k, ox0, ox1, orow, 0, 0, FB_DW3_EP_FLOAT);
   }
   if (cb + k < oc) { /* up to 16 in channel order, through vpmovdb and a masked store */
     const int64_t ck = cb + k;
@@ -297,7 +330,7 @@ static inline __attribute__((always_inline)) void column3(const FbConv *c, const
 static inline __attribute__((always_inline)) void stream_s2_block(const FbConv *c, const FbDwPacked *p,
                                                                   const uint8_t *const row[4], int64_t cb, int64_t ox0,
                                                                   int64_t ox1, uint8_t *orow, const uint8_t *zxl,
-                                                                  const int bh) {
+                                                                  const int ep) {
   const int64_t oc = c->oc, cq = p->cq;
   const int8_t *w3 = p->w3[0];
   const __m512 hi = _mm512_set1_ps(p->hi);
@@ -313,13 +346,13 @@ static inline __attribute__((always_inline)) void stream_s2_block(const FbConv *
     column3(c, row, cb, 2 * ox + 1, zxl, b);
     column3(c, row, cb, 2 * ox + 2, zxl, n);
     _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) {
-      acc[u] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_load_si512((const void *)(p->zsum3 + cb + 16 * u)));
+      acc[u] = acc_start(p, cb + 16 * u, ep);
       acc[u] = dpbusd(acc[u], a[u], _mm512_load_si512((const void *)(w3 + (cb + 16 * u) * 4)));
       acc[u] = dpbusd(acc[u], b[u], _mm512_load_si512((const void *)(w3 + (cq + cb + 16 * u) * 4)));
       acc[u] = dpbusd(acc[u], n[u], _mm512_load_si512((const void *)(w3 + (2 * cq + cb + 16 * u) * 4)));
       a[u] = n[u];
     }
-    store64(acc, bias, mult, hi, zo16, lo8, hi8, out, bh);
+    store64(acc, bias, mult, hi, zo16, lo8, hi8, out, ep);
   }
 }
 
@@ -348,10 +381,12 @@ void fb_dw3_rows_avx512vnni(const FbConv *c, const FbDwPacked *p, const uint8_t 
       const int second = pairs && oy + 1 < oy1;
       for (int64_t cb = c0; cb < c1; cb += 64) {
         if (!pairs && c->sw == 2 && c->dw == 1 && cb + 64 <= c->oc) {
-          if (p->byte_hi)
-            stream_s2_block(c, p, row, cb, ox0, ox1, yb + oy * row_bytes, zxl, 1);
+          if (p->int_bias3)
+            stream_s2_block(c, p, row, cb, ox0, ox1, yb + oy * row_bytes, zxl, FB_DW3_EP_INT);
+          else if (p->byte_hi)
+            stream_s2_block(c, p, row, cb, ox0, ox1, yb + oy * row_bytes, zxl, FB_DW3_EP_BYTE);
           else
-            stream_s2_block(c, p, row, cb, ox0, ox1, yb + oy * row_bytes, zxl, 0);
+            stream_s2_block(c, p, row, cb, ox0, ox1, yb + oy * row_bytes, zxl, FB_DW3_EP_FLOAT);
           continue;
         }
         if (second) /* the fourth row only where the lower output row reads it */

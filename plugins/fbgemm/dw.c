@@ -42,6 +42,26 @@ static int pack_3x3(FbDwPacked *p, const int8_t *w, const FbRequant *rq) {
   return 0;
 }
 
+/* kernels.h's int_bias3 and nzb3 (lane order as pack_3x3's zsum3) when every bias
+ * qualifies; nzb3 stays NULL otherwise. */
+static int pack_int_bias3(FbDwPacked *p, const FbRequant *rq) {
+  const int64_t cq = p->cq, ch = p->c, full = ch / 64 * 64;
+  for (int64_t c = 0; c < ch; c++) {
+    float b = rq->bias[c];
+    if (!(b == rintf(b) && fabs((double)b) + 9.0 * 255.0 * 128.0 < FB_DW3_INT_BIAS_MAX))
+      return 0;
+  }
+  p->nzb3 = aligned_alloc(64, (size_t)cq * sizeof *p->nzb3);
+  if (!p->nzb3)
+    return -1;
+  for (int64_t pos = 0; pos < cq; pos++) {
+    int64_t c = pos < full ? pos / 64 * 64 + fb_dw_lane_channel(pos % 64) : full + fb_dw3_tail_channel(pos - full, ch - full);
+    p->nzb3[pos] = FB_DW3_MAGIC + (c < ch ? (int32_t)rq->bias[c] - p->zsum[c] : 0);
+  }
+  p->int_bias3 = 1;
+  return 0;
+}
+
 int fb_dw_pack(FbDwPacked *p, const int8_t *w, int64_t ch, int64_t kh, int64_t kw, const FbRequant *rq) {
   memset(p, 0, sizeof *p);
   int64_t cp = (ch + FB_DW_NR - 1) / FB_DW_NR * FB_DW_NR, taps = kh * kw, groups = (kh + 3) / 4;
@@ -90,6 +110,10 @@ int fb_dw_pack(FbDwPacked *p, const int8_t *w, int64_t ch, int64_t kh, int64_t k
   p->byte_hi = kh == 3 && kw == 3;
   for (int64_t c = 0; c < ch && p->byte_hi; c++)
     p->byte_hi = (9.0 * 255.0 * 128.0 + fabs((double)rq->bias[c])) * fabs((double)rq->mult[c]) < 2e9;
+  if (p->byte_hi && pack_int_bias3(p, rq) != 0) {
+    fb_dw_pack_free(p);
+    return -1;
+  }
   p->zx = rq->zx, p->zo = rq->zo;
   return 0;
 }
@@ -98,9 +122,10 @@ void fb_dw_pack_free(FbDwPacked *p) {
   if (!p)
     return;
   free(p->w), free(p->w4), free(p->zsum), free(p->bias), free(p->mult);
-  free(p->w3[0]), free(p->w3[1]), free(p->zsum3), free(p->bias3), free(p->mult3);
+  free(p->w3[0]), free(p->w3[1]), free(p->zsum3), free(p->bias3), free(p->mult3), free(p->nzb3);
   p->w = NULL, p->w4 = NULL, p->zsum = NULL, p->bias = p->mult = NULL;
-  p->w3[0] = p->w3[1] = NULL, p->zsum3 = NULL, p->bias3 = p->mult3 = NULL;
+  p->w3[0] = p->w3[1] = NULL, p->zsum3 = NULL, p->bias3 = p->mult3 = NULL, p->nzb3 = NULL;
+  p->int_bias3 = 0;
 }
 
 void fb_dw_pixel_c(const FbConv *c, const FbDwPacked *p, const uint8_t *x, int64_t b, int64_t oy, int64_t ox,

@@ -41,6 +41,11 @@ static int int_bias_packs;
 /* 3x3 with full blocks: the epilogue's byte upper clamp (p->byte_hi) or the float one (a
  * multiplier large enough that a value may pass 2^31); stride 2 without the row buffer */
 static int dw3_byte_hi_cases, dw3_float_hi_cases, dw3_stream_cases;
+/* 3x3 with full blocks whose biases are integers the accumulators start at (p->int_bias3,
+ * the epilogue without the int32 conversion), of them at stride 2 without the row buffer,
+ * and those whose biases are close to the bound FB_DW3_INT_BIAS_MAX (the magic number's
+ * exact range) */
+static int dw3_int_bias_cases, dw3_int_bias_stream_cases, dw3_big_bias_cases;
 
 /* One random case; returns 0 when every path agrees with the twin. */
 static int run_case(int idx, const FbIsa *isas, size_t n_isas) {
@@ -223,15 +228,19 @@ static int run_dw_case(int idx, const FbIsa *isas, size_t n_isas) {
   int out_max = rnd() % 2 ? 255 : 127, relu = rnd() % 2;
   rq.zo = (int32_t)rnd_in(0, out_max);
   rq.lo = relu ? rq.zo : 0, rq.hi = out_max;
-  int ties = rnd() % 4 == 0;
+  /* integral: every bias an integer (int32 QDQ biases), as the 3x3 path's int_bias3 needs */
+  int ties = rnd() % 4 == 0, big = !ties && rnd() % 5 == 0, integral = rnd() % 2 == 0;
   float spread = 1.0f / (float)((wide ? 128 : 10) * (x_max / 2 + 1)) / (float)(taps < 4 ? 1 : taps / 4);
   for (int64_t o = 0; o < c.oc; o++) {
     if (ties) {
       mult[o] = rnd() % 2 ? 0.5f : 0.25f;
       bias[o] = (float)rnd_in(-50, 50);
+    } else if (big) { /* integral, within FB_DW3_INT_BIAS_MAX - 9 * 255 * 128 or (rarely) just past it */
+      mult[o] = (float)rnd_in(1, 4000) / 4194304.0f;
+      bias[o] = (float)((rnd() % 2 ? 1 : -1) * rnd_in(3600000, 3900560));
     } else {
       mult[o] = spread * (float)rnd_in(1, 2000) / 100.0f;
-      bias[o] = rnd() % 4 == 0 ? 0.0f : (float)rnd_in(-10000, 10000) / 100.0f;
+      bias[o] = rnd() % 4 == 0 ? 0.0f : (float)rnd_in(-10000, 10000) / (integral ? 1.0f : 100.0f);
     }
   }
   if (rnd() % 3 == 0) /* values past 2^31 in float (the epilogue's float upper clamp), in the first block */
@@ -246,6 +255,9 @@ static int run_dw_case(int idx, const FbIsa *isas, size_t n_isas) {
     dw3_byte_hi_cases += pk.byte_hi;
     dw3_float_hi_cases += !pk.byte_hi;
     dw3_stream_cases += c.sw == 2 && c.dw == 1 && !(c.sh == 1 && c.dh == 1);
+    dw3_int_bias_cases += pk.int_bias3;
+    dw3_int_bias_stream_cases += pk.int_bias3 && c.sw == 2 && c.dw == 1 && !(c.sh == 1 && c.dh == 1);
+    dw3_big_bias_cases += pk.int_bias3 && big;
   }
   int bad = 0;
   for (size_t t = 0; t < n_isas && !bad; t++)
@@ -405,6 +417,13 @@ int main(int argc, char **argv) {
          dw3_byte_hi_cases, dw3_float_hi_cases, dw3_stream_cases);
   if ((dw3_byte_hi_cases == 0 || dw3_float_hi_cases == 0 || dw3_stream_cases == 0) && cases >= 100) {
     fprintf(stderr, "no depthwise case reached one of the 3x3 epilogues or the stride-2 path without buffer\n");
+    return 1;
+  }
+  printf("%d of the depthwise cases are 3x3 with full blocks and integral biases in the accumulators, %d of them at "
+         "stride 2 without the row buffer, %d with biases near the bound\n",
+         dw3_int_bias_cases, dw3_int_bias_stream_cases, dw3_big_bias_cases);
+  if ((dw3_int_bias_cases == 0 || dw3_int_bias_stream_cases == 0 || dw3_big_bias_cases == 0) && cases >= 100) {
+    fprintf(stderr, "no depthwise case reached the integral-bias epilogue (or its stride-2 or large-bias cases)\n");
     return 1;
   }
   if (failed)
