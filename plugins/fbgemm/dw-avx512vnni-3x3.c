@@ -305,15 +305,10 @@ static void compute_block(const FbConv *c, const FbDwPacked *p, const int32_t *v
   }
 }
 
-/* One column of a full block at stride 2 (nr 3) in registers: the 4 lane-ordered vectors
- * that build_block stores for buffer column j. */
-static inline __attribute__((always_inline)) void column3(const FbConv *c, const uint8_t *const row[4], int64_t cb,
-                                                          int64_t j, const uint8_t *zxl, __m512i q[4]) {
-  const int64_t ix = j - c->pl, ic = c->ic;
-  const int inside = ix >= 0 && ix < c->iw;
-  const uint8_t *s0 = (inside && row[0] ? row[0] + ix * ic : zxl) + cb;
-  const uint8_t *s1 = (inside && row[1] ? row[1] + ix * ic : zxl) + cb;
-  const uint8_t *s2 = (inside && row[2] ? row[2] + ix * ic : zxl) + cb;
+/* One column of a full block at stride 2 (nr 3) in registers from its 3 rows' 64 bytes:
+ * the 4 lane-ordered vectors that build_block stores for a buffer column. */
+static inline __attribute__((always_inline)) void interleave3(const uint8_t *s0, const uint8_t *s1,
+                                                              const uint8_t *s2, __m512i q[4]) {
   __m512i r0 = _mm512_loadu_si512((const void *)s0), r1 = _mm512_loadu_si512((const void *)s1);
   __m512i r2 = _mm512_loadu_si512((const void *)s2), z = _mm512_setzero_si512();
   __m512i lo01 = _mm512_unpacklo_epi8(r0, r1), hi01 = _mm512_unpackhi_epi8(r0, r1);
@@ -322,37 +317,73 @@ static inline __attribute__((always_inline)) void column3(const FbConv *c, const
   q[2] = _mm512_unpacklo_epi16(hi01, hi23), q[3] = _mm512_unpackhi_epi16(hi01, hi23);
 }
 
+/* Buffer column j (input column j - pl, the zx line outside the image) of interleave3. */
+static inline __attribute__((always_inline)) void column3(const FbConv *c, const uint8_t *const row[4], int64_t cb,
+                                                          int64_t j, const uint8_t *zxl, __m512i q[4]) {
+  const int64_t ix = j - c->pl, ic = c->ic;
+  const int inside = ix >= 0 && ix < c->iw;
+  interleave3((inside && row[0] ? row[0] + ix * ic : zxl) + cb, (inside && row[1] ? row[1] + ix * ic : zxl) + cb,
+              (inside && row[2] ? row[2] + ix * ic : zxl) + cb, q);
+}
+
+/* One pixel of stream_s2_block from its columns a (kept from the pixel before), b and n;
+ * a becomes n. */
+static inline __attribute__((always_inline)) void s2_pixel(const FbDwPacked *p, int64_t cb, __m512i a[4],
+                                                           const __m512i b[4], const __m512i n[4], __m512 hi,
+                                                           __m512i zo16, __m512i lo8, __m512i hi8, uint8_t *out,
+                                                           const int ep) {
+  const int64_t cq = p->cq;
+  const int8_t *w3 = p->w3[0];
+  __m512i acc[4];
+  _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) {
+    acc[u] = acc_start(p, cb + 16 * u, ep);
+    acc[u] = dpbusd(acc[u], a[u], _mm512_load_si512((const void *)(w3 + (cb + 16 * u) * 4)));
+    acc[u] = dpbusd(acc[u], b[u], _mm512_load_si512((const void *)(w3 + (cq + cb + 16 * u) * 4)));
+    acc[u] = dpbusd(acc[u], n[u], _mm512_load_si512((const void *)(w3 + (2 * cq + cb + 16 * u) * 4)));
+    a[u] = n[u];
+  }
+  store64(acc, p->bias3 + cb, p->mult3 + cb, hi, zo16, lo8, hi8, out, ep);
+}
+
 /* A full block of one output row at stride 2, dilation 1, without the row buffer: each
  * pixel builds its columns 2ox + 1 and 2ox + 2 in registers and keeps 2ox + 2 for the
  * next pixel. The buffered path stored 8 and reloaded 12 vectors per pixel here, and
  * its stride-2 time went to that build (perf, dw3); the vectors and their lane order
- * are the buffer's, so the sums and bytes are full_block's. */
+ * are the buffer's, so the sums and bytes are full_block's. The pixels whose columns
+ * are all inside the image step 3 row pointers (a padding row's stays on the zx line),
+ * free of column3's per-column bounds and address arithmetic, which perf showed next to
+ * the vector work (dw5). */
 static inline __attribute__((always_inline)) void stream_s2_block(const FbConv *c, const FbDwPacked *p,
                                                                   const uint8_t *const row[4], int64_t cb, int64_t ox0,
                                                                   int64_t ox1, uint8_t *orow, const uint8_t *zxl,
                                                                   const int ep) {
-  const int64_t oc = c->oc, cq = p->cq;
-  const int8_t *w3 = p->w3[0];
+  const int64_t oc = c->oc, ic = c->ic, pl = c->pl, iw = c->iw;
   const __m512 hi = _mm512_set1_ps(p->hi);
   const __m512i zo16 = _mm512_set1_epi16((short)p->zo);
   const __m512i lo8 = _mm512_set1_epi8((char)(uint8_t)((int32_t)p->lo + p->zo)); /* in [0, 255] */
   const __m512i hi8 = _mm512_set1_epi8((char)p->hi8);
-  const float *bias = p->bias3 + cb, *mult = p->mult3 + cb;
-  __m512i a[4];
+  __m512i a[4], b[4], n[4];
   column3(c, row, cb, 2 * ox0, zxl, a);
-  uint8_t *out = orow + ox0 * oc + cb;
-  for (int64_t ox = ox0; ox < ox1; ox++, out += oc) {
-    __m512i b[4], n[4], acc[4];
+  int64_t ox = ox0;
+  /* pixels before the first whose columns 2ox + 1 and 2ox + 2 are inside (2ox + 1 >= pl) */
+  for (; ox < ox1 && 2 * ox + 1 < pl; ox++) {
     column3(c, row, cb, 2 * ox + 1, zxl, b);
     column3(c, row, cb, 2 * ox + 2, zxl, n);
-    _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) {
-      acc[u] = acc_start(p, cb + 16 * u, ep);
-      acc[u] = dpbusd(acc[u], a[u], _mm512_load_si512((const void *)(w3 + (cb + 16 * u) * 4)));
-      acc[u] = dpbusd(acc[u], b[u], _mm512_load_si512((const void *)(w3 + (cq + cb + 16 * u) * 4)));
-      acc[u] = dpbusd(acc[u], n[u], _mm512_load_si512((const void *)(w3 + (2 * cq + cb + 16 * u) * 4)));
-      a[u] = n[u];
-    }
-    store64(acc, bias, mult, hi, zo16, lo8, hi8, out, ep);
+    s2_pixel(p, cb, a, b, n, hi, zo16, lo8, hi8, orow + ox * oc + cb, ep);
+  }
+  const int64_t st0 = row[0] ? ic : 0, st1 = row[1] ? ic : 0, st2 = row[2] ? ic : 0;
+  const int64_t ix = 2 * ox + 1 - pl; /* >= 0 */
+  const uint8_t *s0 = (row[0] ? row[0] + ix * ic : zxl) + cb, *s1 = (row[1] ? row[1] + ix * ic : zxl) + cb;
+  const uint8_t *s2 = (row[2] ? row[2] + ix * ic : zxl) + cb;
+  for (; ox < ox1 && 2 * ox + 2 - pl < iw; ox++, s0 += 2 * st0, s1 += 2 * st1, s2 += 2 * st2) {
+    interleave3(s0, s1, s2, b);
+    interleave3(s0 + st0, s1 + st1, s2 + st2, n);
+    s2_pixel(p, cb, a, b, n, hi, zo16, lo8, hi8, orow + ox * oc + cb, ep);
+  }
+  for (; ox < ox1; ox++) { /* columns past the image's right edge */
+    column3(c, row, cb, 2 * ox + 1, zxl, b);
+    column3(c, row, cb, 2 * ox + 2, zxl, n);
+    s2_pixel(p, cb, a, b, n, hi, zo16, lo8, hi8, orow + ox * oc + cb, ep);
   }
 }
 
