@@ -41,6 +41,69 @@ static inline __attribute__((always_inline)) __m512i dpbusd(__m512i acc, __m512i
  * measured slower (the weights reloaded and 2 columns built twice per chunk). */
 #define FB_DW3_CHUNK_COLS 64
 
+/* The tail block's pieces from offset k0 on (fb_dw3_tail_channel) of one buffer column
+ * dst from its rows' bytes s0..s3 at channel cb: pieces of 32 through 256-bit unpacks
+ * while more than 16 channels remain, then up to 16 through 128-bit ones, which keep
+ * channel order; channels past ic read 0 and meet zero weights. */
+static inline __attribute__((always_inline)) void tail_column(const uint8_t *s0, const uint8_t *s1,
+                                                              const uint8_t *s2, const uint8_t *s3, int64_t rem,
+                                                              int64_t k0, int32_t *dst, const int nr) {
+  int64_t k = k0;
+  for (; rem - k > 16; k += 32) {
+    const __mmask32 m = rem - k >= 32 ? ~(__mmask32)0 : (__mmask32)((1u << (rem - k)) - 1u);
+    __m256i r0 = _mm256_maskz_loadu_epi8(m, s0 + k), r1 = _mm256_maskz_loadu_epi8(m, s1 + k);
+    __m256i r2 = _mm256_maskz_loadu_epi8(m, s2 + k);
+    __m256i r3 = nr == 4 ? _mm256_maskz_loadu_epi8(m, s3 + k) : _mm256_setzero_si256();
+    __m256i lo01 = _mm256_unpacklo_epi8(r0, r1), hi01 = _mm256_unpackhi_epi8(r0, r1);
+    __m256i lo23 = _mm256_unpacklo_epi8(r2, r3), hi23 = _mm256_unpackhi_epi8(r2, r3);
+    _mm256_store_si256((__m256i *)(dst + k), _mm256_unpacklo_epi16(lo01, lo23));
+    _mm256_store_si256((__m256i *)(dst + k + 8), _mm256_unpackhi_epi16(lo01, lo23));
+    _mm256_store_si256((__m256i *)(dst + k + 16), _mm256_unpacklo_epi16(hi01, hi23));
+    _mm256_store_si256((__m256i *)(dst + k + 24), _mm256_unpackhi_epi16(hi01, hi23));
+  }
+  if (k < rem) {
+    const __mmask16 m = (__mmask16)((1u << (rem - k)) - 1u); /* 1..16 channels */
+    __m128i r0 = _mm_maskz_loadu_epi8(m, s0 + k), r1 = _mm_maskz_loadu_epi8(m, s1 + k);
+    __m128i r2 = _mm_maskz_loadu_epi8(m, s2 + k);
+    __m128i r3 = nr == 4 ? _mm_maskz_loadu_epi8(m, s3 + k) : _mm_setzero_si128();
+    __m128i lo01 = _mm_unpacklo_epi8(r0, r1), hi01 = _mm_unpackhi_epi8(r0, r1);
+    __m128i lo23 = _mm_unpacklo_epi8(r2, r3), hi23 = _mm_unpackhi_epi8(r2, r3);
+    _mm_store_si128((__m128i *)(dst + k), _mm_unpacklo_epi16(lo01, lo23));
+    _mm_store_si128((__m128i *)(dst + k + 4), _mm_unpackhi_epi16(lo01, lo23));
+    _mm_store_si128((__m128i *)(dst + k + 8), _mm_unpacklo_epi16(hi01, hi23));
+    _mm_store_si128((__m128i *)(dst + k + 12), _mm_unpackhi_epi16(hi01, hi23));
+  }
+}
+
+/* 32 channels of one row at two adjacent columns (bytes s and s + st, st = 0 for the zx
+ * line) in one vector: one load where they are contiguous (ic 32, or the zx line). */
+static inline __attribute__((always_inline)) __m512i load_pair32(const uint8_t *s, int64_t st, int64_t ic) {
+  if (ic == 32 || st == 0)
+    return _mm512_loadu_si512((const void *)s);
+  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)s)),
+                            _mm256_loadu_si256((const __m256i *)(s + st)), 1);
+}
+
+/* The first piece of 32 channels of the tail block at two adjacent columns at once
+ * (dst and dst + 64), through 512-bit unpacks: per 128-bit lane they do what tail_column's
+ * 256-bit ones do, so the lower half of each result is the first column's vector and
+ * the upper half the second's; half the shuffles of two tail_column calls (mobilenet's
+ * 112x112x32 layer and the 32-channel tail of its 112x112x96 one). */
+static inline __attribute__((always_inline)) void tail_pair32(const uint8_t *const s[4], const int64_t st[4],
+                                                              int64_t ic, int32_t *dst, const int nr) {
+  __m512i r0 = load_pair32(s[0], st[0], ic), r1 = load_pair32(s[1], st[1], ic);
+  __m512i r2 = load_pair32(s[2], st[2], ic);
+  __m512i r3 = nr == 4 ? load_pair32(s[3], st[3], ic) : _mm512_setzero_si512();
+  __m512i lo01 = _mm512_unpacklo_epi8(r0, r1), hi01 = _mm512_unpackhi_epi8(r0, r1);
+  __m512i lo23 = _mm512_unpacklo_epi8(r2, r3), hi23 = _mm512_unpackhi_epi8(r2, r3);
+  __m512i q[4] = {_mm512_unpacklo_epi16(lo01, lo23), _mm512_unpackhi_epi16(lo01, lo23),
+                  _mm512_unpacklo_epi16(hi01, hi23), _mm512_unpackhi_epi16(hi01, hi23)};
+  _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
+    _mm256_store_si256((__m256i *)(dst + 8 * k), _mm512_castsi512_si256(q[k]));
+    _mm256_store_si256((__m256i *)(dst + 64 + 8 * k), _mm512_extracti64x4_epi64(q[k], 1));
+  }
+}
+
 /* The row buffer of one block of channels [cb, cb + 64) (fewer in the tail block): v[j * 64 +
  * position], input column j - pl, dword byte t from row[t] (the zx line for a padding
  * row or column; byte 3 is 0 when nr is 3, for a single output row), input columns
@@ -50,6 +113,9 @@ static inline __attribute__((always_inline)) void build_block(const FbConv *c, c
                                                               const int nr) {
   const int64_t iw = c->iw, ic = c->ic, pl = c->pl;
   const int full = cb + 64 <= ic;
+  /* the tail's first piece of 32 two columns at a time while both are inside */
+  const int pairs = !full && ic - cb >= 32;
+  const int64_t st[4] = {row[0] ? ic : 0, row[1] ? ic : 0, row[2] ? ic : 0, row[3] ? ic : 0};
   for (int64_t j = j0; j < j1; j++) {
     int64_t ix = j - pl;
     int inside = ix >= 0 && ix < iw;
@@ -70,34 +136,15 @@ static inline __attribute__((always_inline)) void build_block(const FbConv *c, c
       _mm512_store_si512((void *)(dst + 48), _mm512_unpackhi_epi16(hi01, hi23));
       continue;
     }
-    /* the tail (fb_dw3_tail_channel): pieces of 32 through 256-bit unpacks while more than
-     * 16 channels remain, then up to 16 through 128-bit ones, which keep channel order;
-     * channels past ic read 0 and meet zero weights */
-    int64_t k = 0;
-    for (; ic - cb - k > 16; k += 32) {
-      const __mmask32 m = ic - cb - k >= 32 ? ~(__mmask32)0 : (__mmask32)((1u << (ic - cb - k)) - 1u);
-      __m256i r0 = _mm256_maskz_loadu_epi8(m, s0 + k), r1 = _mm256_maskz_loadu_epi8(m, s1 + k);
-      __m256i r2 = _mm256_maskz_loadu_epi8(m, s2 + k);
-      __m256i r3 = nr == 4 ? _mm256_maskz_loadu_epi8(m, s3 + k) : _mm256_setzero_si256();
-      __m256i lo01 = _mm256_unpacklo_epi8(r0, r1), hi01 = _mm256_unpackhi_epi8(r0, r1);
-      __m256i lo23 = _mm256_unpacklo_epi8(r2, r3), hi23 = _mm256_unpackhi_epi8(r2, r3);
-      _mm256_store_si256((__m256i *)(dst + k), _mm256_unpacklo_epi16(lo01, lo23));
-      _mm256_store_si256((__m256i *)(dst + k + 8), _mm256_unpackhi_epi16(lo01, lo23));
-      _mm256_store_si256((__m256i *)(dst + k + 16), _mm256_unpacklo_epi16(hi01, hi23));
-      _mm256_store_si256((__m256i *)(dst + k + 24), _mm256_unpackhi_epi16(hi01, hi23));
+    if (pairs && inside && j + 1 < j1 && ix + 1 < iw) {
+      const uint8_t *const s[4] = {s0, s1, s2, s3}; /* the next column: st further on */
+      tail_pair32(s, st, ic, dst, nr);
+      tail_column(s0, s1, s2, s3, ic - cb, 32, dst, nr);
+      tail_column(s0 + st[0], s1 + st[1], s2 + st[2], s3 + st[3], ic - cb, 32, dst + 64, nr);
+      j++;
+      continue;
     }
-    if (cb + k < ic) {
-      const __mmask16 m = (__mmask16)((1u << (ic - cb - k)) - 1u); /* 1..16 channels */
-      __m128i r0 = _mm_maskz_loadu_epi8(m, s0 + k), r1 = _mm_maskz_loadu_epi8(m, s1 + k);
-      __m128i r2 = _mm_maskz_loadu_epi8(m, s2 + k);
-      __m128i r3 = nr == 4 ? _mm_maskz_loadu_epi8(m, s3 + k) : _mm_setzero_si128();
-      __m128i lo01 = _mm_unpacklo_epi8(r0, r1), hi01 = _mm_unpackhi_epi8(r0, r1);
-      __m128i lo23 = _mm_unpacklo_epi8(r2, r3), hi23 = _mm_unpackhi_epi8(r2, r3);
-      _mm_store_si128((__m128i *)(dst + k), _mm_unpacklo_epi16(lo01, lo23));
-      _mm_store_si128((__m128i *)(dst + k + 4), _mm_unpackhi_epi16(lo01, lo23));
-      _mm_store_si128((__m128i *)(dst + k + 8), _mm_unpacklo_epi16(hi01, hi23));
-      _mm_store_si128((__m128i *)(dst + k + 12), _mm_unpackhi_epi16(hi01, hi23));
-    }
+    tail_column(s0, s1, s2, s3, ic - cb, 0, dst, nr);
   }
 }
 
@@ -391,7 +438,7 @@ void fb_dw3_rows_avx512vnni(const FbConv *c, const FbDwPacked *p, const uint8_t 
                             int64_t oy1, int64_t c0, int64_t c1, uint8_t *y, void *ws) {
   int32_t *v = ws;
   uint8_t *zxl = (uint8_t *)ws + fb_dw_row_bytes(c, p);
-  memset(zxl, p->zx, (size_t)c->ic);
+  memset(zxl, p->zx, (size_t)(c->ic + 63) / 64 * 64); /* whole vectors of it: load_pair32 */
   const int64_t ih = c->ih, iw = c->iw, ic = c->ic;
   const uint8_t *img = x + b * ih * iw * ic;
   const int pairs = c->sh == 1 && c->dh == 1;

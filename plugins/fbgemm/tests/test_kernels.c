@@ -46,6 +46,9 @@ static int dw3_byte_hi_cases, dw3_float_hi_cases, dw3_stream_cases;
  * and those whose biases are close to the bound FB_DW3_INT_BIAS_MAX (the magic number's
  * exact range) */
 static int dw3_int_bias_cases, dw3_int_bias_stream_cases, dw3_big_bias_cases;
+/* 3x3 whose tail block starts with a piece of 32 channels over rows of 2 columns or more
+ * (built two columns at a time), and of them those with exactly 32 channels */
+static int dw3_pair32_cases, dw3_ic32_cases;
 
 /* One random case; returns 0 when every path agrees with the twin. */
 static int run_case(int idx, const FbIsa *isas, size_t n_isas) {
@@ -191,6 +194,8 @@ static int run_dw_case(int idx, const FbIsa *isas, size_t n_isas) {
   c.ic = c.oc = rnd() % 2 ? rnd_in(1, 20) : rnd_in(21, 70);
   if (rnd() % 5 == 0) /* and past 64, where the AVX-512 3x3 kernel takes 64 channels at a time */
     c.ic = c.oc = rnd_in(64, 200);
+  else if (rnd() % 8 == 0) /* 32: pairs of pixels are one 64-byte load (dw-avx512vnni-3x3.c, load_pair32) */
+    c.ic = c.oc = 32;
   c.kh = rnd() % 2 ? 3 : rnd_in(1, 5);
   c.kw = rnd() % 2 ? c.kh : rnd_in(1, 5);
   c.sh = rnd_in(1, 3), c.sw = rnd() % 2 ? c.sh : rnd_in(1, 3);
@@ -209,6 +214,8 @@ static int run_dw_case(int idx, const FbIsa *isas, size_t n_isas) {
     dw3_block_cases += c.ic > 64 && c.ic % 64 != 0;
     dw3_chunk_cases += c.ow * c.sw > 64;
     dw3_stride2_cases += c.sh == 2 && c.dh == 1 && c.oh > 1;
+    dw3_pair32_cases += c.ic % 64 >= 32 && c.iw > 1;
+    dw3_ic32_cases += c.ic == 32 && c.iw > 1;
   }
   if (c.sh == 1 && c.sw == 1 && c.dh == 1 && c.dw == 1 && c.ic % 64 == 0 && c.kh * c.kw > 1)
     gathered_cases++;
@@ -397,7 +404,12 @@ int main(int argc, char **argv) {
   printf("%d of the depthwise cases are 3x3 with full blocks of 64 channels and a tail, %d 3x3 with rows of more "
          "than one chunk of 64 input columns, %d 3x3 at stride 2 over several rows\n",
          dw3_block_cases, dw3_chunk_cases, dw3_stride2_cases);
-  if ((dw3_block_cases == 0 || dw3_chunk_cases == 0 || dw3_stride2_cases == 0) && cases >= 100) {
+  printf("%d of the depthwise cases are 3x3 with a tail piece of 32 built two columns at a time, %d of them with 32 "
+         "channels\n",
+         dw3_pair32_cases, dw3_ic32_cases);
+  if ((dw3_block_cases == 0 || dw3_chunk_cases == 0 || dw3_stride2_cases == 0 || dw3_pair32_cases == 0 ||
+       dw3_ic32_cases == 0) &&
+      cases >= 100) {
     fprintf(stderr, "no depthwise case reached the 3x3 path's blocks and tail or its chunks\n");
     return 1;
   }
