@@ -176,9 +176,14 @@ typedef struct {
   int64_t cgs, cg; /* the 3x3 path: channel groups per band and channels per group */
 } DwJob;
 
+/* Tasks run band-major within a channel group: the tasks that run at the same time write
+ * different output rows, where group-major order had two workers write the same pixels'
+ * channels, which share cache lines when a group boundary is not a multiple of 64 bytes
+ * of a pixel (144 channels: 56x56x144 ran no faster on two workers than on one, dw5). */
 static void dw3_task(void *user, size_t i, uint32_t worker) {
   const DwJob *j = user;
-  int64_t g = (int64_t)i % j->cgs, r = (int64_t)i / j->cgs, b = r / j->bands, oy0 = r % j->bands * j->band;
+  int64_t rows = j->c->n * j->bands;
+  int64_t g = (int64_t)i / rows, r = (int64_t)i % rows, b = r / j->bands, oy0 = r % j->bands * j->band;
   int64_t oy1 = oy0 + j->band < j->c->oh ? oy0 + j->band : j->c->oh;
   int64_t c0 = g * j->cg, c1 = c0 + j->cg < j->c->ic ? c0 + j->cg : j->c->ic;
   fb_dw3_rows_avx512vnni(j->c, j->p, j->x, b, oy0, oy1, c0, c1, j->y, j->ws + worker * j->slice);
@@ -219,8 +224,9 @@ void fb_dw_run(FbIsa isa, const FbConv *c, const FbDwPacked *p, const uint8_t *x
     /* 3x3: with stride 1 and dilation 1 one row buffer serves a pair of output rows; with
      * several workers the blocks of 64 channels are split too, so that the few rows of
      * 14x14 and 7x7 maps still give every worker about 4 tasks of equal size */
-    {   /* bands of rows (of pairs at stride 1), each sharing input rows down a chunk of columns */
-      int64_t want_bands = workers > 1 ? ((int64_t)workers * 4 + c->n - 1) / c->n : 1;
+    {   /* bands of rows (of pairs at stride 1), each sharing input rows down a chunk of columns;
+         * about 8 per worker, so that dynamic hand-out evens out (4 left 56x56 maps 4:3) */
+      int64_t want_bands = workers > 1 ? ((int64_t)workers * 8 + c->n - 1) / c->n : 1;
       j.band = (c->oh + want_bands - 1) / want_bands;
       j.band = c->sh == 1 && c->dh == 1 ? (j.band + 1) / 2 * 2 : j.band;
     }
