@@ -179,7 +179,7 @@ typedef struct {
 /* Tasks run band-major within a channel group: the tasks that run at the same time write
  * different output rows, where group-major order had two workers write the same pixels'
  * channels, which share cache lines when a group boundary is not a multiple of 64 bytes
- * of a pixel (144 channels: 56x56x144 ran no faster on two workers than on one, dw5). */
+ * of a pixel (144 channels: 56x56x144 gained only 1.1-1.2x from a second worker, dw5). */
 static void dw3_task(void *user, size_t i, uint32_t worker) {
   const DwJob *j = user;
   int64_t rows = j->c->n * j->bands;
@@ -225,7 +225,8 @@ void fb_dw_run(FbIsa isa, const FbConv *c, const FbDwPacked *p, const uint8_t *x
      * several workers the blocks of 64 channels are split too, so that the few rows of
      * 14x14 and 7x7 maps still give every worker about 4 tasks of equal size */
     {   /* bands of rows (of pairs at stride 1), each sharing input rows down a chunk of columns;
-         * about 8 per worker, so that dynamic hand-out evens out (4 left 56x56 maps 4:3) */
+         * about 8 per worker, so that dynamic hand-out evens out (with 4, a 56x56 map's 7
+         * bands split 4:3 over two workers) */
       int64_t want_bands = workers > 1 ? ((int64_t)workers * 8 + c->n - 1) / c->n : 1;
       j.band = (c->oh + want_bands - 1) / want_bands;
       j.band = c->sh == 1 && c->dh == 1 ? (j.band + 1) / 2 * 2 : j.band;
