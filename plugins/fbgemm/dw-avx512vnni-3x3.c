@@ -17,6 +17,10 @@
  * output rule as in gemm-avx512-store.h, so the bytes are the scalar twin's (fb_dw_ref).
  * Where no value can reach 2^31 (p->byte_hi) the upper clamp is a byte minimum after the
  * packs; at stride 2 over single rows the full blocks build their columns in registers.
+ * Where every bias is a small integer (p->int_bias3, the int32 biases of QDQ models) the
+ * accumulators start at bias - zx * sum(w) plus a magic number that makes their bits the
+ * float of the sum (kernels.h, FB_DW3_MAGIC), which drops the int32 conversion and the bias
+ * add from the epilogue of the full blocks and pieces of 32.
  * Built with AVX-512 F/BW/VL/VNNI flags of its own (CMakeLists.txt); called by dw.c on the
  * avx512vnni (and AMX) path only. */
 #include <immintrin.h>
@@ -37,6 +41,133 @@ static inline __attribute__((always_inline)) __m512i dpbusd(__m512i acc, __m512i
  * measured slower (the weights reloaded and 2 columns built twice per chunk). */
 #define FB_DW3_CHUNK_COLS 64
 
+/* The tail block's pieces from offset k0 on (fb_dw3_tail_channel) of one buffer column
+ * dst from its rows' bytes s0..s3 at channel cb: pieces of 32 through 256-bit unpacks
+ * while more than 16 channels remain, then up to 16 through 128-bit ones, which keep
+ * channel order; channels past ic read 0 and meet zero weights. */
+static inline __attribute__((always_inline)) void tail_column(const uint8_t *s0, const uint8_t *s1,
+                                                              const uint8_t *s2, const uint8_t *s3, int64_t rem,
+                                                              int64_t k0, int32_t *dst, const int nr) {
+  int64_t k = k0;
+  for (; rem - k > 16; k += 32) {
+    const __mmask32 m = rem - k >= 32 ? ~(__mmask32)0 : (__mmask32)((1u << (rem - k)) - 1u);
+    __m256i r0 = _mm256_maskz_loadu_epi8(m, s0 + k), r1 = _mm256_maskz_loadu_epi8(m, s1 + k);
+    __m256i r2 = _mm256_maskz_loadu_epi8(m, s2 + k);
+    __m256i r3 = nr == 4 ? _mm256_maskz_loadu_epi8(m, s3 + k) : _mm256_setzero_si256();
+    __m256i lo01 = _mm256_unpacklo_epi8(r0, r1), hi01 = _mm256_unpackhi_epi8(r0, r1);
+    __m256i lo23 = _mm256_unpacklo_epi8(r2, r3), hi23 = _mm256_unpackhi_epi8(r2, r3);
+    _mm256_store_si256((__m256i *)(dst + k), _mm256_unpacklo_epi16(lo01, lo23));
+    _mm256_store_si256((__m256i *)(dst + k + 8), _mm256_unpackhi_epi16(lo01, lo23));
+    _mm256_store_si256((__m256i *)(dst + k + 16), _mm256_unpacklo_epi16(hi01, hi23));
+    _mm256_store_si256((__m256i *)(dst + k + 24), _mm256_unpackhi_epi16(hi01, hi23));
+  }
+  if (k < rem) {
+    const __mmask16 m = (__mmask16)((1u << (rem - k)) - 1u); /* 1..16 channels */
+    __m128i r0 = _mm_maskz_loadu_epi8(m, s0 + k), r1 = _mm_maskz_loadu_epi8(m, s1 + k);
+    __m128i r2 = _mm_maskz_loadu_epi8(m, s2 + k);
+    __m128i r3 = nr == 4 ? _mm_maskz_loadu_epi8(m, s3 + k) : _mm_setzero_si128();
+    __m128i lo01 = _mm_unpacklo_epi8(r0, r1), hi01 = _mm_unpackhi_epi8(r0, r1);
+    __m128i lo23 = _mm_unpacklo_epi8(r2, r3), hi23 = _mm_unpackhi_epi8(r2, r3);
+    _mm_store_si128((__m128i *)(dst + k), _mm_unpacklo_epi16(lo01, lo23));
+    _mm_store_si128((__m128i *)(dst + k + 4), _mm_unpackhi_epi16(lo01, lo23));
+    _mm_store_si128((__m128i *)(dst + k + 8), _mm_unpacklo_epi16(hi01, hi23));
+    _mm_store_si128((__m128i *)(dst + k + 12), _mm_unpackhi_epi16(hi01, hi23));
+  }
+}
+
+/* 32 channels of one row at two adjacent columns (bytes s and s + st, st = 0 for the zx
+ * line) in one vector: one load where they are contiguous (ic 32, or the zx line). */
+static inline __attribute__((always_inline)) __m512i load_pair32(const uint8_t *s, int64_t st, int64_t ic) {
+  if (ic == 32 || st == 0)
+    return _mm512_loadu_si512((const void *)s);
+  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)s)),
+                            _mm256_loadu_si256((const __m256i *)(s + st)), 1);
+}
+
+/* The first piece of 32 channels of the tail block at two adjacent columns at once
+ * (dst and dst + 64), through 512-bit unpacks: per 128-bit lane they do what tail_column's
+ * 256-bit ones do, so the lower half of each result is the first column's vector and
+ * the upper half the second's; half the shuffles of two tail_column calls (mobilenet's
+ * 112x112x32 layer and the 32-channel tail of its 112x112x96 one). */
+static inline __attribute__((always_inline)) void tail_pair32(const uint8_t *const s[4], const int64_t st[4],
+                                                              int64_t ic, int32_t *dst, const int nr) {
+  __m512i r0 = load_pair32(s[0], st[0], ic), r1 = load_pair32(s[1], st[1], ic);
+  __m512i r2 = load_pair32(s[2], st[2], ic);
+  __m512i r3 = nr == 4 ? load_pair32(s[3], st[3], ic) : _mm512_setzero_si512();
+  __m512i lo01 = _mm512_unpacklo_epi8(r0, r1), hi01 = _mm512_unpackhi_epi8(r0, r1);
+  __m512i lo23 = _mm512_unpacklo_epi8(r2, r3), hi23 = _mm512_unpackhi_epi8(r2, r3);
+  __m512i q[4] = {_mm512_unpacklo_epi16(lo01, lo23), _mm512_unpackhi_epi16(lo01, lo23),
+                  _mm512_unpacklo_epi16(hi01, hi23), _mm512_unpackhi_epi16(hi01, hi23)};
+  _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
+    _mm256_store_si256((__m256i *)(dst + 8 * k), _mm512_castsi512_si256(q[k]));
+    _mm256_store_si256((__m256i *)(dst + 64 + 8 * k), _mm512_extracti64x4_epi64(q[k], 1));
+  }
+}
+
+/* One buffer column dst of a full block of 64 channels from its rows' bytes s0..s3. */
+static inline __attribute__((always_inline)) void full_column(const uint8_t *s0, const uint8_t *s1,
+                                                              const uint8_t *s2, const uint8_t *s3, int32_t *dst,
+                                                              const int nr) {
+  __m512i r0 = _mm512_loadu_si512((const void *)s0), r1 = _mm512_loadu_si512((const void *)s1);
+  __m512i r2 = _mm512_loadu_si512((const void *)s2);
+  __m512i r3 = nr == 4 ? _mm512_loadu_si512((const void *)s3) : _mm512_setzero_si512();
+  __m512i lo01 = _mm512_unpacklo_epi8(r0, r1), hi01 = _mm512_unpackhi_epi8(r0, r1);
+  __m512i lo23 = _mm512_unpacklo_epi8(r2, r3), hi23 = _mm512_unpackhi_epi8(r2, r3);
+  _mm512_store_si512((void *)dst, _mm512_unpacklo_epi16(lo01, lo23));
+  _mm512_store_si512((void *)(dst + 16), _mm512_unpackhi_epi16(lo01, lo23));
+  _mm512_store_si512((void *)(dst + 32), _mm512_unpacklo_epi16(hi01, hi23));
+  _mm512_store_si512((void *)(dst + 48), _mm512_unpackhi_epi16(hi01, hi23));
+}
+
+/* build_block for a full block (full 1) or the tail block (0): the padding columns from
+ * the zx line, the columns inside the image by stepping 4 row pointers (a padding row's
+ * stays on the zx line), free of per-column bounds and address arithmetic, which perf
+ * put at about a third of 112x112x32's time (dw5). */
+static inline __attribute__((always_inline)) void build_cols(const FbConv *c, const uint8_t *const row[4],
+                                                             int64_t cb, int64_t j0, int64_t j1, int32_t *v,
+                                                             const uint8_t *zxl, const int nr, const int full) {
+  const int64_t ic = c->ic, pl = c->pl, rem = ic - cb;
+  const uint8_t *z = zxl + cb;
+  /* the tail's first piece of 32 two columns at a time while both are inside */
+  const int pairs = !full && rem >= 32;
+  const int64_t st[4] = {row[0] ? ic : 0, row[1] ? ic : 0, row[2] ? ic : 0, row[3] ? ic : 0};
+  int64_t ja = pl > j0 ? pl : j0, jb = pl + c->iw < j1 ? pl + c->iw : j1;
+  ja = ja < j1 ? ja : j1, jb = jb > ja ? jb : ja;
+  int64_t j = j0;
+  for (; j < ja; j++) { /* left of the image */
+    if (full)
+      full_column(z, z, z, z, v + (j - j0) * 64, nr);
+    else
+      tail_column(z, z, z, z, rem, 0, v + (j - j0) * 64, nr);
+  }
+  const uint8_t *s[4];
+  for (int t = 0; t < 4; t++)
+    s[t] = (row[t] ? row[t] + (ja - pl) * ic : zxl) + cb;
+  for (; j < jb; j++) {
+    int32_t *dst = v + (j - j0) * 64;
+    if (full) {
+      full_column(s[0], s[1], s[2], s[3], dst, nr);
+    } else if (pairs && j + 1 < jb) {
+      tail_pair32(s, st, ic, dst, nr);
+      tail_column(s[0], s[1], s[2], s[3], rem, 32, dst, nr);
+      tail_column(s[0] + st[0], s[1] + st[1], s[2] + st[2], s[3] + st[3], rem, 32, dst + 64, nr);
+      j++;
+      for (int t = 0; t < 4; t++)
+        s[t] += st[t];
+    } else {
+      tail_column(s[0], s[1], s[2], s[3], rem, 0, dst, nr);
+    }
+    for (int t = 0; t < 4; t++)
+      s[t] += st[t];
+  }
+  for (; j < j1; j++) { /* right of the image */
+    if (full)
+      full_column(z, z, z, z, v + (j - j0) * 64, nr);
+    else
+      tail_column(z, z, z, z, rem, 0, v + (j - j0) * 64, nr);
+  }
+}
+
 /* The row buffer of one block of channels [cb, cb + 64) (fewer in the tail block): v[j * 64 +
  * position], input column j - pl, dword byte t from row[t] (the zx line for a padding
  * row or column; byte 3 is 0 when nr is 3, for a single output row), input columns
@@ -44,76 +175,53 @@ static inline __attribute__((always_inline)) __m512i dpbusd(__m512i acc, __m512i
 static inline __attribute__((always_inline)) void build_block(const FbConv *c, const uint8_t *const row[4], int64_t cb,
                                                               int64_t j0, int64_t j1, int32_t *v, const uint8_t *zxl,
                                                               const int nr) {
-  const int64_t iw = c->iw, ic = c->ic, pl = c->pl;
-  const int full = cb + 64 <= ic;
-  for (int64_t j = j0; j < j1; j++) {
-    int64_t ix = j - pl;
-    int inside = ix >= 0 && ix < iw;
-    const uint8_t *s0 = (inside && row[0] ? row[0] + ix * ic : zxl) + cb;
-    const uint8_t *s1 = (inside && row[1] ? row[1] + ix * ic : zxl) + cb;
-    const uint8_t *s2 = (inside && row[2] ? row[2] + ix * ic : zxl) + cb;
-    const uint8_t *s3 = (inside && row[3] ? row[3] + ix * ic : zxl) + cb;
-    int32_t *dst = v + (j - j0) * 64;
-    if (full) {
-      __m512i r0 = _mm512_loadu_si512((const void *)s0), r1 = _mm512_loadu_si512((const void *)s1);
-      __m512i r2 = _mm512_loadu_si512((const void *)s2);
-      __m512i r3 = nr == 4 ? _mm512_loadu_si512((const void *)s3) : _mm512_setzero_si512();
-      __m512i lo01 = _mm512_unpacklo_epi8(r0, r1), hi01 = _mm512_unpackhi_epi8(r0, r1);
-      __m512i lo23 = _mm512_unpacklo_epi8(r2, r3), hi23 = _mm512_unpackhi_epi8(r2, r3);
-      _mm512_store_si512((void *)dst, _mm512_unpacklo_epi16(lo01, lo23));
-      _mm512_store_si512((void *)(dst + 16), _mm512_unpackhi_epi16(lo01, lo23));
-      _mm512_store_si512((void *)(dst + 32), _mm512_unpacklo_epi16(hi01, hi23));
-      _mm512_store_si512((void *)(dst + 48), _mm512_unpackhi_epi16(hi01, hi23));
-      continue;
-    }
-    /* the tail (fb_dw3_tail_channel): pieces of 32 through 256-bit unpacks while more than
-     * 16 channels remain, then up to 16 through 128-bit ones, which keep channel order;
-     * channels past ic read 0 and meet zero weights */
-    int64_t k = 0;
-    for (; ic - cb - k > 16; k += 32) {
-      const __mmask32 m = ic - cb - k >= 32 ? ~(__mmask32)0 : (__mmask32)((1u << (ic - cb - k)) - 1u);
-      __m256i r0 = _mm256_maskz_loadu_epi8(m, s0 + k), r1 = _mm256_maskz_loadu_epi8(m, s1 + k);
-      __m256i r2 = _mm256_maskz_loadu_epi8(m, s2 + k);
-      __m256i r3 = nr == 4 ? _mm256_maskz_loadu_epi8(m, s3 + k) : _mm256_setzero_si256();
-      __m256i lo01 = _mm256_unpacklo_epi8(r0, r1), hi01 = _mm256_unpackhi_epi8(r0, r1);
-      __m256i lo23 = _mm256_unpacklo_epi8(r2, r3), hi23 = _mm256_unpackhi_epi8(r2, r3);
-      _mm256_store_si256((__m256i *)(dst + k), _mm256_unpacklo_epi16(lo01, lo23));
-      _mm256_store_si256((__m256i *)(dst + k + 8), _mm256_unpackhi_epi16(lo01, lo23));
-      _mm256_store_si256((__m256i *)(dst + k + 16), _mm256_unpacklo_epi16(hi01, hi23));
-      _mm256_store_si256((__m256i *)(dst + k + 24), _mm256_unpackhi_epi16(hi01, hi23));
-    }
-    if (cb + k < ic) {
-      const __mmask16 m = (__mmask16)((1u << (ic - cb - k)) - 1u); /* 1..16 channels */
-      __m128i r0 = _mm_maskz_loadu_epi8(m, s0 + k), r1 = _mm_maskz_loadu_epi8(m, s1 + k);
-      __m128i r2 = _mm_maskz_loadu_epi8(m, s2 + k);
-      __m128i r3 = nr == 4 ? _mm_maskz_loadu_epi8(m, s3 + k) : _mm_setzero_si128();
-      __m128i lo01 = _mm_unpacklo_epi8(r0, r1), hi01 = _mm_unpackhi_epi8(r0, r1);
-      __m128i lo23 = _mm_unpacklo_epi8(r2, r3), hi23 = _mm_unpackhi_epi8(r2, r3);
-      _mm_store_si128((__m128i *)(dst + k), _mm_unpacklo_epi16(lo01, lo23));
-      _mm_store_si128((__m128i *)(dst + k + 4), _mm_unpackhi_epi16(lo01, lo23));
-      _mm_store_si128((__m128i *)(dst + k + 8), _mm_unpacklo_epi16(hi01, hi23));
-      _mm_store_si128((__m128i *)(dst + k + 12), _mm_unpackhi_epi16(hi01, hi23));
-    }
-  }
+  if (cb + 64 <= c->ic)
+    build_cols(c, row, cb, j0, j1, v, zxl, nr, 1);
+  else
+    build_cols(c, row, cb, j0, j1, v, zxl, nr, 0);
+}
+
+/* The epilogues (ep): FB_DW3_EP_FLOAT the upper clamp in float; FB_DW3_EP_BYTE
+ * (p->byte_hi) the upper clamp as a byte minimum after the packs; FB_DW3_EP_INT
+ * (p->int_bias3, which implies byte_hi) that too, with the accumulators started at
+ * p->nzb3, so that their bits are the float 1.5 * 2^23 + acc + bias (kernels.h,
+ * FB_DW3_MAGIC): one float subtraction gives (float)acc + bias exactly, in place of the
+ * int32 conversion and the bias add. */
+enum { FB_DW3_EP_FLOAT, FB_DW3_EP_BYTE, FB_DW3_EP_INT };
+
+/* The accumulators' start for 16 lane-ordered channels at position pos. */
+static inline __attribute__((always_inline)) __m512i acc_start(const FbDwPacked *p, int64_t pos, const int ep) {
+  if (ep == FB_DW3_EP_INT)
+    return _mm512_load_si512((const void *)(p->nzb3 + pos));
+  return _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_load_si512((const void *)(p->zsum3 + pos)));
+}
+
+/* kernels.h's output rule up to vcvtps2dq for one vector of 16 channels. */
+static inline __attribute__((always_inline)) __m512i requant16(__m512i acc, const float *bias, const float *mult,
+                                                               __m512 hi, const int ep) {
+  __m512 f;
+  if (ep == FB_DW3_EP_INT)
+    f = _mm512_sub_ps(_mm512_castsi512_ps(acc), _mm512_set1_ps(FB_DW3_MAGIC_F));
+  else
+    f = _mm512_add_ps(_mm512_cvtepi32_ps(acc), _mm512_load_ps(bias));
+  f = _mm512_mul_ps(f, _mm512_load_ps(mult));
+  return _mm512_cvtps_epi32(ep == FB_DW3_EP_FLOAT ? _mm512_min_ps(f, hi) : f);
 }
 
 /* kernels.h's output rule for one lane-ordered block of 64 channels, as
  * fb_store64_avx512 (gemm-avx512-store.h) applies it: the upper bound in float,
  * vcvtps2dq rounding half to even, the saturating packs and the byte maximum with lo
  * taking the lower one; the packs' lane interleave puts lane-ordered channels back in
- * channel order. With bh (p->byte_hi: no value reaches 2^31, so the rounding is exact)
- * the upper bound is a byte minimum after the packs instead of 4 float minimums: the
- * rounding and the saturating packs and add are non-decreasing and hi is an integer,
- * so clamping before or after them gives the same bytes. */
+ * channel order. With ep not FB_DW3_EP_FLOAT (p->byte_hi: no value reaches 2^31, so the
+ * rounding is exact) the upper bound is a byte minimum after the packs instead of 4 float
+ * minimums: the rounding and the saturating packs and add are non-decreasing and hi is
+ * an integer, so clamping before or after them gives the same bytes. */
 static inline __attribute__((always_inline)) void store64(const __m512i acc[4], const float *bias,
                                                           const float *mult, __m512 hi, __m512i zo16, __m512i lo8,
-                                                          __m512i hi8, uint8_t *dst, const int bh) {
+                                                          __m512i hi8, uint8_t *dst, const int ep) {
+  const int bh = ep != FB_DW3_EP_FLOAT;
   __m512i q[4];
-  _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) {
-    __m512 f = _mm512_cvtepi32_ps(acc[u]);
-    f = _mm512_mul_ps(_mm512_add_ps(f, _mm512_load_ps(bias + 16 * u)), _mm512_load_ps(mult + 16 * u));
-    q[u] = _mm512_cvtps_epi32(bh ? f : _mm512_min_ps(f, hi));
-  }
+  _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) q[u] = requant16(acc[u], bias + 16 * u, mult + 16 * u, hi, ep);
   __m512i w01 = _mm512_adds_epi16(_mm512_packs_epi32(q[0], q[1]), zo16);
   __m512i w23 = _mm512_adds_epi16(_mm512_packs_epi32(q[2], q[3]), zo16);
   __m512i u8 = _mm512_max_epu8(_mm512_packus_epi16(w01, w23), lo8);
@@ -127,7 +235,7 @@ static inline __attribute__((always_inline)) void store64(const __m512i acc[4], 
 static inline __attribute__((always_inline)) void full_block(const FbConv *c, const FbDwPacked *p, const int32_t *v,
                                                              const int8_t *w3, int64_t cb, int64_t ox0, int64_t ox1,
                                                              uint8_t *orow, const int sw_c, const int dw_c,
-                                                             const int bh) {
+                                                             const int ep) {
   const int64_t oc = c->oc, cq = p->cq, sw = sw_c ? sw_c : c->sw, dw = dw_c ? dw_c : c->dw;
   const __m512 hi = _mm512_set1_ps(p->hi);
   const __m512i zo16 = _mm512_set1_epi16((short)p->zo);
@@ -135,7 +243,7 @@ static inline __attribute__((always_inline)) void full_block(const FbConv *c, co
   const __m512i hi8 = _mm512_set1_epi8((char)p->hi8);
   __m512i wv[4][3], nzs[4];
   _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) {
-    nzs[u] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_load_si512((const void *)(p->zsum3 + cb + 16 * u)));
+    nzs[u] = acc_start(p, cb + 16 * u, ep);
     _Pragma("GCC unroll 3") for (int kx = 0; kx < 3; kx++)
       wv[u][kx] = _mm512_load_si512((const void *)(w3 + (kx * cq + cb + 16 * u) * 4));
   }
@@ -149,23 +257,21 @@ static inline __attribute__((always_inline)) void full_block(const FbConv *c, co
       _Pragma("GCC unroll 3") for (int kx = 0; kx < 3; kx++)
         acc[u] = dpbusd(acc[u], _mm512_load_si512((const void *)(vc + kx * dw * 64 + 16 * u)), wv[u][kx]);
     }
-    store64(acc, bias, mult, hi, zo16, lo8, hi8, out, bh);
+    store64(acc, bias, mult, hi, zo16, lo8, hi8, out, ep);
   }
 }
 
 /* Two vectors of a tail piece of 32 channels (lane order of 256-bit unpacks) of one
- * pixel, requantized up to vcvtps2dq as store64 does (bh: no float upper bound). */
+ * pixel, requantized up to vcvtps2dq as store64 does. */
 static inline __attribute__((always_inline)) void piece32_pixel(const int32_t *vc, int64_t dw, const __m512i wv[2][3],
                                                                 const __m512i nzs[2], const float *bias,
                                                                 const float *mult, __m512 hi, __m512i q[2],
-                                                                const int bh) {
+                                                                const int ep) {
   _Pragma("GCC unroll 2") for (int u = 0; u < 2; u++) {
     __m512i acc = nzs[u];
     _Pragma("GCC unroll 3") for (int kx = 0; kx < 3; kx++)
       acc = dpbusd(acc, _mm512_load_si512((const void *)(vc + kx * dw * 64 + 16 * u)), wv[u][kx]);
-    __m512 f = _mm512_cvtepi32_ps(acc);
-    f = _mm512_mul_ps(_mm512_add_ps(f, _mm512_load_ps(bias + 16 * u)), _mm512_load_ps(mult + 16 * u));
-    q[u] = _mm512_cvtps_epi32(bh ? f : _mm512_min_ps(f, hi));
+    q[u] = requant16(acc, bias + 16 * u, mult + 16 * u, hi, ep);
   }
 }
 
@@ -176,7 +282,8 @@ static inline __attribute__((always_inline)) void piece32_pixel(const int32_t *v
  * B's in 2, 10, 3, 11, 6, 14, 7, 15, which one vpermd puts back. */
 static inline __attribute__((always_inline)) void piece32(const FbConv *c, const FbDwPacked *p, const int32_t *v,
                                                           const int8_t *w3, int64_t ck, int64_t ox0, int64_t ox1,
-                                                          uint8_t *orow, const int sw_c, const int dw_c, const int bh) {
+                                                          uint8_t *orow, const int sw_c, const int dw_c, const int ep) {
+  const int bh = ep != FB_DW3_EP_FLOAT;
   const int64_t oc = c->oc, cq = p->cq, sw = sw_c ? sw_c : c->sw, dw = dw_c ? dw_c : c->dw;
   const __m512 hi = _mm512_set1_ps(p->hi);
   const __m512i zo16 = _mm512_set1_epi16((short)p->zo);
@@ -187,7 +294,7 @@ static inline __attribute__((always_inline)) void piece32(const FbConv *c, const
   const int adjacent = oc == 32; /* B's 32 bytes follow A's */
   __m512i wv[2][3], nzs[2];
   _Pragma("GCC unroll 2") for (int u = 0; u < 2; u++) {
-    nzs[u] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_load_si512((const void *)(p->zsum3 + ck + 16 * u)));
+    nzs[u] = acc_start(p, ck + 16 * u, ep);
     _Pragma("GCC unroll 3") for (int kx = 0; kx < 3; kx++)
       wv[u][kx] = _mm512_load_si512((const void *)(w3 + (kx * cq + ck + 16 * u) * 4));
   }
@@ -195,8 +302,8 @@ static inline __attribute__((always_inline)) void piece32(const FbConv *c, const
   int64_t ox = ox0;
   for (; ox + 2 <= ox1; ox += 2) {
     __m512i qa[2], qb[2];
-    piece32_pixel(v + ox * sw * 64, dw, wv, nzs, bias, mult, hi, qa, bh);
-    piece32_pixel(v + (ox + 1) * sw * 64, dw, wv, nzs, bias, mult, hi, qb, bh);
+    piece32_pixel(v + ox * sw * 64, dw, wv, nzs, bias, mult, hi, qa, ep);
+    piece32_pixel(v + (ox + 1) * sw * 64, dw, wv, nzs, bias, mult, hi, qb, ep);
     __m512i wa = _mm512_adds_epi16(_mm512_packs_epi32(qa[0], qa[1]), zo16);
     __m512i wb = _mm512_adds_epi16(_mm512_packs_epi32(qb[0], qb[1]), zo16);
     __m512i u8 = _mm512_max_epu8(_mm512_packus_epi16(wa, wb), lo8);
@@ -211,7 +318,7 @@ static inline __attribute__((always_inline)) void piece32(const FbConv *c, const
   }
   if (ox < ox1) {
     __m512i qa[2];
-    piece32_pixel(v + ox * sw * 64, dw, wv, nzs, bias, mult, hi, qa, bh);
+    piece32_pixel(v + ox * sw * 64, dw, wv, nzs, bias, mult, hi, qa, ep);
     __m512i wa = _mm512_adds_epi16(_mm512_packs_epi32(qa[0], qa[1]), zo16);
     __m512i u8 = _mm512_max_epu8(_mm512_packus_epi16(wa, wa), lo8);
     u8 = _mm512_permutexvar_epi32(perm, bh ? _mm512_min_epu8(u8, hi8) : u8);
@@ -226,29 +333,35 @@ static void compute_block(const FbConv *c, const FbDwPacked *p, const int32_t *v
   const int64_t oc = c->oc, cq = p->cq, sw = c->sw, dw = c->dw;
   v -= ox0 * sw * 64; /* the buffer starts at output column ox0's first input column */
   if (cb + 64 <= oc) {
-    if (sw == 1 && dw == 1 && p->byte_hi)
-      full_block(c, p, v + ox0 * 64, w3, cb, ox0, ox1, orow, 1, 1, 1);
+    if (sw == 1 && dw == 1 && p->int_bias3)
+      full_block(c, p, v + ox0 * 64, w3, cb, ox0, ox1, orow, 1, 1, FB_DW3_EP_INT);
+    else if (sw == 1 && dw == 1 && p->byte_hi)
+      full_block(c, p, v + ox0 * 64, w3, cb, ox0, ox1, orow, 1, 1, FB_DW3_EP_BYTE);
     else if (sw == 1 && dw == 1)
-      full_block(c, p, v + ox0 * 64, w3, cb, ox0, ox1, orow, 1, 1, 0);
+      full_block(c, p, v + ox0 * 64, w3, cb, ox0, ox1, orow, 1, 1, FB_DW3_EP_FLOAT);
     else if (sw == 2 && dw == 1)
-      full_block(c, p, v + ox0 * 128, w3, cb, ox0, ox1, orow, 2, 1, 0);
+      full_block(c, p, v + ox0 * 128, w3, cb, ox0, ox1, orow, 2, 1, FB_DW3_EP_FLOAT);
     else
-      full_block(c, p, v + ox0 * sw * 64, w3, cb, ox0, ox1, orow, 0, 0, 0);
+      full_block(c, p, v + ox0 * sw * 64, w3, cb, ox0, ox1, orow, 0, 0, FB_DW3_EP_FLOAT);
     return;
   }
   const __m512 hi = _mm512_set1_ps(p->hi);
   int64_t k = 0;
   for (; oc - cb - k > 16; k += 32) {
-    if (sw == 1 && dw == 1 && p->byte_hi)
-      piece32(c, p, v + k, w3, cb + k, ox0, ox1, orow, 1, 1, 1);
+    if (sw == 1 && dw == 1 && p->int_bias3)
+      piece32(c, p, v + k, w3, cb + k, ox0, ox1, orow, 1, 1, FB_DW3_EP_INT);
+    else if (sw == 1 && dw == 1 && p->byte_hi)
+      piece32(c, p, v + k, w3, cb + k, ox0, ox1, orow, 1, 1, FB_DW3_EP_BYTE);
     else if (sw == 1 && dw == 1)
-      piece32(c, p, v + k, w3, cb + k, ox0, ox1, orow, 1, 1, 0);
+      piece32(c, p, v + k, w3, cb + k, ox0, ox1, orow, 1, 1, FB_DW3_EP_FLOAT);
+    else if (sw == 2 && dw == 1 && p->int_bias3)
+      piece32(c, p, v + k, w3, cb + k, ox0, ox1, orow, 2, 1, FB_DW3_EP_INT);
     else if (sw == 2 && dw == 1 && p->byte_hi)
-      piece32(c, p, v + k, w3, cb + k, ox0, ox1, orow, 2, 1, 1);
+      piece32(c, p, v + k, w3, cb + k, ox0, ox1, orow, 2, 1, FB_DW3_EP_BYTE);
     else if (sw == 2 && dw == 1)
-      piece32(c, p, v + k, w3, cb + k, ox0, ox1, orow, 2, 1, 0);
+      piece32(c, p, v + k, w3, cb + k, ox0, ox1, orow, 2, 1, FB_DW3_EP_FLOAT);
     else
-      piece32(c, p, v + k, w3, cb + k, ox0, ox1, orow, 0, 0, 0);
+      piece32(c, p, v + k, w3, cb + k, ox0, ox1, orow, 0, 0, FB_DW3_EP_FLOAT);
   }
   if (cb + k < oc) { /* up to 16 in channel order, through vpmovdb and a masked store */
     const int64_t ck = cb + k;
@@ -272,15 +385,10 @@ static void compute_block(const FbConv *c, const FbDwPacked *p, const int32_t *v
   }
 }
 
-/* One column of a full block at stride 2 (nr 3) in registers: the 4 lane-ordered vectors
- * that build_block stores for buffer column j. */
-static inline __attribute__((always_inline)) void column3(const FbConv *c, const uint8_t *const row[4], int64_t cb,
-                                                          int64_t j, const uint8_t *zxl, __m512i q[4]) {
-  const int64_t ix = j - c->pl, ic = c->ic;
-  const int inside = ix >= 0 && ix < c->iw;
-  const uint8_t *s0 = (inside && row[0] ? row[0] + ix * ic : zxl) + cb;
-  const uint8_t *s1 = (inside && row[1] ? row[1] + ix * ic : zxl) + cb;
-  const uint8_t *s2 = (inside && row[2] ? row[2] + ix * ic : zxl) + cb;
+/* One column of a full block at stride 2 (nr 3) in registers from its 3 rows' 64 bytes:
+ * the 4 lane-ordered vectors that build_block stores for a buffer column. */
+static inline __attribute__((always_inline)) void interleave3(const uint8_t *s0, const uint8_t *s1,
+                                                              const uint8_t *s2, __m512i q[4]) {
   __m512i r0 = _mm512_loadu_si512((const void *)s0), r1 = _mm512_loadu_si512((const void *)s1);
   __m512i r2 = _mm512_loadu_si512((const void *)s2), z = _mm512_setzero_si512();
   __m512i lo01 = _mm512_unpacklo_epi8(r0, r1), hi01 = _mm512_unpackhi_epi8(r0, r1);
@@ -289,37 +397,73 @@ static inline __attribute__((always_inline)) void column3(const FbConv *c, const
   q[2] = _mm512_unpacklo_epi16(hi01, hi23), q[3] = _mm512_unpackhi_epi16(hi01, hi23);
 }
 
+/* Buffer column j (input column j - pl, the zx line outside the image) of interleave3. */
+static inline __attribute__((always_inline)) void column3(const FbConv *c, const uint8_t *const row[4], int64_t cb,
+                                                          int64_t j, const uint8_t *zxl, __m512i q[4]) {
+  const int64_t ix = j - c->pl, ic = c->ic;
+  const int inside = ix >= 0 && ix < c->iw;
+  interleave3((inside && row[0] ? row[0] + ix * ic : zxl) + cb, (inside && row[1] ? row[1] + ix * ic : zxl) + cb,
+              (inside && row[2] ? row[2] + ix * ic : zxl) + cb, q);
+}
+
+/* One pixel of stream_s2_block from its columns a (kept from the pixel before), b and n;
+ * a becomes n. */
+static inline __attribute__((always_inline)) void s2_pixel(const FbDwPacked *p, int64_t cb, __m512i a[4],
+                                                           const __m512i b[4], const __m512i n[4], __m512 hi,
+                                                           __m512i zo16, __m512i lo8, __m512i hi8, uint8_t *out,
+                                                           const int ep) {
+  const int64_t cq = p->cq;
+  const int8_t *w3 = p->w3[0];
+  __m512i acc[4];
+  _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) {
+    acc[u] = acc_start(p, cb + 16 * u, ep);
+    acc[u] = dpbusd(acc[u], a[u], _mm512_load_si512((const void *)(w3 + (cb + 16 * u) * 4)));
+    acc[u] = dpbusd(acc[u], b[u], _mm512_load_si512((const void *)(w3 + (cq + cb + 16 * u) * 4)));
+    acc[u] = dpbusd(acc[u], n[u], _mm512_load_si512((const void *)(w3 + (2 * cq + cb + 16 * u) * 4)));
+    a[u] = n[u];
+  }
+  store64(acc, p->bias3 + cb, p->mult3 + cb, hi, zo16, lo8, hi8, out, ep);
+}
+
 /* A full block of one output row at stride 2, dilation 1, without the row buffer: each
  * pixel builds its columns 2ox + 1 and 2ox + 2 in registers and keeps 2ox + 2 for the
  * next pixel. The buffered path stored 8 and reloaded 12 vectors per pixel here, and
  * its stride-2 time went to that build (perf, dw3); the vectors and their lane order
- * are the buffer's, so the sums and bytes are full_block's. */
+ * are the buffer's, so the sums and bytes are full_block's. The pixels whose columns
+ * are all inside the image step 3 row pointers (a padding row's stays on the zx line),
+ * free of column3's per-column bounds and address arithmetic, which perf showed next to
+ * the vector work (dw5). */
 static inline __attribute__((always_inline)) void stream_s2_block(const FbConv *c, const FbDwPacked *p,
                                                                   const uint8_t *const row[4], int64_t cb, int64_t ox0,
                                                                   int64_t ox1, uint8_t *orow, const uint8_t *zxl,
-                                                                  const int bh) {
-  const int64_t oc = c->oc, cq = p->cq;
-  const int8_t *w3 = p->w3[0];
+                                                                  const int ep) {
+  const int64_t oc = c->oc, ic = c->ic, pl = c->pl, iw = c->iw;
   const __m512 hi = _mm512_set1_ps(p->hi);
   const __m512i zo16 = _mm512_set1_epi16((short)p->zo);
   const __m512i lo8 = _mm512_set1_epi8((char)(uint8_t)((int32_t)p->lo + p->zo)); /* in [0, 255] */
   const __m512i hi8 = _mm512_set1_epi8((char)p->hi8);
-  const float *bias = p->bias3 + cb, *mult = p->mult3 + cb;
-  __m512i a[4];
+  __m512i a[4], b[4], n[4];
   column3(c, row, cb, 2 * ox0, zxl, a);
-  uint8_t *out = orow + ox0 * oc + cb;
-  for (int64_t ox = ox0; ox < ox1; ox++, out += oc) {
-    __m512i b[4], n[4], acc[4];
+  int64_t ox = ox0;
+  /* pixels before the first whose columns 2ox + 1 and 2ox + 2 are inside (2ox + 1 >= pl) */
+  for (; ox < ox1 && 2 * ox + 1 < pl; ox++) {
     column3(c, row, cb, 2 * ox + 1, zxl, b);
     column3(c, row, cb, 2 * ox + 2, zxl, n);
-    _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) {
-      acc[u] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_load_si512((const void *)(p->zsum3 + cb + 16 * u)));
-      acc[u] = dpbusd(acc[u], a[u], _mm512_load_si512((const void *)(w3 + (cb + 16 * u) * 4)));
-      acc[u] = dpbusd(acc[u], b[u], _mm512_load_si512((const void *)(w3 + (cq + cb + 16 * u) * 4)));
-      acc[u] = dpbusd(acc[u], n[u], _mm512_load_si512((const void *)(w3 + (2 * cq + cb + 16 * u) * 4)));
-      a[u] = n[u];
-    }
-    store64(acc, bias, mult, hi, zo16, lo8, hi8, out, bh);
+    s2_pixel(p, cb, a, b, n, hi, zo16, lo8, hi8, orow + ox * oc + cb, ep);
+  }
+  const int64_t st0 = row[0] ? ic : 0, st1 = row[1] ? ic : 0, st2 = row[2] ? ic : 0;
+  const int64_t ix = 2 * ox + 1 - pl; /* >= 0 */
+  const uint8_t *s0 = (row[0] ? row[0] + ix * ic : zxl) + cb, *s1 = (row[1] ? row[1] + ix * ic : zxl) + cb;
+  const uint8_t *s2 = (row[2] ? row[2] + ix * ic : zxl) + cb;
+  for (; ox < ox1 && 2 * ox + 2 - pl < iw; ox++, s0 += 2 * st0, s1 += 2 * st1, s2 += 2 * st2) {
+    interleave3(s0, s1, s2, b);
+    interleave3(s0 + st0, s1 + st1, s2 + st2, n);
+    s2_pixel(p, cb, a, b, n, hi, zo16, lo8, hi8, orow + ox * oc + cb, ep);
+  }
+  for (; ox < ox1; ox++) { /* columns past the image's right edge */
+    column3(c, row, cb, 2 * ox + 1, zxl, b);
+    column3(c, row, cb, 2 * ox + 2, zxl, n);
+    s2_pixel(p, cb, a, b, n, hi, zo16, lo8, hi8, orow + ox * oc + cb, ep);
   }
 }
 
@@ -327,7 +471,7 @@ void fb_dw3_rows_avx512vnni(const FbConv *c, const FbDwPacked *p, const uint8_t 
                             int64_t oy1, int64_t c0, int64_t c1, uint8_t *y, void *ws) {
   int32_t *v = ws;
   uint8_t *zxl = (uint8_t *)ws + fb_dw_row_bytes(c, p);
-  memset(zxl, p->zx, (size_t)c->ic);
+  memset(zxl, p->zx, (size_t)(c->ic + 63) / 64 * 64); /* whole vectors of it: load_pair32 */
   const int64_t ih = c->ih, iw = c->iw, ic = c->ic;
   const uint8_t *img = x + b * ih * iw * ic;
   const int pairs = c->sh == 1 && c->dh == 1;
@@ -348,10 +492,12 @@ void fb_dw3_rows_avx512vnni(const FbConv *c, const FbDwPacked *p, const uint8_t 
       const int second = pairs && oy + 1 < oy1;
       for (int64_t cb = c0; cb < c1; cb += 64) {
         if (!pairs && c->sw == 2 && c->dw == 1 && cb + 64 <= c->oc) {
-          if (p->byte_hi)
-            stream_s2_block(c, p, row, cb, ox0, ox1, yb + oy * row_bytes, zxl, 1);
+          if (p->int_bias3)
+            stream_s2_block(c, p, row, cb, ox0, ox1, yb + oy * row_bytes, zxl, FB_DW3_EP_INT);
+          else if (p->byte_hi)
+            stream_s2_block(c, p, row, cb, ox0, ox1, yb + oy * row_bytes, zxl, FB_DW3_EP_BYTE);
           else
-            stream_s2_block(c, p, row, cb, ox0, ox1, yb + oy * row_bytes, zxl, 0);
+            stream_s2_block(c, p, row, cb, ox0, ox1, yb + oy * row_bytes, zxl, FB_DW3_EP_FLOAT);
           continue;
         }
         if (second) /* the fourth row only where the lower output row reads it */

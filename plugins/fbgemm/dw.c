@@ -42,6 +42,26 @@ static int pack_3x3(FbDwPacked *p, const int8_t *w, const FbRequant *rq) {
   return 0;
 }
 
+/* kernels.h's int_bias3 and nzb3 (lane order as pack_3x3's zsum3) when every bias
+ * qualifies; nzb3 stays NULL otherwise. */
+static int pack_int_bias3(FbDwPacked *p, const FbRequant *rq) {
+  const int64_t cq = p->cq, ch = p->c, full = ch / 64 * 64;
+  for (int64_t c = 0; c < ch; c++) {
+    float b = rq->bias[c];
+    if (!(b == rintf(b) && fabs((double)b) + 9.0 * 255.0 * 128.0 < FB_DW3_INT_BIAS_MAX))
+      return 0;
+  }
+  p->nzb3 = aligned_alloc(64, (size_t)cq * sizeof *p->nzb3);
+  if (!p->nzb3)
+    return -1;
+  for (int64_t pos = 0; pos < cq; pos++) {
+    int64_t c = pos < full ? pos / 64 * 64 + fb_dw_lane_channel(pos % 64) : full + fb_dw3_tail_channel(pos - full, ch - full);
+    p->nzb3[pos] = FB_DW3_MAGIC + (c < ch ? (int32_t)rq->bias[c] - p->zsum[c] : 0);
+  }
+  p->int_bias3 = 1;
+  return 0;
+}
+
 int fb_dw_pack(FbDwPacked *p, const int8_t *w, int64_t ch, int64_t kh, int64_t kw, const FbRequant *rq) {
   memset(p, 0, sizeof *p);
   int64_t cp = (ch + FB_DW_NR - 1) / FB_DW_NR * FB_DW_NR, taps = kh * kw, groups = (kh + 3) / 4;
@@ -90,6 +110,10 @@ int fb_dw_pack(FbDwPacked *p, const int8_t *w, int64_t ch, int64_t kh, int64_t k
   p->byte_hi = kh == 3 && kw == 3;
   for (int64_t c = 0; c < ch && p->byte_hi; c++)
     p->byte_hi = (9.0 * 255.0 * 128.0 + fabs((double)rq->bias[c])) * fabs((double)rq->mult[c]) < 2e9;
+  if (p->byte_hi && pack_int_bias3(p, rq) != 0) {
+    fb_dw_pack_free(p);
+    return -1;
+  }
   p->zx = rq->zx, p->zo = rq->zo;
   return 0;
 }
@@ -98,9 +122,10 @@ void fb_dw_pack_free(FbDwPacked *p) {
   if (!p)
     return;
   free(p->w), free(p->w4), free(p->zsum), free(p->bias), free(p->mult);
-  free(p->w3[0]), free(p->w3[1]), free(p->zsum3), free(p->bias3), free(p->mult3);
+  free(p->w3[0]), free(p->w3[1]), free(p->zsum3), free(p->bias3), free(p->mult3), free(p->nzb3);
   p->w = NULL, p->w4 = NULL, p->zsum = NULL, p->bias = p->mult = NULL;
-  p->w3[0] = p->w3[1] = NULL, p->zsum3 = NULL, p->bias3 = p->mult3 = NULL;
+  p->w3[0] = p->w3[1] = NULL, p->zsum3 = NULL, p->bias3 = p->mult3 = NULL, p->nzb3 = NULL;
+  p->int_bias3 = 0;
 }
 
 void fb_dw_pixel_c(const FbConv *c, const FbDwPacked *p, const uint8_t *x, int64_t b, int64_t oy, int64_t ox,
@@ -151,9 +176,14 @@ typedef struct {
   int64_t cgs, cg; /* the 3x3 path: channel groups per band and channels per group */
 } DwJob;
 
+/* Tasks run band-major within a channel group: the tasks that run at the same time write
+ * different output rows, where group-major order had two workers write the same pixels'
+ * channels, which share cache lines when a group boundary is not a multiple of 64 bytes
+ * of a pixel (144 channels: 56x56x144 gained only 1.1-1.2x from a second worker, dw5). */
 static void dw3_task(void *user, size_t i, uint32_t worker) {
   const DwJob *j = user;
-  int64_t g = (int64_t)i % j->cgs, r = (int64_t)i / j->cgs, b = r / j->bands, oy0 = r % j->bands * j->band;
+  int64_t rows = j->c->n * j->bands;
+  int64_t g = (int64_t)i / rows, r = (int64_t)i % rows, b = r / j->bands, oy0 = r % j->bands * j->band;
   int64_t oy1 = oy0 + j->band < j->c->oh ? oy0 + j->band : j->c->oh;
   int64_t c0 = g * j->cg, c1 = c0 + j->cg < j->c->ic ? c0 + j->cg : j->c->ic;
   fb_dw3_rows_avx512vnni(j->c, j->p, j->x, b, oy0, oy1, c0, c1, j->y, j->ws + worker * j->slice);
@@ -194,8 +224,10 @@ void fb_dw_run(FbIsa isa, const FbConv *c, const FbDwPacked *p, const uint8_t *x
     /* 3x3: with stride 1 and dilation 1 one row buffer serves a pair of output rows; with
      * several workers the blocks of 64 channels are split too, so that the few rows of
      * 14x14 and 7x7 maps still give every worker about 4 tasks of equal size */
-    {   /* bands of rows (of pairs at stride 1), each sharing input rows down a chunk of columns */
-      int64_t want_bands = workers > 1 ? ((int64_t)workers * 4 + c->n - 1) / c->n : 1;
+    {   /* bands of rows (of pairs at stride 1), each sharing input rows down a chunk of columns;
+         * about 8 per worker, so that dynamic hand-out evens out (with 4, a 56x56 map's 7
+         * bands split 4:3 over two workers) */
+      int64_t want_bands = workers > 1 ? ((int64_t)workers * 8 + c->n - 1) / c->n : 1;
       j.band = (c->oh + want_bands - 1) / want_bands;
       j.band = c->sh == 1 && c->dh == 1 ? (j.band + 1) / 2 * 2 : j.band;
     }

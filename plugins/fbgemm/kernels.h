@@ -211,8 +211,17 @@ void fb_dw_ref(const FbConv *c, const uint8_t *x, const int8_t *w, const FbRequa
  *   (fb_dw3_tail_channel): w3[0] the dwords (w[c][0][kx], w[c][1][kx], w[c][2][kx], 0) at
  *   [kx * cq + position], serving the output row whose taps start at the row buffer's
  *   first row, w3[1] the same shifted up one byte (0, w0, w1, w2), serving the row below
- *   it; zsum3, bias3 and mult3 permuted the same way. */
+ *   it; zsum3, bias3 and mult3 permuted the same way; nzb3 (int_bias3 only, else NULL)
+ *   the accumulators' start, FB_DW3_MAGIC + bias - zsum, permuted the same way. */
 #define FB_DW_NR 16
+/* The bits of the float 1.5 * 2^23: for an integer t with |t| < 2^22, the bits
+ * FB_DW3_MAGIC + t are the float 1.5 * 2^23 + t exactly, so subtracting 1.5 * 2^23 in float
+ * gives t as a float without a conversion (the 3x3 path's int_bias3 epilogue). */
+#define FB_DW3_MAGIC 0x4B400000
+#define FB_DW3_MAGIC_F 12582912.0f
+/* |bias| + 9 * 255 * 128 (the largest |acc| of a 3x3 window) must stay below this for
+ * int_bias3: 2^22, the magic number's exact range. */
+#define FB_DW3_INT_BIAS_MAX 4194304.0
 typedef struct {
   int64_t c, cp, cq, taps, kh, kw, groups;
   int32_t *w;
@@ -229,6 +238,14 @@ typedef struct {
    * clamp can follow the rounding as a byte minimum with hi8 (hi8 = zo + hi) */
   int byte_hi;
   uint8_t hi8;
+  /* 3x3 only: 1 when byte_hi holds and every bias is an integer with |bias| + 9 * 255 *
+   * 128 < FB_DW3_INT_BIAS_MAX (int32 QDQ biases in accumulator units are): then acc + bias
+   * is an integer below 2^22, the same float as (float)acc + bias, and the full blocks and
+   * pieces of 32 start their accumulators at nzb3 (bias and magic number folded in) and
+   * requantize with a float subtraction, multiply and rounding per vector, no conversion
+   * from int32 and no bias add */
+  int int_bias3;
+  int32_t *nzb3;
 } FbDwPacked;
 
 /* The channel (within its block of 64) at position pos of a lane-ordered block: the

@@ -41,6 +41,14 @@ static int int_bias_packs;
 /* 3x3 with full blocks: the epilogue's byte upper clamp (p->byte_hi) or the float one (a
  * multiplier large enough that a value may pass 2^31); stride 2 without the row buffer */
 static int dw3_byte_hi_cases, dw3_float_hi_cases, dw3_stream_cases;
+/* 3x3 with full blocks whose biases are integers the accumulators start at (p->int_bias3,
+ * the epilogue without the int32 conversion), of them at stride 2 without the row buffer,
+ * and those whose biases are close to the bound FB_DW3_INT_BIAS_MAX (the magic number's
+ * exact range) */
+static int dw3_int_bias_cases, dw3_int_bias_stream_cases, dw3_big_bias_cases;
+/* 3x3 whose tail block starts with a piece of 32 channels over rows of 2 columns or more
+ * (built two columns at a time), and of them those with exactly 32 channels */
+static int dw3_pair32_cases, dw3_ic32_cases;
 
 /* One random case; returns 0 when every path agrees with the twin. */
 static int run_case(int idx, const FbIsa *isas, size_t n_isas) {
@@ -186,10 +194,14 @@ static int run_dw_case(int idx, const FbIsa *isas, size_t n_isas) {
   c.ic = c.oc = rnd() % 2 ? rnd_in(1, 20) : rnd_in(21, 70);
   if (rnd() % 5 == 0) /* and past 64, where the AVX-512 3x3 kernel takes 64 channels at a time */
     c.ic = c.oc = rnd_in(64, 200);
+  else if (rnd() % 8 == 0) /* 32: pairs of pixels are one 64-byte load (dw-avx512vnni-3x3.c, load_pair32) */
+    c.ic = c.oc = 32;
   c.kh = rnd() % 2 ? 3 : rnd_in(1, 5);
   c.kw = rnd() % 2 ? c.kh : rnd_in(1, 5);
   c.sh = rnd_in(1, 3), c.sw = rnd() % 2 ? c.sh : rnd_in(1, 3);
   c.dh = rnd() % 3 == 0 ? rnd_in(2, 3) : 1, c.dw = rnd() % 3 == 0 ? rnd_in(2, 3) : 1;
+  if (c.kh == 3 && c.kw == 3 && c.ic >= 64 && rnd() % 2 == 0) /* mobilenet's stride-2 layers: the 3x3 path's */
+    c.sh = c.sw = 2, c.dh = c.dw = 1;                              /* streamed full blocks, on every seed */
   c.ih = rnd_in(1, 12), c.iw = rnd() % 6 == 0 ? rnd_in(13, 140) : rnd_in(1, 12); /* wide: past a 3x3 chunk */
   int64_t pb = 0, pr = 0;
   if (rnd() % 4) {
@@ -204,6 +216,8 @@ static int run_dw_case(int idx, const FbIsa *isas, size_t n_isas) {
     dw3_block_cases += c.ic > 64 && c.ic % 64 != 0;
     dw3_chunk_cases += c.ow * c.sw > 64;
     dw3_stride2_cases += c.sh == 2 && c.dh == 1 && c.oh > 1;
+    dw3_pair32_cases += c.ic % 64 >= 32 && c.iw > 1;
+    dw3_ic32_cases += c.ic == 32 && c.iw > 1;
   }
   if (c.sh == 1 && c.sw == 1 && c.dh == 1 && c.dw == 1 && c.ic % 64 == 0 && c.kh * c.kw > 1)
     gathered_cases++;
@@ -223,18 +237,22 @@ static int run_dw_case(int idx, const FbIsa *isas, size_t n_isas) {
   int out_max = rnd() % 2 ? 255 : 127, relu = rnd() % 2;
   rq.zo = (int32_t)rnd_in(0, out_max);
   rq.lo = relu ? rq.zo : 0, rq.hi = out_max;
-  int ties = rnd() % 4 == 0;
+  /* integral: every bias an integer (int32 QDQ biases), as the 3x3 path's int_bias3 needs */
+  int ties = rnd() % 4 == 0, big = !ties && rnd() % 3 == 0, integral = rnd() % 3 == 0;
   float spread = 1.0f / (float)((wide ? 128 : 10) * (x_max / 2 + 1)) / (float)(taps < 4 ? 1 : taps / 4);
   for (int64_t o = 0; o < c.oc; o++) {
     if (ties) {
       mult[o] = rnd() % 2 ? 0.5f : 0.25f;
       bias[o] = (float)rnd_in(-50, 50);
+    } else if (big) { /* integral, within FB_DW3_INT_BIAS_MAX - 9 * 255 * 128 or (rarely) just past it */
+      mult[o] = (float)rnd_in(1, 4000) / 4194304.0f;
+      bias[o] = (float)((rnd() % 2 ? 1 : -1) * rnd_in(3600000, 3900560));
     } else {
       mult[o] = spread * (float)rnd_in(1, 2000) / 100.0f;
-      bias[o] = rnd() % 4 == 0 ? 0.0f : (float)rnd_in(-10000, 10000) / 100.0f;
+      bias[o] = rnd() % 4 == 0 ? 0.0f : (float)rnd_in(-10000, 10000) / (integral ? 1.0f : 100.0f);
     }
   }
-  if (rnd() % 3 == 0) /* values past 2^31 in float (the epilogue's float upper clamp), in the first block */
+  if (!big && rnd() % 3 == 0) /* values past 2^31 in float (the epilogue's float upper clamp), in the first block */
     mult[rnd_in(0, (c.oc < 64 ? c.oc : 64) - 1)] = rnd() % 2 ? 1e6f : 1e4f;
   fb_dw_ref(&c, x, w, &rq, ref);
   FbDwPacked pk;
@@ -243,9 +261,12 @@ static int run_dw_case(int idx, const FbIsa *isas, size_t n_isas) {
     exit(1);
   }
   if (c.kh == 3 && c.kw == 3 && c.ic >= 64) {
-    dw3_byte_hi_cases += pk.byte_hi;
+    dw3_byte_hi_cases += pk.byte_hi && !pk.int_bias3; /* the int_bias3 ones are counted below */
     dw3_float_hi_cases += !pk.byte_hi;
     dw3_stream_cases += c.sw == 2 && c.dw == 1 && !(c.sh == 1 && c.dh == 1);
+    dw3_int_bias_cases += pk.int_bias3;
+    dw3_int_bias_stream_cases += pk.int_bias3 && c.sw == 2 && c.dw == 1 && !(c.sh == 1 && c.dh == 1);
+    dw3_big_bias_cases += pk.int_bias3 && big;
   }
   int bad = 0;
   for (size_t t = 0; t < n_isas && !bad; t++)
@@ -385,7 +406,12 @@ int main(int argc, char **argv) {
   printf("%d of the depthwise cases are 3x3 with full blocks of 64 channels and a tail, %d 3x3 with rows of more "
          "than one chunk of 64 input columns, %d 3x3 at stride 2 over several rows\n",
          dw3_block_cases, dw3_chunk_cases, dw3_stride2_cases);
-  if ((dw3_block_cases == 0 || dw3_chunk_cases == 0 || dw3_stride2_cases == 0) && cases >= 100) {
+  printf("%d of the depthwise cases are 3x3 with a tail piece of 32 built two columns at a time, %d of them with 32 "
+         "channels\n",
+         dw3_pair32_cases, dw3_ic32_cases);
+  if ((dw3_block_cases == 0 || dw3_chunk_cases == 0 || dw3_stride2_cases == 0 || dw3_pair32_cases == 0 ||
+       dw3_ic32_cases == 0) &&
+      cases >= 100) {
     fprintf(stderr, "no depthwise case reached the 3x3 path's blocks and tail or its chunks\n");
     return 1;
   }
@@ -400,11 +426,19 @@ int main(int argc, char **argv) {
     fprintf(stderr, "no pack took the short epilogue\n");
     return 1;
   }
-  printf("%d of the depthwise cases are 3x3 with full blocks and the byte upper clamp, %d with the float one, %d at "
+  printf("%d of the depthwise cases are 3x3 with full blocks and the byte upper clamp (float biases), %d with the "
+         "float one, %d at "
          "stride 2 without the row buffer\n",
          dw3_byte_hi_cases, dw3_float_hi_cases, dw3_stream_cases);
   if ((dw3_byte_hi_cases == 0 || dw3_float_hi_cases == 0 || dw3_stream_cases == 0) && cases >= 100) {
     fprintf(stderr, "no depthwise case reached one of the 3x3 epilogues or the stride-2 path without buffer\n");
+    return 1;
+  }
+  printf("%d of the depthwise cases are 3x3 with full blocks and integral biases in the accumulators, %d of them at "
+         "stride 2 without the row buffer, %d with biases near the bound\n",
+         dw3_int_bias_cases, dw3_int_bias_stream_cases, dw3_big_bias_cases);
+  if ((dw3_int_bias_cases == 0 || dw3_int_bias_stream_cases == 0 || dw3_big_bias_cases == 0) && cases >= 100) {
+    fprintf(stderr, "no depthwise case reached the integral-bias epilogue (or its stride-2 or large-bias cases)\n");
     return 1;
   }
   if (failed)
