@@ -3,19 +3,25 @@
  * (ReduceMean, Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div, Mul scale, Add bias). Run node
  * by node they pass over the activation five and nine times, allocating as many arena
  * slots; here each block of a GELU and each row of a LayerNorm is read once, kept in
- * cache, and written once. The arithmetic is the decomposition's, operation by operation:
- * float Div/Mul/Add/Sqrt in the graph's order, Erf from erf-simd.c as the Erf kernel
- * computes it, the means as reduce.c's ReduceMean computes them (a double sum in memory
- * order, divided in double, rounded to float), the square as math.c's Pow by 2 (one
- * multiplication). So a fused run gives the unfused run's bits (ctest
- * unit/test_fused_host compares the two through the plan), and the unfused nodes are
- * this kernel's slow twin. The LayerNorm sums four rows side by side: the same
- * additions per row, in four independent dependency chains.
+ * cache, and written once. Without AVX-512 the arithmetic is the decomposition's,
+ * operation by operation: float Div/Mul/Add/Sqrt in the graph's order, Erf from
+ * erf-simd.c as the Erf kernel computes it, the means as reduce.c's ReduceMean computes
+ * them (a double sum in memory order, divided in double, rounded to float), the square as
+ * math.c's Pow by 2 (one multiplication), four LayerNorm rows side by side: the unfused
+ * run's bits. With AVX-512 (BERT-base: these were 10 of the 44 ms of the dynamic int8
+ * run, bound by the sums' dependency chains and the double Erf) the results are NOT the
+ * unfused run's bits: LayerNorm's double sums run in 32 lanes (double rounding only: the
+ * float means keep their bits in nearly every case), and GELU multiplies by the rounded
+ * 1/sqrt(2) instead of dividing by sqrt(2) (1 ulp) and takes erf-simd.c's
+ * single-precision Erf (2.3 ulp); the float steps stay the graph's, 16 lanes wide. The
+ * unfused nodes are the slow twin: ctest unit/test_fused_host holds the fused run to
+ * 1e-6 of each row's largest value of theirs (and to their bits with AVX-512 hidden).
  * The Q/DQ chain around a Transpose, Reshape or Slice (the attention heads' split and
  * merge in a QDQ file: a float pass in, a copy, a float pass out) moves the 8-bit data
  * with the same Transpose/Slice kernel and maps each byte through a 256-entry table
  * made by running the chain's own DequantizeLinear and QuantizeLinear kernels on every
  * byte value: both are element-wise, so each element gets the bits it got before. */
+#include <immintrin.h>
 #include <math.h>
 #include <string.h>
 
@@ -35,9 +41,8 @@ typedef struct {
   float *y;
 } GeluJob;
 
-/* GELU's float steps around the Erf, compiled for the baseline and for AVX-512 (as
- * activation.c's loops): ISO C contracts nothing into FMAs, so both give the Div, Mul and
- * Add kernels' bits. */
+/* GELU's float steps around the Erf on CPUs without AVX-512: ISO C contracts nothing into
+ * FMAs, so they give the Div, Mul and Add kernels' bits. */
 #define GELU_LOOPS(sfx, attrs)                                                                   \
   attrs static void gelu_in_##sfx(const QhHostGroup *g, const float *x, float *t, int64_t n) {   \
     const float k = g->k_in;                                                                     \
@@ -60,7 +65,30 @@ typedef struct {
   }
 
 GELU_LOOPS(base, )
-GELU_LOOPS(avx512, __attribute__((target("avx512f"))))
+
+#define AVX512 __attribute__((target("avx512f")))
+
+/* The AVX-512 GELU block: the scaling by 1/sqrt(2) as a multiplication by the rounded
+ * reciprocal (for a Div: within 1 ulp of the quotient), the single-precision Erf, then
+ * gelu_out's Add and Muls in the graph's order, 16 lanes at a time. */
+AVX512 static void gelu_block_avx512(const QhHostGroup *g, const float *x, float *t, float *y, int64_t n) {
+  const __m512 k = _mm512_set1_ps(g->in_divides ? (float)(1.0 / (double)g->k_in) : g->k_in);
+  const __m512 k_add = _mm512_set1_ps(g->k_add), k_half = _mm512_set1_ps(g->k_half);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(t + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), k));
+  const __mmask16 tail = (__mmask16)((1u << (n - i)) - 1);
+  if (i < n)
+    _mm512_mask_storeu_ps(t + i, tail, _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, x + i), k));
+  qh_erf_f32_single(t, t, n);
+  for (i = 0; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : tail;
+    const __m512 v = _mm512_maskz_loadu_ps(m, x + i), e = _mm512_add_ps(_mm512_maskz_loadu_ps(m, t + i), k_add);
+    const __m512 r = g->half_first ? _mm512_mul_ps(_mm512_mul_ps(v, k_half), e)
+                                   : _mm512_mul_ps(_mm512_mul_ps(v, e), k_half);
+    _mm512_mask_storeu_ps(y + i, m, r);
+  }
+}
 
 static void gelu_task(void *arg, int64_t begin, int64_t end) {
   const GeluJob *j = arg;
@@ -70,15 +98,13 @@ static void gelu_task(void *arg, int64_t begin, int64_t end) {
     const int64_t n = MIN(GELU_BLOCK, end - b);
     const float *x = j->x + b;
     float *y = j->y + b;
-    if (wide)
-      gelu_in_avx512(j->g, x, t, n);
-    else
-      gelu_in_base(j->g, x, t, n);
+    if (wide) {
+      gelu_block_avx512(j->g, x, t, y, n);
+      continue;
+    }
+    gelu_in_base(j->g, x, t, n);
     qh_erf_f32(t, t, n);
-    if (wide)
-      gelu_out_avx512(j->g, x, t, y, n);
-    else
-      gelu_out_base(j->g, x, t, y, n);
+    gelu_out_base(j->g, x, t, y, n);
   }
 }
 
@@ -123,11 +149,74 @@ static void layernorm_rows(const LayerNormJob *j, int64_t r0, int m) {
   }
 }
 
+/* The sum of x[0..n) in double: 32 lanes in four accumulators, then the lanes in order. */
+AVX512 static double sum_avx512(const float *x, int64_t n) {
+  __m512d acc[4] = {_mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd()};
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32)
+    for (int a = 0; a < 4; a++)
+      acc[a] = _mm512_add_pd(acc[a], _mm512_cvtps_pd(_mm256_loadu_ps(x + i + 8 * a)));
+  for (; i + 8 <= n; i += 8)
+    acc[0] = _mm512_add_pd(acc[0], _mm512_cvtps_pd(_mm256_loadu_ps(x + i)));
+  double s = _mm512_reduce_add_pd(_mm512_add_pd(_mm512_add_pd(acc[0], acc[1]), _mm512_add_pd(acc[2], acc[3])));
+  for (; i < n; i++)
+    s += x[i];
+  return s;
+}
+
+/* The sum of (x - mean)^2 in double, each square as the float Sub and Mul give it. */
+AVX512 static double sum_sq_avx512(const float *x, float mean, int64_t n) {
+  const __m256 m = _mm256_set1_ps(mean);
+  __m512d acc[4] = {_mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd()};
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32)
+    for (int a = 0; a < 4; a++) {
+      const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + i + 8 * a), m);
+      acc[a] = _mm512_add_pd(acc[a], _mm512_cvtps_pd(_mm256_mul_ps(d, d)));
+    }
+  for (; i + 8 <= n; i += 8) {
+    const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + i), m);
+    acc[0] = _mm512_add_pd(acc[0], _mm512_cvtps_pd(_mm256_mul_ps(d, d)));
+  }
+  double s = _mm512_reduce_add_pd(_mm512_add_pd(_mm512_add_pd(acc[0], acc[1]), _mm512_add_pd(acc[2], acc[3])));
+  for (; i < n; i++) {
+    const float d = x[i] - mean;
+    const float sq = d * d;
+    s += sq;
+  }
+  return s;
+}
+
+/* One row: the statistics from the sums above, then layernorm_rows' float steps (Sub,
+ * Div, Mul, Add: the same bits given the same mean and deviation), 16 lanes at a time. */
+AVX512 static void layernorm_row_avx512(const LayerNormJob *j, int64_t r) {
+  const int64_t n = j->n;
+  const float *x = j->x + r * n;
+  float *y = j->y + r * n;
+  const float mean = (float)(sum_avx512(x, n) / (double)n);
+  const float var = (float)(sum_sq_avx512(x, mean, n) / (double)n);
+  const __m512 m = _mm512_set1_ps(mean), s = _mm512_set1_ps(sqrtf(var + j->eps));
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 k = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+    const __m512 q = _mm512_div_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), m), s);
+    const __m512 w = _mm512_mul_ps(q, _mm512_maskz_loadu_ps(k, j->scale + i));
+    _mm512_mask_storeu_ps(y + i, k, _mm512_add_ps(w, _mm512_maskz_loadu_ps(k, j->bias + i)));
+  }
+}
+
 /* [begin, end): blocks of LN_ROWS rows */
 static void layernorm_task(void *arg, int64_t begin, int64_t end) {
   const LayerNormJob *j = arg;
-  for (int64_t b = begin; b < end; b++)
-    layernorm_rows(j, b * LN_ROWS, (int)MIN(LN_ROWS, j->rows - b * LN_ROWS));
+  const gboolean wide = (qh_cpu_features() & QH_CPU_AVX512F) != 0;
+  for (int64_t b = begin; b < end; b++) {
+    const int m = (int)MIN(LN_ROWS, j->rows - b * LN_ROWS);
+    if (!wide) {
+      layernorm_rows(j, b * LN_ROWS, m);
+      continue;
+    }
+    for (int r = 0; r < m; r++)
+      layernorm_row_avx512(j, b * LN_ROWS + r);
+  }
 }
 
 /* Q(move(DQ(x))): the table, then the move on the bytes, then the table applied. */
