@@ -8,7 +8,7 @@
  * erf-simd.c as the Erf kernel computes it, the means as reduce.c's ReduceMean computes
  * them (a double sum in memory order, divided in double, rounded to float), the square as
  * math.c's Pow by 2 (one multiplication), four LayerNorm rows side by side: the unfused
- * run's bits. With AVX-512 (BERT-base: these were 10 of the 44 ms of the dynamic int8
+ * run's bits. With AVX-512 (BERT-base: these were ~13 of the 44 ms of the dynamic int8
  * run, bound by the sums' dependency chains and the double Erf) the results are NOT the
  * unfused run's bits: LayerNorm's double sums run in 32 lanes (double rounding only: the
  * float means keep their bits in nearly every case), and GELU multiplies by the rounded
