@@ -222,6 +222,30 @@ AVX512 static void erf_single_avx512(const float *x, float *y, int64_t n) {
   }
 }
 
+/* GELU in one pass: t = x * k_in, e = erf(t) + k_add, then (x * k_half) * e or
+ * (x * e) * k_half, 16 lanes at a time (tail masked). */
+AVX512 static void gelu_single_avx512(const QhGeluSteps *s, const float *x, float *y, int64_t n) {
+  __m512 poly[ERF_F_TERMS];
+  for (int j = 0; j < ERF_F_TERMS; j++)
+    poly[j] = _mm512_loadu_ps(ERF_F_POLY[j]);
+  const __m512 k_in = _mm512_set1_ps(s->k_in), k_add = _mm512_set1_ps(s->k_add), k_half = _mm512_set1_ps(s->k_half);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+    const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+    const __m512 e = _mm512_add_ps(erf16_single(poly, _mm512_mul_ps(v, k_in)), k_add);
+    const __m512 r = s->half_first ? _mm512_mul_ps(_mm512_mul_ps(v, k_half), e)
+                                   : _mm512_mul_ps(_mm512_mul_ps(v, e), k_half);
+    _mm512_mask_storeu_ps(y + i, m, r);
+  }
+}
+
+gboolean qh_gelu_f32_single(const QhGeluSteps *s, const float *x, float *y, int64_t n) {
+  if (!(qh_cpu_features() & QH_CPU_AVX512F))
+    return FALSE;
+  gelu_single_avx512(s, x, y, n);
+  return TRUE;
+}
+
 gboolean qh_erf_f32_single(const float *x, float *y, int64_t n) {
   if (!(qh_cpu_features() & QH_CPU_AVX512F))
     return FALSE;

@@ -23,4 +23,15 @@ void qh_erf_f32_scalar(const float *x, float *y, int64_t n);
  * takes qh_erf_f32. */
 gboolean qh_erf_f32_single(const float *x, float *y, int64_t n);
 
+/* The fused GELU's float steps around the Erf. */
+typedef struct {
+  float k_in;          /* the Erf's argument is x * k_in */
+  float k_add;         /* added to the Erf (1) */
+  float k_half;        /* the other factor (0.5) */
+  gboolean half_first; /* (x * k_half) * (erf + k_add), else (x * (erf + k_add)) * k_half */
+} QhGeluSteps;
+/* y[i] = GELU(x[i]) for i < n in one pass with qh_erf_f32_single's Erf, the other steps
+ * as s says, in that order. Returns FALSE, writing nothing, without AVX-512F. */
+gboolean qh_gelu_f32_single(const QhGeluSteps *s, const float *x, float *y, int64_t n);
+
 #endif

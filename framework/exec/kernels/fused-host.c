@@ -68,40 +68,18 @@ GELU_LOOPS(base, )
 
 #define AVX512 __attribute__((target("avx512f")))
 
-/* The AVX-512 GELU block: the scaling by 1/sqrt(2) as a multiplication by the rounded
- * reciprocal (for a Div: within 1 ulp of the quotient), the single-precision Erf, then
- * gelu_out's Add and Muls in the graph's order, 16 lanes at a time. */
-AVX512 static void gelu_block_avx512(const QhHostGroup *g, const float *x, float *t, float *y, int64_t n) {
-  const __m512 k = _mm512_set1_ps(g->in_divides ? (float)(1.0 / (double)g->k_in) : g->k_in);
-  const __m512 k_add = _mm512_set1_ps(g->k_add), k_half = _mm512_set1_ps(g->k_half);
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    _mm512_storeu_ps(t + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), k));
-  const __mmask16 tail = (__mmask16)((1u << (n - i)) - 1);
-  if (i < n)
-    _mm512_mask_storeu_ps(t + i, tail, _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, x + i), k));
-  qh_erf_f32_single(t, t, n);
-  for (i = 0; i < n; i += 16) {
-    const __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : tail;
-    const __m512 v = _mm512_maskz_loadu_ps(m, x + i), e = _mm512_add_ps(_mm512_maskz_loadu_ps(m, t + i), k_add);
-    const __m512 r = g->half_first ? _mm512_mul_ps(_mm512_mul_ps(v, k_half), e)
-                                   : _mm512_mul_ps(_mm512_mul_ps(v, e), k_half);
-    _mm512_mask_storeu_ps(y + i, m, r);
-  }
-}
-
 static void gelu_task(void *arg, int64_t begin, int64_t end) {
   const GeluJob *j = arg;
-  const gboolean wide = (qh_cpu_features() & QH_CPU_AVX512F) != 0;
+  /* with AVX-512: the Div by sqrt(2) as a product with the rounded reciprocal (1 ulp) */
+  const QhGeluSteps steps = {j->g->in_divides ? (float)(1.0 / (double)j->g->k_in) : j->g->k_in, j->g->k_add,
+                             j->g->k_half, j->g->half_first};
+  if (qh_gelu_f32_single(&steps, j->x + begin, j->y + begin, end - begin))
+    return;
   float t[GELU_BLOCK];
   for (int64_t b = begin; b < end; b += GELU_BLOCK) {
     const int64_t n = MIN(GELU_BLOCK, end - b);
     const float *x = j->x + b;
     float *y = j->y + b;
-    if (wide) {
-      gelu_block_avx512(j->g, x, t, y, n);
-      continue;
-    }
     gelu_in_base(j->g, x, t, n);
     qh_erf_f32(t, t, n);
     gelu_out_base(j->g, x, t, y, n);
