@@ -16,6 +16,11 @@
  * single-precision Erf (2.3 ulp); the float steps stay the graph's, 16 lanes wide. The
  * unfused nodes are the slow twin: ctest unit/test_fused_host holds the fused run to
  * 1e-6 of each row's largest value of theirs (and to their bits with AVX-512 hidden).
+ * Attention's scores go through Mul (or Div) by a scalar, Add of the padding mask and
+ * Softmax over the last axis: here row by row, the Mul and Add as their kernels compute
+ * them into y, then Softmax in place with softmax-simd.c's vector rows (within 2 ulp /
+ * 1e-6 of the row's largest value of the Softmax kernel's scalar twin; without AVX-512
+ * that twin itself, the unfused nodes' bits).
  * The Q/DQ chain around a Transpose, Reshape or Slice (the attention heads' split and
  * merge in a QDQ file: a float pass in, a copy, a float pass out) moves the 8-bit data
  * with the same Transpose/Slice kernel and maps each byte through a 256-entry table
@@ -29,6 +34,7 @@
 #include "exec/kernels/common.h"
 #include "exec/kernels/erf-simd.h"
 #include "exec/kernels/fused-host.h"
+#include "exec/kernels/softmax-simd.h"
 #include "qhost/host-api.h" /* the QH_CPU_* bits */
 
 #define GELU_BLOCK 512
@@ -197,6 +203,94 @@ static void layernorm_task(void *arg, int64_t begin, int64_t end) {
   }
 }
 
+typedef struct {
+  const QhHostGroup *g;
+  const float *x, *mask;
+  float *y;
+  int64_t n;                       /* row length (the last dim) */
+  int outer_rank;                  /* x's dims before the last */
+  int64_t dims[QH_MAX_RANK];       /* x's dims before the last */
+  int64_t mask_step[QH_MAX_RANK];  /* the mask's offset per step of each of those dims (0: broadcast) */
+} SoftmaxJob;
+
+/* the mask row added to row r of x */
+static const float *mask_row(const SoftmaxJob *j, int64_t r) {
+  int64_t off = 0;
+  for (int d = j->outer_rank - 1; d >= 0; d--) {
+    off += (r % j->dims[d]) * j->mask_step[d];
+    r /= j->dims[d];
+  }
+  return j->mask + off;
+}
+
+/* y = (x OP k) + mask, the Mul or Div then the Add as their kernels compute them */
+static void scores_base(const QhHostGroup *g, const float *x, const float *m, float *y, int64_t n) {
+  const float k = g->k_in;
+  if (g->in_divides)
+    for (int64_t i = 0; i < n; i++)
+      y[i] = x[i] / k + m[i];
+  else
+    for (int64_t i = 0; i < n; i++)
+      y[i] = x[i] * k + m[i];
+}
+
+AVX512 static void scores_avx512(const QhHostGroup *g, const float *x, const float *m, float *y, int64_t n) {
+  const __m512 k = _mm512_set1_ps(g->k_in);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 t = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+    const __m512 v = _mm512_maskz_loadu_ps(t, x + i);
+    const __m512 s = g->in_divides ? _mm512_div_ps(v, k) : _mm512_mul_ps(v, k);
+    _mm512_mask_storeu_ps(y + i, t, _mm512_add_ps(s, _mm512_maskz_loadu_ps(t, m + i)));
+  }
+}
+
+/* activation.c's softmax_task on one row in place: its bits */
+static void softmax_row_base(float *y, int64_t n) {
+  float m = y[0];
+  for (int64_t k = 1; k < n; k++)
+    m = y[k] > m ? y[k] : m;
+  float sum = 0.0f;
+  for (int64_t k = 0; k < n; k++) {
+    const float e = expf(y[k] - m);
+    y[k] = e;
+    sum += e;
+  }
+  const float inv = 1.0f / sum;
+  for (int64_t k = 0; k < n; k++)
+    y[k] *= inv;
+}
+
+static void softmax_task(void *arg, int64_t begin, int64_t end) {
+  const SoftmaxJob *j = arg;
+  const gboolean wide = (qh_cpu_features() & QH_CPU_AVX512F) != 0;
+  for (int64_t r = begin; r < end; r++) {
+    float *y = j->y + r * j->n;
+    if (wide) {
+      scores_avx512(j->g, j->x + r * j->n, mask_row(j, r), y, j->n);
+      qh_softmax_rows_simd(y, y, 1, j->n);
+    } else {
+      scores_base(j->g, j->x + r * j->n, mask_row(j, r), y, j->n);
+      softmax_row_base(y, j->n);
+    }
+  }
+}
+
+static void masked_softmax(QhExecContext *ctx, const QhHostGroup *g, const QhTensor *x, const QhTensor *mask,
+                           QhTensor *y) {
+  SoftmaxJob j = {g, qh_f32(x), qh_f32(mask), qh_f32(y), x->shape.dims[x->shape.rank - 1], x->shape.rank - 1,
+                  {0}, {0}};
+  int64_t step = mask->shape.dims[mask->shape.rank - 1];
+  for (int d = j.outer_rank - 1; d >= 0; d--) {
+    j.dims[d] = x->shape.dims[d];
+    const int md = d - (x->shape.rank - mask->shape.rank); /* the mask's dim under x's dim d */
+    const int64_t mdim = md >= 0 ? mask->shape.dims[md] : 1;
+    j.mask_step[d] = mdim == 1 ? 0 : step;
+    step *= mdim;
+  }
+  const int64_t rows = j.n > 0 ? qh_tensor_numel(x) / j.n : 0;
+  qh_thread_pool_parallel_for(ctx->pool, rows, MAX(1, 8192 / MAX(j.n, 1)), softmax_task, &j);
+}
+
 /* Q(move(DQ(x))): the table, then the move on the bytes, then the table applied. */
 static gboolean qmove(QhExecContext *ctx, const QhHostGroup *g, const QhTensor *const *live, QhTensor *y,
                       GError **error) {
@@ -252,6 +346,10 @@ gboolean qh_fused_host_run(QhExecContext *ctx, const QhHostGroup *g, const QhTen
     return qh_fused_matmul_run(ctx, &g->tmm, live, y, error);
   const QhTensor *x = live[g->x];
   const int64_t total = qh_tensor_numel(x);
+  if (g->kind == QH_HOST_GROUP_SOFTMAX) {
+    masked_softmax(ctx, g, x, live[g->mask], y);
+    return TRUE;
+  }
   if (g->kind == QH_HOST_GROUP_GELU) {
     GeluJob j = {g, qh_f32(x), qh_f32(y)};
     qh_thread_pool_parallel_for(ctx->pool, total, GELU_GRAIN, gelu_task, &j);
