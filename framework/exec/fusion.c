@@ -478,12 +478,13 @@ static int match_tmm(const Ctx *c, const QhNode *mm, QhHostGroup *h, const QhNod
 
 /* Attention's masked Softmax from its Softmax: Softmax over the last axis of
  * Add(Mul(x, k) | Div(x, k), mask), k a scalar constant, mask a float value broadcast into
- * x's shape whose last dim is x's; fills h and the members (3); the group's result. */
+ * x's shape whose last dim is x's, all of them laid out plainly (not channels-last); fills
+ * h and the members (3); the group's result. */
 static int match_masked_softmax(const Ctx *c, const QhNode *sm, QhHostGroup *h, const QhNode **members, int *n) {
   if (!ctx_host_op(c, sm, "Softmax") || sm->n_inputs != 1)
     return -1;
   const int s = sm->inputs[0];
-  if (!is_f32(c, s) || c->infos[s].shape.rank < 1)
+  if (!plain_f32(c, s) || c->infos[s].shape.rank < 1)
     return -1;
   const QhShape *shape = &c->infos[s].shape;
   const QhAttr *axis = qh_node_attr(sm, "axis");
@@ -504,7 +505,7 @@ static int match_masked_softmax(const Ctx *c, const QhNode *sm, QhHostGroup *h, 
     } else {
       continue;
     }
-    if (only_reader(c, scale->outputs[0]) != add || !is_f32(c, x) || !same_shape(c, x, s) || !is_f32(c, mask))
+    if (only_reader(c, scale->outputs[0]) != add || !plain_f32(c, x) || !same_shape(c, x, s) || !plain_f32(c, mask))
       continue;
     const QhShape *ms = &c->infos[mask].shape;
     gboolean fits = ms->rank >= 1 && ms->rank <= shape->rank && ms->dims[ms->rank - 1] == shape->dims[shape->rank - 1];
@@ -512,7 +513,7 @@ static int match_masked_softmax(const Ctx *c, const QhNode *sm, QhHostGroup *h, 
       const int64_t xd = shape->dims[shape->rank - ms->rank + d];
       fits = ms->dims[d] == xd || ms->dims[d] == 1;
     }
-    if (!fits || !same_shape(c, sm->outputs[0], s))
+    if (!fits || !plain_f32(c, sm->outputs[0]) || !same_shape(c, sm->outputs[0], s))
       continue;
     members[0] = scale, members[1] = add, members[2] = sm;
     *n = 3;

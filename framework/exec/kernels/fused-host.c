@@ -135,34 +135,42 @@ static void layernorm_rows(const LayerNormJob *j, int64_t r0, int m) {
 
 /* The sum of x[0..n) in double: 32 lanes in four accumulators, then the lanes in order. */
 AVX512 static double sum_avx512(const float *x, int64_t n) {
-  __m512d acc[4] = {_mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd()};
+  __m512d a0 = _mm512_setzero_pd(), a1 = a0, a2 = a0, a3 = a0; /* named: kept in registers */
   int64_t i = 0;
-  for (; i + 32 <= n; i += 32)
-    for (int a = 0; a < 4; a++)
-      acc[a] = _mm512_add_pd(acc[a], _mm512_cvtps_pd(_mm256_loadu_ps(x + i + 8 * a)));
+  for (; i + 32 <= n; i += 32) {
+    a0 = _mm512_add_pd(a0, _mm512_cvtps_pd(_mm256_loadu_ps(x + i)));
+    a1 = _mm512_add_pd(a1, _mm512_cvtps_pd(_mm256_loadu_ps(x + i + 8)));
+    a2 = _mm512_add_pd(a2, _mm512_cvtps_pd(_mm256_loadu_ps(x + i + 16)));
+    a3 = _mm512_add_pd(a3, _mm512_cvtps_pd(_mm256_loadu_ps(x + i + 24)));
+  }
   for (; i + 8 <= n; i += 8)
-    acc[0] = _mm512_add_pd(acc[0], _mm512_cvtps_pd(_mm256_loadu_ps(x + i)));
-  double s = _mm512_reduce_add_pd(_mm512_add_pd(_mm512_add_pd(acc[0], acc[1]), _mm512_add_pd(acc[2], acc[3])));
+    a0 = _mm512_add_pd(a0, _mm512_cvtps_pd(_mm256_loadu_ps(x + i)));
+  double s = _mm512_reduce_add_pd(_mm512_add_pd(_mm512_add_pd(a0, a1), _mm512_add_pd(a2, a3)));
   for (; i < n; i++)
     s += x[i];
   return s;
 }
 
+/* 8 squares (p[k] - m)^2 as the float Sub and Mul give them, widened to double */
+AVX512 static inline __m512d sq8(const float *p, __m256 m) {
+  const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(p), m);
+  return _mm512_cvtps_pd(_mm256_mul_ps(d, d));
+}
+
 /* The sum of (x - mean)^2 in double, each square as the float Sub and Mul give it. */
 AVX512 static double sum_sq_avx512(const float *x, float mean, int64_t n) {
   const __m256 m = _mm256_set1_ps(mean);
-  __m512d acc[4] = {_mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd()};
+  __m512d a0 = _mm512_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
   int64_t i = 0;
-  for (; i + 32 <= n; i += 32)
-    for (int a = 0; a < 4; a++) {
-      const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + i + 8 * a), m);
-      acc[a] = _mm512_add_pd(acc[a], _mm512_cvtps_pd(_mm256_mul_ps(d, d)));
-    }
-  for (; i + 8 <= n; i += 8) {
-    const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + i), m);
-    acc[0] = _mm512_add_pd(acc[0], _mm512_cvtps_pd(_mm256_mul_ps(d, d)));
+  for (; i + 32 <= n; i += 32) {
+    a0 = _mm512_add_pd(a0, sq8(x + i, m));
+    a1 = _mm512_add_pd(a1, sq8(x + i + 8, m));
+    a2 = _mm512_add_pd(a2, sq8(x + i + 16, m));
+    a3 = _mm512_add_pd(a3, sq8(x + i + 24, m));
   }
-  double s = _mm512_reduce_add_pd(_mm512_add_pd(_mm512_add_pd(acc[0], acc[1]), _mm512_add_pd(acc[2], acc[3])));
+  for (; i + 8 <= n; i += 8)
+    a0 = _mm512_add_pd(a0, sq8(x + i, m));
+  double s = _mm512_reduce_add_pd(_mm512_add_pd(_mm512_add_pd(a0, a1), _mm512_add_pd(a2, a3)));
   for (; i < n; i++) {
     const float d = x[i] - mean;
     const float sq = d * d;
