@@ -11,7 +11,8 @@
  * run's bits. With AVX-512 (BERT-base: these were ~13 of the 44 ms of the dynamic int8
  * run, bound by the sums' dependency chains and the double Erf) the results are NOT the
  * unfused run's bits: LayerNorm's double sums run in 32 lanes (double rounding only: the
- * float means keep their bits in nearly every case), and GELU multiplies by the rounded
+ * float mean and variance kept their bits on all of 20000 random 768-wide rows of a numpy
+ * emulation of both orders), and GELU multiplies by the rounded
  * 1/sqrt(2) instead of dividing by sqrt(2) (1 ulp) and takes erf-simd.c's
  * single-precision Erf (2.3 ulp); the float steps stay the graph's, 16 lanes wide. The
  * unfused nodes are the slow twin: ctest unit/test_fused_host holds the fused run to
