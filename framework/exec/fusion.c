@@ -9,8 +9,11 @@
  * few ulp), which the float parity with ONNX Runtime absorbs.
  * Host groups (GELU's and LayerNorm's decompositions, and a QDQ file's DequantizeLinear ->
  * Transpose|Reshape|Slice -> QuantizeLinear) run as one kernel whenever no hook watches,
- * inside the region or not; that kernel reproduces the nodes' bits, so fusing them
- * changes time only. GELU and LayerNorm stop at anything else (a QuantizeLinear in
+ * inside the region or not; that kernel reproduces the nodes' arithmetic (with AVX-512
+ * within 1e-6 of each row's largest value, see kernels/fused-host.c), so fusing them
+ * changes time, not results beyond that. Attention's Softmax((scores * | / k) + mask)
+ * over the last axis is one group too, run at the Softmax's step (the mask may be
+ * computed after the Mul). GELU and LayerNorm stop at anything else (a QuantizeLinear in
  * particular: QDQ files keep their Q/DQ pairs outside those groups), and no group is
  * formed when any value inside it is read elsewhere or is a graph output. A float MatMul
  * reads its operands through the Transposes (and a scalar Mul/Div) that made them and
@@ -473,6 +476,56 @@ static int match_tmm(const Ctx *c, const QhNode *mm, QhHostGroup *h, const QhNod
   return out;
 }
 
+/* Attention's masked Softmax from its Softmax: Softmax over the last axis of
+ * Add(Mul(x, k) | Div(x, k), mask), k a scalar constant, mask a float value broadcast into
+ * x's shape whose last dim is x's, all of them laid out plainly (not channels-last); fills
+ * h and the members (3); the group's result. */
+static int match_masked_softmax(const Ctx *c, const QhNode *sm, QhHostGroup *h, const QhNode **members, int *n) {
+  if (!ctx_host_op(c, sm, "Softmax") || sm->n_inputs != 1)
+    return -1;
+  const int s = sm->inputs[0];
+  if (!plain_f32(c, s) || c->infos[s].shape.rank < 1)
+    return -1;
+  const QhShape *shape = &c->infos[s].shape;
+  const QhAttr *axis = qh_node_attr(sm, "axis");
+  if (axis != NULL && (axis->type != QH_ATTR_INT || (axis->i != -1 && axis->i != shape->rank - 1)))
+    return -1;
+  const QhNode *add = ctx_host_op(c, producer(c, s), "Add");
+  if (add == NULL || add->n_inputs != 2 || only_reader(c, s) != sm)
+    return -1;
+  for (int side = 0; side < 2; side++) {
+    const QhNode *scale = producer(c, add->inputs[side]);
+    const int mask = add->inputs[1 - side];
+    int x = -1;
+    if (ctx_host_op(c, scale, "Div") && scale->n_inputs == 2 && scalar_constant(c->infos, scale->inputs[1], &h->k_in)) {
+      x = scale->inputs[0];
+      h->in_divides = TRUE;
+    } else if (ctx_host_op(c, scale, "Mul") && with_scalar(c, scale, &x, &h->k_in)) {
+      h->in_divides = FALSE;
+    } else {
+      continue;
+    }
+    if (only_reader(c, scale->outputs[0]) != add || !plain_f32(c, x) || !same_shape(c, x, s) || !plain_f32(c, mask))
+      continue;
+    const QhShape *ms = &c->infos[mask].shape;
+    gboolean fits = ms->rank >= 1 && ms->rank <= shape->rank && ms->dims[ms->rank - 1] == shape->dims[shape->rank - 1];
+    for (int d = 0; fits && d < ms->rank; d++) {
+      const int64_t xd = shape->dims[shape->rank - ms->rank + d];
+      fits = ms->dims[d] == xd || ms->dims[d] == 1;
+    }
+    if (!fits || !plain_f32(c, sm->outputs[0]) || !same_shape(c, sm->outputs[0], s))
+      continue;
+    members[0] = scale, members[1] = add, members[2] = sm;
+    *n = 3;
+    h->kind = QH_HOST_GROUP_SOFTMAX;
+    h->x = x;
+    h->mask = mask;
+    h->scale = h->bias = -1;
+    return sm->outputs[0];
+  }
+  return -1;
+}
+
 static void plan_host_groups(const Ctx *c, QhFusedStep *steps) {
   for (guint i = 0; i < c->run_order->len; i++) {
     const QhNode *node = qh_graph_node(c->g, g_array_index(c->run_order, int, i));
@@ -490,6 +543,9 @@ static void plan_host_groups(const Ctx *c, QhFusedStep *steps) {
       out = match_qmove(c, node, &h, members, &n);
     else if (strcmp(node->op_type, "MatMul") == 0) {
       out = match_tmm(c, node, &h, members, &n);
+      head_first = FALSE;
+    } else if (strcmp(node->op_type, "Softmax") == 0) {
+      out = match_masked_softmax(c, node, &h, members, &n);
       head_first = FALSE;
     }
     if (out < 0)
@@ -552,6 +608,8 @@ int qh_fusion_group_reads(const QhFusedStep *step, int *out) {
     out[n++] = h->tmm.b.src;
   } else if (h->kind != QH_HOST_GROUP_NONE && h->x >= 0) {
     out[n++] = h->x;
+    if (h->kind == QH_HOST_GROUP_SOFTMAX)
+      out[n++] = h->mask;
   }
   return n;
 }

@@ -45,6 +45,9 @@ typedef struct {
  *   Q/DQ around data movement: DequantizeLinear -> Transpose | Reshape | Slice (->
  *     Reshape) -> QuantizeLinear, both per-tensor with constant scale and 8-bit zero
  *     point, the movement's other inputs constant;
+ *   masked Softmax (head: the Softmax's step, which reads x and the mask): Softmax over
+ *     the last axis of Add(Mul(x, k) | Div(x, k), mask), k a scalar constant, the mask a
+ *     float value broadcast into x's shape with x's last dim;
  *   MatMul through Transposes (head: the MatMul's step, which reads the Transposes'
  *     inputs): a float MatMul of equal-rank operands with equal batch dims, one or both
  *     of whose operands is Transpose(s) or Transpose(s) * | / a scalar constant, and/or

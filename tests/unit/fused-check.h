@@ -1,7 +1,7 @@
 /* What the fused-group unit tests share (test_fused_host.c, test_fused_matmul.c): a plan
  * run whose failure fails the test, a value hook that only counts (a watched run takes the
- * unfused nodes), the largest difference relative to the largest reference value, and
- * freeing a run's outputs. Header-only; every function aborts the test on error. */
+ * unfused nodes), the largest difference relative to the largest reference value (over the
+ * tensor, or row by row), and freeing a run's outputs. Header-only; every function aborts the test on error. */
 #ifndef QH_TESTS_UNIT_FUSED_CHECK_H
 #define QH_TESTS_UNIT_FUSED_CHECK_H
 
@@ -32,6 +32,30 @@ static inline double rel_diff(const QhTensor *a, const QhTensor *b) {
     mag = MAX(mag, fabs((double)y[i]));
   }
   return diff / mag;
+}
+
+/* The largest difference relative to the largest |reference| of its row (rows of the last
+ * dim's n elements): the fused host groups' tolerance. Both tensors' NaNs must be at the
+ * same places (a NaN elsewhere gives +inf). */
+static inline double row_rel_diff(const QhTensor *a, const QhTensor *b) {
+  const int64_t n = b->shape.rank > 0 ? MAX(b->shape.dims[b->shape.rank - 1], 1) : 1;
+  const int64_t total = (int64_t)(b->nbytes / sizeof(float));
+  const float *x = a->data, *y = b->data;
+  double worst = 0.0;
+  for (int64_t r = 0; r < total; r += n) {
+    double diff = 0.0, mag = 1e-30;
+    for (int64_t i = r; i < MIN(r + n, total); i++) {
+      if (isnan(x[i]) || isnan(y[i])) {
+        if (isnan(x[i]) != isnan(y[i]))
+          return INFINITY;
+        continue;
+      }
+      diff = MAX(diff, fabs((double)x[i] - (double)y[i]));
+      mag = MAX(mag, fabs((double)y[i]));
+    }
+    worst = MAX(worst, diff / mag);
+  }
+  return worst;
 }
 
 static inline void free_outs(QhTensor **outs, int n) {

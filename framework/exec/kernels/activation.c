@@ -2,14 +2,16 @@
  * Sigmoid, Tanh, HardSigmoid and HardSwish, and Softmax along one axis (opset 13
  * semantics). Each pointwise op is one scalar function applied over chunks of the
  * tensor on the thread pool; the loops are plain enough to serve as their own
- * reference. Softmax along the last axis has a fast path (expf 16 lanes at a time, the
- * same bits), whose twin is the plain loop. */
+ * reference. Softmax along the last axis has a fast path (softmax-simd.c with AVX-512: a
+ * single-precision exp, within 2 ulp / 1e-6 of the row's largest value; the same bits as
+ * the plain loop without it), whose twin is the plain loop. */
 #include <math.h>
 #include <string.h>
 
 #include "core/cpu.h"
 #include "exec/kernels/common.h"
 #include "exec/kernels/sigmoid-simd.h"
+#include "exec/kernels/softmax-simd.h"
 #include "qhost/host-api.h" /* the QH_CPU_* bits */
 
 typedef enum { ACT_RELU, ACT_CLIP, ACT_LEAKY, ACT_SIGMOID, ACT_TANH, ACT_HSIGMOID, ACT_HSWISH } Act;
@@ -222,16 +224,19 @@ static void softmax_task(void *arg, int64_t begin, int64_t end) {
   }
 }
 
-/* The same for lines along the last axis (inner 1, attention scores): the differences
- * x - max written first, then exponentiated in place by qh_expf_f32 (glibc's expf, 16
- * lanes at a time on AVX-512), then summed in the same order: the same bits as
- * softmax_task, its twin. The maximum and the sum are chains of dependent operations
+/* The same for lines along the last axis (inner 1, attention scores): with AVX-512,
+ * softmax-simd.c's vector rows (a single-precision exp, 16-lane maximum and sum: within
+ * 2 ulp / 1e-6 of the row's largest value of softmax_task, its twin); without it, the
+ * differences x - max written first, then exponentiated in place by qh_expf_f32 (glibc's
+ * expf), then summed in the same order: the same bits as softmax_task. The maximum and the sum are chains of dependent operations
  * along a row (4 cycles each, the kernel's time for 128-wide attention rows); up to
  * SOFTMAX_ROWS rows go side by side, each still in its own order. */
 #define SOFTMAX_ROWS 8
 static void softmax_rows_task(void *arg, int64_t begin, int64_t end) {
   const SoftmaxJob *j = arg;
   const int64_t n = j->n;
+  if (qh_softmax_rows_simd(j->x + begin * n, j->y + begin * n, end - begin, n))
+    return;
   for (int64_t l0 = begin; l0 < end; l0 += SOFTMAX_ROWS) {
     const int rows = (int)MIN(SOFTMAX_ROWS, end - l0);
     const float *x[SOFTMAX_ROWS];
