@@ -440,8 +440,7 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: A differs from reshape's");
   if (!xzp->data || xzp->nbytes < 1 || !sc->data || sc->nbytes != k->scale_count * sizeof(float))
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: zero point or scale missing");
-  if (y->dtype != QH_DTYPE_FLOAT || y->nbytes != mn * sizeof(float) || (mn && !y->data) ||
-      (mn && !y->data))
+  if (y->dtype != QH_DTYPE_FLOAT || y->nbytes != mn * sizeof(float) || (mn && !y->data))
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: output differs from reshape's");
   if (mn == 0)
     return NULL;
@@ -449,10 +448,10 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
     return host->status_new(QH_ERR_INVALID_ARGUMENT, "run: workspace smaller than reshape asked for");
   X86Instance *inst = k->inst;
   pthread_mutex_lock(&inst->lock);
+  uint32_t zx = *(const uint8_t *)xzp->data;
+  for (int64_t c = 0; c < k->n; c++)
+    k->zc[c] = (int32_t)(zx * (uint32_t)k->colsum[c]);
   if (k->own) {
-    uint32_t zx = *(const uint8_t *)xzp->data;
-    for (int64_t c = 0; c < k->n; c++)
-      k->zc[c] = (int32_t)(zx * (uint32_t)k->colsum[c]);
     run_own(k, x->data, y->data, sc->data, workspace);
     pthread_mutex_unlock(&inst->lock);
     return NULL;
@@ -460,9 +459,6 @@ static QhStatus *run(void *kernel, const QhHostApi *host, const QhRunContext *ct
   omp_set_num_threads(inst->n_threads);
   dnnl_status_t s = x86_prim_execute(inst, &k->p, x->data, NULL, y->data);
   if (s == dnnl_success) {
-    uint32_t zx = *(const uint8_t *)xzp->data;
-    for (int64_t c = 0; c < k->n; c++)
-      k->zc[c] = (int32_t)(zx * (uint32_t)k->colsum[c]);
     Job j = {k, y->data, k->zc, sc->data, k->bias, y->data, 16};
     x86_parallel_for(inst, ((size_t)k->m + j.rows_per_task - 1) / j.rows_per_task, finish_task, &j);
   }

@@ -75,6 +75,18 @@ MUTATIONS = {
         "      af[i] = (float)((int32_t)a[i] - k->zb);\n",
         r"^lower/x86/act_matmul/"),
     # the x86 dynamic linear's zero-point correction uses x_zero_point + 1
+    # the AVX-512 LayerNorm of the fused host group adds epsilon twice
+    "fused_layernorm_avx512_eps": (
+        "framework/exec/kernels/fused-host.c",
+        "_mm512_set1_ps(sqrtf(var + j->eps));\n",
+        "_mm512_set1_ps(sqrtf(var + 2.0f * j->eps));\n",
+        r"^unit/test_fused_host$"),
+    # the AVX-512 Softmax sums the masked-off lanes of a row's last vector too
+    "softmax_avx512_tail_sum": (
+        "framework/exec/kernels/softmax-simd.c",
+        "    s0 = _mm512_mask_add_ps(s0, k, s0, e);\n",
+        "    s0 = _mm512_add_ps(s0, e);\n",
+        r"^unit/test_kernels_pointwise$|^unit/test_fused_host$"),
     "x86_dynamic_linear_zero_point": (
         "plugins/x86/dynamic-linear.c",
         "      k->zc[c] = (int32_t)(zx * (uint32_t)k->colsum[c]);\n",
