@@ -7,8 +7,9 @@
  * driver checks each block of rows, and a block holding a byte above 127 takes the exact
  * variant: x = (x & 127) + 128 * (x >> 7), two vpmaddubsw that cannot saturate, about
  * half the speed. A byte past the reduction meets a zero weight, so its pair cannot
- * saturate either way. Then kernels.h's output rule in registers, as in
- * gemm-avx512vnni.c. Built with -mavx2 of its own. */
+ * saturate either way. One-row tiles (M = 1 linear layers) prefetch the weights they
+ * stream. Then kernels.h's output rule in registers, as in gemm-avx512vnni.c. Built with
+ * -mavx2 of its own. */
 #include <immintrin.h>
 #include <string.h>
 
@@ -38,9 +39,9 @@ static inline __attribute__((always_inline)) void tile(const uint8_t *a, size_t 
      * The hardware prefetcher alone left the multiplies waiting on it (resnet18's fc at
      * 67-83% of the vpmaddubsw peak, qhost-fbgemm-shapes); a software prefetch
      * PREFETCH_AHEAD bytes ahead, four groups per step (fewer loop branches), and even
-     * and odd groups on two accumulator sets (summed exactly in int32 below) keep it at
-     * 81-90% (bench/README.md, session 13). Prefetches past the panels' end are
-     * harmless: they do not fault. */
+     * and odd groups on two accumulator sets (summed exactly in int32 below) read 76-90%
+     * (bench/README.md, session 13). Prefetches past the panels' end are harmless: they
+     * do not fault. */
     __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
     for (; q + 4 <= k4n; q += 4) {
       _Pragma("GCC unroll 4")
