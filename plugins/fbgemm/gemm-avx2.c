@@ -7,14 +7,18 @@
  * driver checks each block of rows, and a block holding a byte above 127 takes the exact
  * variant: x = (x & 127) + 128 * (x >> 7), two vpmaddubsw that cannot saturate, about
  * half the speed. A byte past the reduction meets a zero weight, so its pair cannot
- * saturate either way. Then kernels.h's output rule in registers, as in
- * gemm-avx512vnni.c. Built with -mavx2 of its own. */
+ * saturate either way. One-row tiles (M = 1 linear layers) prefetch the weights they
+ * stream. Then kernels.h's output rule in registers, as in gemm-avx512vnni.c. Built with
+ * -mavx2 of its own. */
 #include <immintrin.h>
 #include <string.h>
 
 #include "kernels.h"
 
 #define MR 4
+/* Bytes ahead of the M = 1 loop's weight reads that it prefetches (16 groups of 4
+ * reduction bytes; 512 to 2048 all helped, 1024 the most steadily in interleaved runs). */
+#define PREFETCH_AHEAD 1024
 
 static inline __attribute__((always_inline)) void tile(const uint8_t *a, size_t lda, const FbPacked *pk,
                                                        int64_t pan, uint8_t *y, size_t ldy, const int mr,
@@ -29,7 +33,37 @@ static inline __attribute__((always_inline)) void tile(const uint8_t *a, size_t 
   _Pragma("GCC unroll 8")
   for (int r = 0; r < mr; r++)
     acc[r][0] = nz0, acc[r][1] = nz1;
-  for (int64_t q = 0; q < k4n; q++) {
+  int64_t q = 0;
+  if (mr == 1 && !exact) {
+    /* One row (M = 1 linear layers): every weight byte is used once, streamed from L2.
+     * The hardware prefetcher alone left the multiplies waiting on it (resnet18's fc at
+     * 67-83% of the vpmaddubsw peak, qhost-fbgemm-shapes); a software prefetch
+     * PREFETCH_AHEAD bytes ahead, four groups per step (fewer loop branches), and even
+     * and odd groups on two accumulator sets (summed exactly in int32 below) read 76-90%
+     * (bench/README.md, session 13). Prefetches past the panels' end are harmless: they
+     * do not fault. */
+    __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+    for (; q + 4 <= k4n; q += 4) {
+      _Pragma("GCC unroll 4")
+      for (int u = 0; u < 4; u++)
+        _mm_prefetch((const char *)(b + (q + u) * 64 + PREFETCH_AHEAD), _MM_HINT_T0);
+      _Pragma("GCC unroll 4")
+      for (int u = 0; u < 4; u++) {
+        int32_t a4;
+        memcpy(&a4, a + (q + u) * 4, 4);
+        __m256i av = _mm256_set1_epi32(a4);
+        const int8_t *bq = b + (q + u) * 64;
+        __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(av, _mm256_load_si256((const __m256i *)bq)), ones);
+        __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(av, _mm256_load_si256((const __m256i *)(bq + 32))), ones);
+        if (u & 1)
+          s0 = _mm256_add_epi32(s0, p0), s1 = _mm256_add_epi32(s1, p1);
+        else
+          acc[0][0] = _mm256_add_epi32(acc[0][0], p0), acc[0][1] = _mm256_add_epi32(acc[0][1], p1);
+      }
+    }
+    acc[0][0] = _mm256_add_epi32(acc[0][0], s0), acc[0][1] = _mm256_add_epi32(acc[0][1], s1);
+  }
+  for (; q < k4n; q++) {
     __m256i b0 = _mm256_load_si256((const __m256i *)(b + q * 64));
     __m256i b1 = _mm256_load_si256((const __m256i *)(b + q * 64 + 32));
     _Pragma("GCC unroll 8")

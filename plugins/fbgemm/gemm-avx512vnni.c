@@ -128,9 +128,15 @@ static inline __attribute__((always_inline)) void tile(const uint8_t *const *row
     fb_store64_consts(pk->lo, pk->hi, pk->zo, &hv, &zo16, &lo8, &perm);
     const __m512i hi8 = _mm512_set1_epi8((char)(uint8_t)((int32_t)pk->hi + pk->zo));
     const float *mult = pk->mult + c0; /* once: the byte stores below may alias *pk */
-    _Pragma("GCC unroll 16")
-    for (int r = 0; r < mr; r++)
-      fb_store_int_avx512(acc[r], nv, mult, zo16, lo8, hi8, perm, y + r * ldy + c0, mask);
+    if (pk->lo + (float)pk->zo == 0.0f && pk->hi + (float)pk->zo == 255.0f) {
+      _Pragma("GCC unroll 16")
+      for (int r = 0; r < mr; r++)
+        fb_store_int_avx512(acc[r], nv, mult, zo16, lo8, hi8, perm, y + r * ldy + c0, mask, 0);
+    } else {
+      _Pragma("GCC unroll 16")
+      for (int r = 0; r < mr; r++)
+        fb_store_int_avx512(acc[r], nv, mult, zo16, lo8, hi8, perm, y + r * ldy + c0, mask, 1);
+    }
     return;
   }
   const __m512 lo = _mm512_set1_ps(pk->lo), hi = _mm512_set1_ps(pk->hi);

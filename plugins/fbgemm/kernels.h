@@ -77,7 +77,8 @@ void fb_conv_ref(const FbConv *c, const uint8_t *x, const int8_t *w, const FbReq
  * far inside int32 and the clamp can be done on the narrowed bytes. The AVX-512 kernel
  * then starts its accumulators at nzbias[c] = bias[c] - zcol[c] and drops the float add
  * and min (short K: 1x1 convolutions with K = 24..128, where the epilogue is as long as
- * the multiply-adds). nzbias is allocated either way (zeros when int_bias is 0). */
+ * the multiply-adds), and the byte clamps too where lo..hi is 0..255 (its saturating
+ * packs clamp there). nzbias is allocated either way (zeros when int_bias is 0). */
 #define FB_NR 16
 #define FB_INT_BIAS_MAX 16777216.0 /* 2^24: integers up to it are exact in a float */
 typedef struct {

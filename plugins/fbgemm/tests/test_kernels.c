@@ -38,6 +38,9 @@ static int kernel_rows_cases, kernel_row_path_cases;
  * (kernels.h, int_bias: the AVX-512 kernel folds the bias into its accumulators),
  * likewise. */
 static int int_bias_packs;
+/* Of those, the ones whose outputs span the whole byte range (lo 0, hi 255) on two panels
+ * or more: the AVX-512 kernel leaves the byte clamps to its saturating packs there. */
+static int int_bias_full_range_packs;
 /* 3x3 with full blocks: the epilogue's byte upper clamp (p->byte_hi) or the float one (a
  * multiplier large enough that a value may pass 2^31); stride 2 without the row buffer */
 static int dw3_byte_hi_cases, dw3_float_hi_cases, dw3_stream_cases;
@@ -154,6 +157,7 @@ static int run_case(int idx, const FbIsa *isas, size_t n_isas) {
       exit(1);
     }
     int_bias_packs += pk.int_bias;
+    int_bias_full_range_packs += pk.int_bias && rq.lo == 0 && rq.hi == 255 && pk.npanel > 1;
     for (int threads = 0; threads < 3 && !bad; threads++) {
       FbPool pool = {.run = threads == 1 ? reverse_pool : two_thread_pool, .n_workers = threads == 1 ? 3 : 2};
       size_t wsn = fb_conv_workspace(&c, &pk, threads ? pool.n_workers : 1);
@@ -421,9 +425,11 @@ int main(int argc, char **argv) {
     fprintf(stderr, "no case reached the kernel-row path\n");
     return 1;
   }
-  printf("%d packs take the short epilogue (integral biases, kernels.h's int_bias)\n", int_bias_packs);
-  if (int_bias_packs == 0 && cases >= 100) {
-    fprintf(stderr, "no pack took the short epilogue\n");
+  printf("%d packs take the short epilogue (integral biases, kernels.h's int_bias), %d of them with outputs over "
+         "the whole byte range\n",
+         int_bias_packs, int_bias_full_range_packs);
+  if ((int_bias_packs == 0 || int_bias_full_range_packs == 0) && cases >= 100) {
+    fprintf(stderr, "no pack took the short epilogue, or none with outputs over the whole byte range\n");
     return 1;
   }
   printf("%d of the depthwise cases are 3x3 with full blocks and the byte upper clamp (float biases), %d with the "
