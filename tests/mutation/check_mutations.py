@@ -89,8 +89,8 @@ MUTATIONS = {
         r"^unit/test_kernels_pointwise$|^unit/test_fused_host$"),
     "x86_dynamic_linear_zero_point": (
         "plugins/x86/dynamic-linear.c",
-        "      k->zc[c] = (int32_t)(zx * (uint32_t)k->colsum[c]);\n",
-        "      k->zc[c] = (int32_t)((zx + 1) * (uint32_t)k->colsum[c]);\n",
+        "    k->zc[c] = (int32_t)(zx * (uint32_t)k->colsum[c]);\n",
+        "    k->zc[c] = (int32_t)((zx + 1) * (uint32_t)k->colsum[c]);\n",
         r"^lower/x86/dynamic/"),
 }
 
