@@ -30,13 +30,6 @@ static float rnd(void) {
 }
 
 /* A fresh name: prefix and a counter (the graph copies names). */
-static const char *fresh(const char *prefix) {
-  static char buf[64];
-  static int n;
-  g_snprintf(buf, sizeof buf, "%s_%d", prefix, n++);
-  return buf;
-}
-
 static int tensor_constant(QhGraph *g, const char *name, int rank, const int64_t *dims, float base) {
   QhShape s = {.rank = rank};
   memcpy(s.dims, dims, sizeof(int64_t) * (size_t)rank);
@@ -44,14 +37,6 @@ static int tensor_constant(QhGraph *g, const char *name, int rank, const int64_t
   for (size_t i = 0; i < t->nbytes / sizeof(float); i++)
     ((float *)t->data)[i] = base + rnd() * 0.5f;
   QhValue *v = qh_graph_add_value(g, name, NULL);
-  qh_value_set_initializer(v, t);
-  return v->id;
-}
-
-static int scalar(QhGraph *g, float value) {
-  QhTensor *t = qh_tensor_new(QH_DTYPE_F32, &(QhShape){.rank = 0}, NULL);
-  *(float *)t->data = value;
-  QhValue *v = qh_graph_add_value(g, fresh("k"), NULL);
   qh_value_set_initializer(v, t);
   return v->id;
 }
@@ -64,11 +49,6 @@ static void node2(QhGraph *g, const char *name, const char *op, int a, int b, in
 
 static void node1(QhGraph *g, const char *name, const char *op, int a, int y) {
   qh_graph_add_node(g, name, op, "", 1, &a, 1, &y, NULL);
-}
-
-static void output(QhGraph *g, int v) {
-  qh_graph_value(g, v)->is_output = TRUE;
-  g_array_append_val(g->outputs, v);
 }
 
 static QhGraph *new_graph(int *x, int64_t width) {
@@ -155,15 +135,8 @@ static void check(QhGraph *g, int n_gelu, int n_ln, int n_qmove, int n_softmax) 
   QhThreadPool *pools[] = {qh_thread_pool_new(1), qh_thread_pool_new(2)};
   for (int p = 0; p < 2; p++) {
     QhExecContext ctx = {.pool = pools[p]};
-    QhTensor **fast = run(plan, &ctx, &x);
-    int seen = 0;
-    qh_plan_set_value_hook(plan, watch, &seen);
-    QhTensor **each = run(plan, &ctx, &x);
-    g_assert_cmpint(seen, >, 0);
-    qh_plan_set_value_hook(plan, NULL, NULL);
-    qh_plan_use_naive_kernels(plan, TRUE);
-    QhTensor **naive = run(plan, &ctx, &x);
-    qh_plan_use_naive_kernels(plan, FALSE);
+    QhTensor **fast, **each, **naive;
+    run_three_ways(plan, &ctx, &x, &fast, &each, &naive);
     const gboolean exact = !(qh_cpu_features() & QH_CPU_AVX512F);
     for (int o = 0; o < n_out; o++) {
       if (fast[o]->dtype == QH_DTYPE_F32 && !exact) {
@@ -260,14 +233,6 @@ static int byte_scalar(QhGraph *g, QhDType dt, int value) {
   QhValue *v = qh_graph_add_value(g, fresh("zp"), NULL);
   qh_value_set_initializer(v, t);
   return v->id;
-}
-
-static int ints(QhGraph *g, int n, const int64_t *v) {
-  QhTensor *t = qh_tensor_new(QH_DTYPE_S64, &(QhShape){.rank = 1, .dims = {n}}, NULL);
-  memcpy(t->data, v, sizeof(int64_t) * (size_t)n);
-  QhValue *val = qh_graph_add_value(g, fresh("ints"), NULL);
-  qh_value_set_initializer(val, t);
-  return val->id;
 }
 
 /* DequantizeLinear (scale s_in, zero point zp_in) of q, then move, then QuantizeLinear

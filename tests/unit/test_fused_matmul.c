@@ -30,13 +30,6 @@ static float rnd(void) {
   return (float)((seed >> 8) & 0xffff) / 32768.0f - 1.0f;
 }
 
-static const char *fresh(const char *prefix) {
-  static char buf[64];
-  static int n;
-  g_snprintf(buf, sizeof buf, "%s_%d", prefix, n++);
-  return buf;
-}
-
 static int value(QhGraph *g) { return qh_graph_add_value(g, fresh("v"), NULL)->id; }
 
 static int input(QhGraph *g, int rank, const int64_t *dims) {
@@ -47,22 +40,6 @@ static int input(QhGraph *g, int rank, const int64_t *dims) {
   memcpy(v->shape.dims, dims, sizeof(int64_t) * (size_t)rank);
   g_array_append_val(g->inputs, v->id);
   return v->id;
-}
-
-static int scalar(QhGraph *g, float k) {
-  QhTensor *t = qh_tensor_new(QH_DTYPE_F32, &(QhShape){.rank = 0}, NULL);
-  *(float *)t->data = k;
-  QhValue *v = qh_graph_add_value(g, fresh("k"), NULL);
-  qh_value_set_initializer(v, t);
-  return v->id;
-}
-
-static int ints(QhGraph *g, int n, const int64_t *v) {
-  QhTensor *t = qh_tensor_new(QH_DTYPE_S64, &(QhShape){.rank = 1, .dims = {n}}, NULL);
-  memcpy(t->data, v, sizeof(int64_t) * (size_t)n);
-  QhValue *val = qh_graph_add_value(g, fresh("ints"), NULL);
-  qh_value_set_initializer(val, t);
-  return val->id;
 }
 
 static int op2(QhGraph *g, const char *op, int a, int b) {
@@ -84,11 +61,6 @@ static int transpose(QhGraph *g, int x, int rank, const int64_t *perm) {
   return y;
 }
 
-static void output(QhGraph *g, int v) {
-  qh_graph_value(g, v)->is_output = TRUE;
-  g_array_append_val(g->outputs, v);
-}
-
 /* The plan forms n_groups MatMul groups; with 1 and 2 threads, on oneDNN and on
  * OpenBLAS, the fused run agrees with the hooked and the naive runs within 1e-5. */
 static void check(QhGraph *g, int n_groups) {
@@ -107,15 +79,8 @@ static void check(QhGraph *g, int n_groups) {
   QhThreadPool *pools[] = {qh_thread_pool_new(1), qh_thread_pool_new(2)};
   for (int p = 0; p < 4; p++) {
     QhExecContext ctx = {.pool = pools[p % 2], .bit_compatible = p >= 2};
-    QhTensor **fast = run(plan, &ctx, x);
-    int seen = 0;
-    qh_plan_set_value_hook(plan, watch, &seen);
-    QhTensor **each = run(plan, &ctx, x);
-    g_assert_cmpint(seen, >, 0);
-    qh_plan_set_value_hook(plan, NULL, NULL);
-    qh_plan_use_naive_kernels(plan, TRUE);
-    QhTensor **naive = run(plan, &ctx, x);
-    qh_plan_use_naive_kernels(plan, FALSE);
+    QhTensor **fast, **each, **naive;
+    run_three_ways(plan, &ctx, x, &fast, &each, &naive);
     for (int o = 0; o < n_out; o++) {
       g_assert_cmpfloat(rel_diff(fast[o], each[o]), <=, 1e-5);
       g_assert_cmpfloat(rel_diff(fast[o], naive[o]), <=, 1e-5);

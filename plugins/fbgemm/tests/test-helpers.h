@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../common/tests/cpu-disable.h"
 #include "../kernels.h"
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
@@ -56,20 +57,6 @@ static inline void two_thread_pool(void *runner, size_t n, FbTaskFn task, void *
     pthread_join(t, NULL);
   else
     run_odd(&o);
-}
-
-/* name is in the comma-separated QHOST_CPU_DISABLE list (the host's test switch). */
-static inline int disabled(const char *name) {
-  const char *m = getenv("QHOST_CPU_DISABLE");
-  size_t n = strlen(name);
-  for (const char *p = m; p && *p;) {
-    const char *e = strchr(p, ',');
-    size_t len = e ? (size_t)(e - p) : strlen(p);
-    if (len == n && strncmp(p, name, n) == 0)
-      return 1;
-    p = e ? e + 1 : NULL;
-  }
-  return 0;
 }
 
 /* __builtin_cpu_supports takes only a literal */

@@ -16,6 +16,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "../../common/tests/cpu-disable.h"
 #include "../dynamic-gemm.h"
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
@@ -24,20 +25,6 @@ static uint32_t rnd(void) {
   rng_state ^= rng_state >> 7;
   rng_state ^= rng_state << 17;
   return (uint32_t)(rng_state >> 11);
-}
-
-/* name is in the comma-separated QHOST_CPU_DISABLE list (the host's test switch). */
-static int disabled(const char *name) {
-  const char *m = getenv("QHOST_CPU_DISABLE");
-  size_t n = strlen(name);
-  for (const char *p = m; p && *p;) {
-    const char *e = strchr(p, ',');
-    size_t len = e ? (size_t)(e - p) : strlen(p);
-    if (len == n && strncmp(p, name, n) == 0)
-      return 1;
-    p = e ? e + 1 : NULL;
-  }
-  return 0;
 }
 
 static int avx512_available(void) {
