@@ -134,6 +134,11 @@ void fb_block_avxvnni(const uint8_t *a, size_t lda, int64_t m, const FbPacked *p
                       uint8_t *y, size_t ldy);
 void fb_block_avx512vnni(const uint8_t *a, size_t lda, int64_t m, const FbPacked *pk, int64_t p0,
                          int64_t p1, uint8_t *y, size_t ldy);
+/* The AVX-512 VNNI kernel takes a reduction of more than 2 * FB_VNNI_KC groups of 4 bytes
+ * over more than 6 rows in chunks of about FB_VNNI_KC groups (every row tile of the block
+ * per chunk, so that the chunk's weights are reused from L1), the partial sums kept in
+ * int32 between chunks: the result is the same bits. */
+#define FB_VNNI_KC 96
 /* The AVX-512 VNNI kernel on m rows of A anywhere in memory: row r at rows[r] (kp
  * readable bytes, or k and up to 3 more that meet zero weights), output row r at
  * y + r * ldy. gemm.c's strided 1x1 path hands it the input pixels of a strided

@@ -26,6 +26,9 @@ static int strided_rows_cases;
 /* Cases AVX-512 VNNI runs on its tap path (a kernel larger than 1x1, channels a multiple
  * of 4, output rows of 16 pixels or more), likewise. */
 static int tap_cases;
+/* Cases whose reduction the AVX-512 VNNI kernel takes in chunks (kernels.h, FB_VNNI_KC:
+ * more than 2 * FB_VNNI_KC groups of 4 bytes over more than 6 rows), likewise. */
+static int chunked_cases;
 /* Depthwise cases of the AVX-512 VNNI 3x3 path's shapes (dw-avx512vnni-3x3.c): a full
  * block of 64 channels and a tail, rows wider than one chunk of 64 input columns, and
  * stride 2 with dilation 1 over several output rows. */
@@ -112,6 +115,8 @@ static int run_case(int idx, const FbIsa *isas, size_t n_isas) {
   if (c.kh == 1 && c.kw == 1 && c.pt == 0 && c.pl == 0 && c.sh * c.sw > 1 && c.ow < 16)
     strided_rows_cases++;
   int64_t k = c.kh * c.kw * c.ic, xn = c.n * c.ih * c.iw * c.ic, yn = c.n * c.oh * c.ow * c.oc;
+  if (k > 2 * 4 * FB_VNNI_KC && c.n * c.oh * c.ow > 6)
+    chunked_cases++;
 
   uint8_t *x = malloc((size_t)xn + 64); /* the host's 64 bytes of slack */
   int8_t *w = malloc((size_t)(c.oc * k));
@@ -405,6 +410,11 @@ int main(int argc, char **argv) {
   printf("%d of the %d cases have the shape of AVX-512 VNNI's tap path\n", tap_cases, cases);
   if (tap_cases == 0 && cases >= 100) {
     fprintf(stderr, "no case reached the tap path\n");
+    return 1;
+  }
+  printf("%d of the %d cases have a reduction AVX-512 VNNI takes in chunks\n", chunked_cases, cases);
+  if (chunked_cases == 0 && cases >= 100) {
+    fprintf(stderr, "no case reached the chunked reduction\n");
     return 1;
   }
   printf("%d of the depthwise cases are 3x3 with full blocks of 64 channels and a tail, %d 3x3 with rows of more "
