@@ -190,6 +190,14 @@ static int run_case(int idx, const FbIsa *isas, size_t n_isas) {
   return bad;
 }
 
+/* A pool that runs every task in order as worker 0: legal (worker < n_workers), and the
+ * case where the 3x3 depthwise path's other home ranges are only ever claimed by steals. */
+static void worker0_pool(void *runner, size_t n, FbTaskFn task, void *user) {
+  (void)runner;
+  for (size_t i = 0; i < n; i++)
+    task(user, i, 0);
+}
+
 /* One random depthwise case; returns 0 when every path agrees with fb_dw_ref. */
 static int run_dw_case(int idx, const FbIsa *isas, size_t n_isas) {
   FbConv c = {0};
@@ -274,8 +282,12 @@ static int run_dw_case(int idx, const FbIsa *isas, size_t n_isas) {
   }
   int bad = 0;
   for (size_t t = 0; t < n_isas && !bad; t++)
-    for (int threads = 0; threads < 2 && !bad; threads++) {
-      FbPool pool = {.run = reverse_pool, .n_workers = 3};
+    for (int threads = 0; threads < 4 && !bad; threads++) {
+      /* 1: three workers' tasks in reverse on this thread (the 3x3 path's last worker
+       * claims every other home range from its back); 2: two real threads claiming at
+       * once; 3: every task on worker 0, whose claims alone must cover the others' ranges */
+      FbPool pool = {.run = threads == 2 ? two_thread_pool : threads == 3 ? worker0_pool : reverse_pool,
+                     .n_workers = threads == 2 ? 2 : 3};
       memset(out, 0xA5, (size_t)yn + 1);
       size_t wsn = fb_dw_workspace(isas[t], &c, &pk, threads ? pool.n_workers : 1);
       void *ws = wsn ? aligned_alloc(64, wsn) : NULL;
@@ -290,7 +302,12 @@ static int run_dw_case(int idx, const FbIsa *isas, size_t n_isas) {
           fprintf(stderr,
                   "depthwise case %d %s%s: n=%lld ih=%lld iw=%lld c=%lld k=%lldx%lld s=%lld,%lld d=%lld,%lld "
                   "p=%lld,%lld,%lld,%lld zx=%d zo=%d lo=%d hi=%d%s: y[%lld] = %d, twin %d\n",
-                  idx, fb_isa_name(isas[t]), threads ? " (3 workers)" : "", (long long)c.n, (long long)c.ih,
+                  idx, fb_isa_name(isas[t]),
+                  threads == 3   ? " (3 tasks on worker 0)"
+                  : threads == 2 ? " (2 threads)"
+                  : threads      ? " (3 workers)"
+                                 : "",
+                  (long long)c.n, (long long)c.ih,
                   (long long)c.iw, (long long)c.oc, (long long)c.kh, (long long)c.kw, (long long)c.sh,
                   (long long)c.sw, (long long)c.dh, (long long)c.dw, (long long)c.pt, (long long)c.pl,
                   (long long)pb, (long long)pr, rq.zx, rq.zo, rq.lo, rq.hi, ties ? " ties" : "", (long long)i,
