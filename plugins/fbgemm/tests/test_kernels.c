@@ -52,6 +52,9 @@ static int dw3_int_bias_cases, dw3_int_bias_stream_cases, dw3_big_bias_cases;
 /* 3x3 whose tail block starts with a piece of 32 channels over rows of 2 columns or more
  * (built two columns at a time), and of them those with exactly 32 channels */
 static int dw3_pair32_cases, dw3_ic32_cases;
+/* ... with a tail of exactly 32 channels at stride 2 without the row buffer (stream_s2_piece32),
+ * and those wide enough for a pair of pixels whose columns are all inside the image. */
+static int dw3_stream32_cases, dw3_stream32_inside_cases;
 
 /* One random case; returns 0 when every path agrees with the twin. */
 static int run_case(int idx, const FbIsa *isas, size_t n_isas) {
@@ -206,14 +209,14 @@ static int run_dw_case(int idx, const FbIsa *isas, size_t n_isas) {
   c.ic = c.oc = rnd() % 2 ? rnd_in(1, 20) : rnd_in(21, 70);
   if (rnd() % 5 == 0) /* and past 64, where the AVX-512 3x3 kernel takes 64 channels at a time */
     c.ic = c.oc = rnd_in(64, 200);
-  else if (rnd() % 8 == 0) /* 32: pairs of pixels are one 64-byte load (dw-avx512vnni-3x3.c, load_pair32) */
-    c.ic = c.oc = 32;
+  else if (rnd() % 8 == 0) /* 32: pairs of pixels are one 64-byte load (dw-avx512vnni-3x3.c, load_pair32); */
+    c.ic = c.oc = rnd() % 2 ? 32 : 96; /* 32 and 96: a tail of exactly 32 (stream_s2_piece32 at stride 2) */
   c.kh = rnd() % 2 ? 3 : rnd_in(1, 5);
   c.kw = rnd() % 2 ? c.kh : rnd_in(1, 5);
   c.sh = rnd_in(1, 3), c.sw = rnd() % 2 ? c.sh : rnd_in(1, 3);
   c.dh = rnd() % 3 == 0 ? rnd_in(2, 3) : 1, c.dw = rnd() % 3 == 0 ? rnd_in(2, 3) : 1;
-  if (c.kh == 3 && c.kw == 3 && c.ic >= 64 && rnd() % 2 == 0) /* mobilenet's stride-2 layers: the 3x3 path's */
-    c.sh = c.sw = 2, c.dh = c.dw = 1;                              /* streamed full blocks, on every seed */
+  if (c.kh == 3 && c.kw == 3 && (c.ic >= 64 || c.ic == 32) && rnd() % 2 == 0) /* mobilenet's stride-2 layers: */
+    c.sh = c.sw = 2, c.dh = c.dw = 1; /* the 3x3 path's streamed full blocks and 32-channel tails, on every seed */
   c.ih = rnd_in(1, 12), c.iw = rnd() % 6 == 0 ? rnd_in(13, 140) : rnd_in(1, 12); /* wide: past a 3x3 chunk */
   int64_t pb = 0, pr = 0;
   if (rnd() % 4) {
@@ -230,6 +233,8 @@ static int run_dw_case(int idx, const FbIsa *isas, size_t n_isas) {
     dw3_stride2_cases += c.sh == 2 && c.dh == 1 && c.oh > 1;
     dw3_pair32_cases += c.ic % 64 >= 32 && c.iw > 1;
     dw3_ic32_cases += c.ic == 32 && c.iw > 1;
+    dw3_stream32_cases += c.sw == 2 && c.dw == 1 && !(c.sh == 1 && c.dh == 1) && c.ic % 64 == 32;
+    dw3_stream32_inside_cases += c.sw == 2 && c.dw == 1 && !(c.sh == 1 && c.dh == 1) && c.ic % 64 == 32 && c.iw >= 6;
   }
   if (c.sh == 1 && c.sw == 1 && c.dh == 1 && c.dw == 1 && c.ic % 64 == 0 && c.kh * c.kw > 1)
     gathered_cases++;
@@ -460,6 +465,13 @@ int main(int argc, char **argv) {
   printf("%d of the depthwise cases are 3x3 with full blocks and integral biases in the accumulators, %d of them at "
          "stride 2 without the row buffer, %d with biases near the bound\n",
          dw3_int_bias_cases, dw3_int_bias_stream_cases, dw3_big_bias_cases);
+  printf("%d of the depthwise cases are 3x3 with a tail of 32 channels at stride 2 without the row buffer, %d of them "
+         "6 or more columns wide\n",
+         dw3_stream32_cases, dw3_stream32_inside_cases);
+  if ((dw3_stream32_cases == 0 || dw3_stream32_inside_cases == 0) && cases >= 100) {
+    fprintf(stderr, "no depthwise case reached the stride-2 path of 32-channel tails (or its pixels inside)\n");
+    return 1;
+  }
   if ((dw3_int_bias_cases == 0 || dw3_int_bias_stream_cases == 0 || dw3_big_bias_cases == 0) && cases >= 100) {
     fprintf(stderr, "no depthwise case reached the integral-bias epilogue (or its stride-2 or large-bias cases)\n");
     return 1;
