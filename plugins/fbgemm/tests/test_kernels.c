@@ -55,6 +55,10 @@ static int dw3_pair32_cases, dw3_ic32_cases;
 /* ... with a tail of exactly 32 channels at stride 2 without the row buffer (stream_s2_piece32),
  * and those wide enough for a pair of pixels whose columns are all inside the image. */
 static int dw3_stream32_cases, dw3_stream32_inside_cases;
+/* ... whose tail ends in a piece of up to 16 channels over rows of 4 output pixels or more
+ * (piece16's four pixels per epilogue), and of them those with integral biases in the
+ * accumulators. */
+static int dw3_piece16_cases, dw3_piece16_int_cases;
 
 /* One random case; returns 0 when every path agrees with the twin. */
 static int run_case(int idx, const FbIsa *isas, size_t n_isas) {
@@ -285,6 +289,12 @@ static int run_dw_case(int idx, const FbIsa *isas, size_t n_isas) {
     dw3_int_bias_stream_cases += pk.int_bias3 && c.sw == 2 && c.dw == 1 && !(c.sh == 1 && c.dh == 1);
     dw3_big_bias_cases += pk.int_bias3 && big;
   }
+  if (c.kh == 3 && c.kw == 3) {
+    int64_t rem = c.ic % 64;
+    int piece16 = ((rem >= 1 && rem <= 16) || (rem >= 33 && rem <= 48)) && c.ow >= 4;
+    dw3_piece16_cases += piece16;
+    dw3_piece16_int_cases += piece16 && pk.int_bias3;
+  }
   int bad = 0;
   for (size_t t = 0; t < n_isas && !bad; t++)
     for (int threads = 0; threads < 4 && !bad; threads++) {
@@ -468,6 +478,13 @@ int main(int argc, char **argv) {
   printf("%d of the depthwise cases are 3x3 with a tail of 32 channels at stride 2 without the row buffer, %d of them "
          "6 or more columns wide\n",
          dw3_stream32_cases, dw3_stream32_inside_cases);
+  printf("%d of the depthwise cases are 3x3 with a last piece of up to 16 channels over 4 pixels or more, %d of them "
+         "with integral biases in the accumulators\n",
+         dw3_piece16_cases, dw3_piece16_int_cases);
+  if ((dw3_piece16_cases == 0 || dw3_piece16_int_cases == 0) && cases >= 100) {
+    fprintf(stderr, "no depthwise case reached the four-pixel epilogue of the last 16 channels\n");
+    return 1;
+  }
   if ((dw3_stream32_cases == 0 || dw3_stream32_inside_cases == 0) && cases >= 100) {
     fprintf(stderr, "no depthwise case reached the stride-2 path of 32-channel tails (or its pixels inside)\n");
     return 1;
