@@ -205,7 +205,7 @@ typedef struct {
   int64_t band;  /* output rows per task (the AVX-512 VNNI paths; 1 otherwise) */
   int64_t bands; /* tasks per image */
   int64_t cgs, cg; /* the 3x3 path: channel groups per band and channels per group */
-  DwHome *homes;   /* the 3x3 path on several workers: one range of units per pool task */
+  DwHome *homes;   /* the 3x3 path on several workers: one home range of units per worker */
   int64_t n_homes, units;
 } DwJob;
 
@@ -274,8 +274,8 @@ void fb_dw_run(FbIsa isa, const FbConv *c, const FbDwPacked *p, const uint8_t *x
      * several workers the blocks of 64 channels are split too, so that the few rows of
      * 14x14 and 7x7 maps still give every worker about 4 tasks of equal size */
     {   /* bands of rows (of pairs at stride 1), each sharing input rows down a chunk of columns;
-         * about 8 per worker, so that dynamic hand-out evens out (with 4, a 56x56 map's 7
-         * bands split 4:3 over two workers) */
+         * about 8 per worker, so that the home ranges split the rows evenly (with 4, a 56x56
+         * map's 7 bands split 4:3 over two workers) and a steal takes a small piece */
       int64_t want_bands = workers > 1 ? ((int64_t)workers * 8 + c->n - 1) / c->n : 1;
       j.band = (c->oh + want_bands - 1) / want_bands;
       j.band = c->sh == 1 && c->dh == 1 ? (j.band + 1) / 2 * 2 : j.band;
