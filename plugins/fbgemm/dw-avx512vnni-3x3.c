@@ -16,7 +16,9 @@
  * in the copy); the sums less zx * sum(w) are exactly sum (x - zx) * w, then kernels.h's
  * output rule as in gemm-avx512-store.h, so the bytes are the scalar twin's (fb_dw_ref).
  * Where no value can reach 2^31 (p->byte_hi) the upper clamp is a byte minimum after the
- * packs; at stride 2 over single rows the full blocks build their columns in registers.
+ * packs; at stride 2 over single rows the full blocks build their columns in registers,
+ * and so does a tail of exactly 32 channels, two output pixels per vector. A last piece
+ * of up to 16 channels shares one epilogue between four pixels (piece16).
  * Where every bias is a small integer (p->int_bias3, the int32 biases of QDQ models) the
  * accumulators start at bias - zx * sum(w) plus a magic number that makes their bits the
  * float of the sum (kernels.h, FB_DW3_MAGIC), which drops the int32 conversion and the bias
@@ -326,11 +328,72 @@ static inline __attribute__((always_inline)) void piece32(const FbConv *c, const
   }
 }
 
+/* The tail block's last piece of up to 16 channels [ck, oc) (channel order) of one output
+ * row, v at the piece's first column, stride and dilation as in full_block. Four pixels
+ * share one epilogue, store64's: the packs of pixels 0-3's vectors leave pixel s's
+ * channels 4L..4L+3 in dword 4L + s, which one vpermd puts in pixel order, and each
+ * pixel leaves through a masked 128-bit store; where it went one pixel at a time (its
+ * 16 outputs through as many float operations as 64 of a full block's) the 16-channel
+ * tail of mobilenet's 144-channel layers took about a fifth of their time. The pixels
+ * after the last four go one at a time with the float clamps and vpmovdb. */
+static inline __attribute__((always_inline)) void piece16(const FbConv *c, const FbDwPacked *p, const int32_t *v,
+                                                          const int8_t *w3, int64_t ck, int64_t ox0, int64_t ox1,
+                                                          uint8_t *orow, const int sw_c, const int dw_c, const int ep) {
+  const int bh = ep != FB_DW3_EP_FLOAT;
+  const int64_t oc = c->oc, cq = p->cq, sw = sw_c ? sw_c : c->sw, dw = dw_c ? dw_c : c->dw;
+  const __mmask16 mask = (__mmask16)((1u << (oc - ck)) - 1u);
+  const __m512 hi = _mm512_set1_ps(p->hi);
+  const __m512i zo16 = _mm512_set1_epi16((short)p->zo);
+  const __m512i lo8 = _mm512_set1_epi8((char)(uint8_t)((int32_t)p->lo + p->zo));
+  const __m512i hi8 = _mm512_set1_epi8((char)p->hi8);
+  const __m512i perm = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  const __m512i nzs = acc_start(p, ck, ep);
+  const float *bias = p->bias3 + ck, *mult = p->mult3 + ck;
+  __m512i wv[3];
+  _Pragma("GCC unroll 3") for (int kx = 0; kx < 3; kx++)
+    wv[kx] = _mm512_load_si512((const void *)(w3 + (kx * cq + ck) * 4));
+  int64_t ox = ox0;
+  for (; ox + 4 <= ox1; ox += 4) {
+    __m512i q[4];
+    _Pragma("GCC unroll 4") for (int s = 0; s < 4; s++) {
+      const int32_t *vc = v + (ox + s) * sw * 64;
+      __m512i acc = nzs;
+      _Pragma("GCC unroll 3") for (int kx = 0; kx < 3; kx++)
+        acc = dpbusd(acc, _mm512_load_si512((const void *)(vc + kx * dw * 64)), wv[kx]);
+      q[s] = requant16(acc, bias, mult, hi, ep);
+    }
+    __m512i w01 = _mm512_adds_epi16(_mm512_packs_epi32(q[0], q[1]), zo16);
+    __m512i w23 = _mm512_adds_epi16(_mm512_packs_epi32(q[2], q[3]), zo16);
+    __m512i u8 = _mm512_max_epu8(_mm512_packus_epi16(w01, w23), lo8);
+    u8 = _mm512_permutexvar_epi32(perm, bh ? _mm512_min_epu8(u8, hi8) : u8);
+    uint8_t *out = orow + ox * oc + ck;
+    _mm_mask_storeu_epi8(out, mask, _mm512_castsi512_si128(u8));
+    _mm_mask_storeu_epi8(out + oc, mask, _mm512_extracti32x4_epi32(u8, 1));
+    _mm_mask_storeu_epi8(out + 2 * oc, mask, _mm512_extracti32x4_epi32(u8, 2));
+    _mm_mask_storeu_epi8(out + 3 * oc, mask, _mm512_extracti32x4_epi32(u8, 3));
+  }
+  if (ox < ox1) {
+    const __m512 lo = _mm512_set1_ps(p->lo);
+    const __m512i zo = _mm512_set1_epi32(p->zo);
+    const __m512i nzs0 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_load_si512((const void *)(p->zsum3 + ck)));
+    const __m512 bv = _mm512_load_ps(bias), mv = _mm512_load_ps(mult);
+    for (; ox < ox1; ox++) {
+      const int32_t *vc = v + ox * sw * 64;
+      __m512i acc = nzs0;
+      _Pragma("GCC unroll 3") for (int kx = 0; kx < 3; kx++)
+        acc = dpbusd(acc, _mm512_load_si512((const void *)(vc + kx * dw * 64)), wv[kx]);
+      __m512 f = _mm512_mul_ps(_mm512_add_ps(_mm512_cvtepi32_ps(acc), bv), mv);
+      f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
+      _mm_mask_storeu_epi8(orow + ox * oc + ck, mask, _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(f), zo)));
+    }
+  }
+}
+
 /* Block cb of one output row from its row buffer with weight set w3 (p->w3[0] or
  * p->w3[1]): a full block (full_block), or the tail block's pieces. */
 static void compute_block(const FbConv *c, const FbDwPacked *p, const int32_t *v, const int8_t *w3, int64_t cb,
                           int64_t ox0, int64_t ox1, uint8_t *orow) {
-  const int64_t oc = c->oc, cq = p->cq, sw = c->sw, dw = c->dw;
+  const int64_t oc = c->oc, sw = c->sw, dw = c->dw;
   v -= ox0 * sw * 64; /* the buffer starts at output column ox0's first input column */
   if (cb + 64 <= oc) {
     if (sw == 1 && dw == 1 && p->int_bias3)
@@ -345,7 +408,6 @@ static void compute_block(const FbConv *c, const FbDwPacked *p, const int32_t *v
       full_block(c, p, v + ox0 * sw * 64, w3, cb, ox0, ox1, orow, 0, 0, FB_DW3_EP_FLOAT);
     return;
   }
-  const __m512 hi = _mm512_set1_ps(p->hi);
   int64_t k = 0;
   for (; oc - cb - k > 16; k += 32) {
     if (sw == 1 && dw == 1 && p->int_bias3)
@@ -363,25 +425,17 @@ static void compute_block(const FbConv *c, const FbDwPacked *p, const int32_t *v
     else
       piece32(c, p, v + k, w3, cb + k, ox0, ox1, orow, 0, 0, FB_DW3_EP_FLOAT);
   }
-  if (cb + k < oc) { /* up to 16 in channel order, through vpmovdb and a masked store */
-    const int64_t ck = cb + k;
-    const __mmask16 mask = (__mmask16)((1u << (oc - ck)) - 1u);
-    const __m512 lo = _mm512_set1_ps(p->lo);
-    const __m512i zo = _mm512_set1_epi32(p->zo);
-    const __m512i nzs = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_load_si512((const void *)(p->zsum3 + ck)));
-    const __m512 bias = _mm512_load_ps(p->bias3 + ck), mult = _mm512_load_ps(p->mult3 + ck);
-    __m512i wv[3];
-    _Pragma("GCC unroll 3") for (int kx = 0; kx < 3; kx++)
-      wv[kx] = _mm512_load_si512((const void *)(w3 + (kx * cq + ck) * 4));
-    for (int64_t ox = ox0; ox < ox1; ox++) {
-      const int32_t *vc = v + ox * sw * 64 + k;
-      __m512i acc = nzs;
-      _Pragma("GCC unroll 3") for (int kx = 0; kx < 3; kx++)
-        acc = dpbusd(acc, _mm512_load_si512((const void *)(vc + kx * dw * 64)), wv[kx]);
-      __m512 f = _mm512_mul_ps(_mm512_add_ps(_mm512_cvtepi32_ps(acc), bias), mult);
-      f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
-      _mm_mask_storeu_epi8(orow + ox * oc + ck, mask, _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(f), zo)));
-    }
+  if (cb + k < oc) { /* up to 16 in channel order */
+    if (sw == 1 && dw == 1 && p->int_bias3)
+      piece16(c, p, v + k, w3, cb + k, ox0, ox1, orow, 1, 1, FB_DW3_EP_INT);
+    else if (sw == 1 && dw == 1 && p->byte_hi)
+      piece16(c, p, v + k, w3, cb + k, ox0, ox1, orow, 1, 1, FB_DW3_EP_BYTE);
+    else if (sw == 2 && dw == 1 && p->int_bias3)
+      piece16(c, p, v + k, w3, cb + k, ox0, ox1, orow, 2, 1, FB_DW3_EP_INT);
+    else if (sw == 2 && dw == 1 && p->byte_hi)
+      piece16(c, p, v + k, w3, cb + k, ox0, ox1, orow, 2, 1, FB_DW3_EP_BYTE);
+    else
+      piece16(c, p, v + k, w3, cb + k, ox0, ox1, orow, 0, 0, FB_DW3_EP_FLOAT);
   }
 }
 
@@ -467,6 +521,120 @@ static inline __attribute__((always_inline)) void stream_s2_block(const FbConv *
   }
 }
 
+/* 32 channels of 3 rows at buffer columns j and j + 2 (two output pixels' same tap at
+ * stride 2) interleaved in registers: q[k] holds dword vector k of tail_column's 256-bit
+ * lane order, column j's in its lower half and column j + 2's in its upper half. s[t]:
+ * row t's bytes at column j (the zx line: st[t] = 0), st[t]: bytes from column to column. */
+static inline __attribute__((always_inline)) void pair32_s2(const uint8_t *const s[3], const int64_t st[3],
+                                                            __m512i q[4]) {
+  __m512i r[3];
+  _Pragma("GCC unroll 3") for (int t = 0; t < 3; t++) r[t] =
+      _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)s[t])),
+                         _mm256_loadu_si256((const __m256i *)(s[t] + 2 * st[t])), 1);
+  __m512i z = _mm512_setzero_si512();
+  __m512i lo01 = _mm512_unpacklo_epi8(r[0], r[1]), hi01 = _mm512_unpackhi_epi8(r[0], r[1]);
+  __m512i lo23 = _mm512_unpacklo_epi8(r[2], z), hi23 = _mm512_unpackhi_epi8(r[2], z);
+  q[0] = _mm512_unpacklo_epi16(lo01, lo23), q[1] = _mm512_unpackhi_epi16(lo01, lo23);
+  q[2] = _mm512_unpacklo_epi16(hi01, hi23), q[3] = _mm512_unpackhi_epi16(hi01, hi23);
+}
+
+/* pair32_s2 at buffer column j of an image row or the zx line, each column checked. */
+static inline __attribute__((always_inline)) void pair32_s2_edge(const FbConv *c, const uint8_t *const row[4],
+                                                                 int64_t ck, int64_t j, const uint8_t *zxl,
+                                                                 __m512i q[4]) {
+  const int64_t ic = c->ic;
+  __m512i r[3];
+  _Pragma("GCC unroll 3") for (int t = 0; t < 3; t++) {
+    const int64_t ia = j - c->pl, ib = j + 2 - c->pl;
+    const uint8_t *a = (row[t] && ia >= 0 && ia < c->iw ? row[t] + ia * ic : zxl) + ck;
+    const uint8_t *b = (row[t] && ib >= 0 && ib < c->iw ? row[t] + ib * ic : zxl) + ck;
+    r[t] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)a)),
+                              _mm256_loadu_si256((const __m256i *)b), 1);
+  }
+  __m512i z = _mm512_setzero_si512();
+  __m512i lo01 = _mm512_unpacklo_epi8(r[0], r[1]), hi01 = _mm512_unpackhi_epi8(r[0], r[1]);
+  __m512i lo23 = _mm512_unpacklo_epi8(r[2], z), hi23 = _mm512_unpackhi_epi8(r[2], z);
+  q[0] = _mm512_unpacklo_epi16(lo01, lo23), q[1] = _mm512_unpackhi_epi16(lo01, lo23);
+  q[2] = _mm512_unpacklo_epi16(hi01, hi23), q[3] = _mm512_unpackhi_epi16(hi01, hi23);
+}
+
+/* A 256-bit vector of 8 lane-ordered dwords at v, in both halves. */
+static inline __attribute__((always_inline)) __m512i both_halves(const void *v) {
+  return _mm512_broadcast_i64x4(_mm256_load_si256((const __m256i *)v));
+}
+
+/* A tail block of exactly 32 channels [ck, ck + 32) of one output row at stride 2,
+ * dilation 1, without the row buffer, two output pixels at a time: each 512-bit vector
+ * holds one tap's columns of both pixels (pair32_s2), so the weights, accumulator starts,
+ * biases and multipliers are the 256-bit lane-ordered vectors of the tail piece in both
+ * halves, and store64's packs leave pixel A's 32 bytes in channel order in the lower half
+ * and B's in the upper, without piece32's vpermd. Per two pixels the columns 2ox + 1 ..
+ * 2ox + 4 are built; tap 0's pair (2ox, 2ox + 2) is one 128-bit lane shuffle of the pair
+ * before (2ox - 2, 2ox) and this one's (2ox + 2, 2ox + 4), where the buffered path built,
+ * stored and reloaded every column (mobilenet's 112x112x96 /2 layer). The sums are
+ * piece32's, so are the bytes. */
+static inline __attribute__((always_inline)) void stream_s2_piece32(const FbConv *c, const FbDwPacked *p,
+                                                                    const uint8_t *const row[4], int64_t ck,
+                                                                    int64_t ox0, int64_t ox1, uint8_t *orow,
+                                                                    const uint8_t *zxl, const int ep) {
+  const int bh = ep != FB_DW3_EP_FLOAT;
+  const int64_t oc = c->oc, ic = c->ic, cq = p->cq, pl = c->pl, iw = c->iw;
+  const int8_t *w3 = p->w3[0];
+  const __m512 hi = _mm512_set1_ps(p->hi);
+  const __m512i zo16 = _mm512_set1_epi16((short)p->zo);
+  const __m512i lo8 = _mm512_set1_epi8((char)(uint8_t)((int32_t)p->lo + p->zo));
+  const __m512i hi8 = _mm512_set1_epi8((char)p->hi8);
+  __m512i wv[4][3], nzs[4];
+  __m512 bias[4], mult[4];
+  _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
+    const int64_t pos = ck + 8 * k;
+    nzs[k] = ep == FB_DW3_EP_INT ? both_halves(p->nzb3 + pos)
+                                 : _mm512_sub_epi32(_mm512_setzero_si512(), both_halves(p->zsum3 + pos));
+    bias[k] = _mm512_castsi512_ps(both_halves(p->bias3 + pos));
+    mult[k] = _mm512_castsi512_ps(both_halves(p->mult3 + pos));
+    _Pragma("GCC unroll 3") for (int kx = 0; kx < 3; kx++) wv[k][kx] = both_halves(w3 + (kx * cq + pos) * 4);
+  }
+  const int64_t st[3] = {row[0] ? ic : 0, row[1] ? ic : 0, row[2] ? ic : 0};
+  __m512i prev[4], o[4], e1[4];
+  pair32_s2_edge(c, row, ck, 2 * ox0 - 2, zxl, prev); /* its upper half: column 2ox0 */
+  for (int64_t ox = ox0; ox < ox1; ox += 2) {
+    const int64_t ix = 2 * ox + 1 - pl; /* pixel A's tap 1; B's tap 2 is ix + 3 */
+    if (ix >= 0 && ix + 3 < iw) {
+      const uint8_t *s[3];
+      _Pragma("GCC unroll 3") for (int t = 0; t < 3; t++) s[t] = (row[t] ? row[t] + ix * ic : zxl) + ck;
+      pair32_s2(s, st, o);
+      _Pragma("GCC unroll 3") for (int t = 0; t < 3; t++) s[t] += st[t];
+      pair32_s2(s, st, e1);
+    } else {
+      pair32_s2_edge(c, row, ck, 2 * ox + 1, zxl, o);
+      pair32_s2_edge(c, row, ck, 2 * ox + 2, zxl, e1);
+    }
+    __m512i q[4];
+    _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
+      /* tap 0: columns 2ox and 2ox + 2, the upper half of the pair before and the lower of e1 */
+      __m512i e0 = _mm512_shuffle_i64x2(prev[k], e1[k], _MM_SHUFFLE(1, 0, 3, 2));
+      __m512i acc = dpbusd(dpbusd(dpbusd(nzs[k], e0, wv[k][0]), o[k], wv[k][1]), e1[k], wv[k][2]);
+      __m512 f = ep == FB_DW3_EP_INT ? _mm512_sub_ps(_mm512_castsi512_ps(acc), _mm512_set1_ps(FB_DW3_MAGIC_F))
+                                     : _mm512_add_ps(_mm512_cvtepi32_ps(acc), bias[k]);
+      f = _mm512_mul_ps(f, mult[k]);
+      q[k] = _mm512_cvtps_epi32(ep == FB_DW3_EP_FLOAT ? _mm512_min_ps(f, hi) : f);
+      prev[k] = e1[k];
+    }
+    __m512i w01 = _mm512_adds_epi16(_mm512_packs_epi32(q[0], q[1]), zo16);
+    __m512i w23 = _mm512_adds_epi16(_mm512_packs_epi32(q[2], q[3]), zo16);
+    __m512i u8 = _mm512_max_epu8(_mm512_packus_epi16(w01, w23), lo8);
+    u8 = bh ? _mm512_min_epu8(u8, hi8) : u8;
+    uint8_t *out = orow + ox * oc + ck;
+    if (ox + 1 < ox1 && oc == 32) {
+      _mm512_storeu_si512((void *)out, u8);
+    } else {
+      _mm256_storeu_si256((__m256i *)out, _mm512_castsi512_si256(u8));
+      if (ox + 1 < ox1)
+        _mm256_storeu_si256((__m256i *)(out + oc), _mm512_extracti64x4_epi64(u8, 1));
+    }
+  }
+}
+
 void fb_dw3_rows_avx512vnni(const FbConv *c, const FbDwPacked *p, const uint8_t *x, int64_t b, int64_t oy0,
                             int64_t oy1, int64_t c0, int64_t c1, uint8_t *y, void *ws) {
   int32_t *v = ws;
@@ -498,6 +666,15 @@ void fb_dw3_rows_avx512vnni(const FbConv *c, const FbDwPacked *p, const uint8_t 
             stream_s2_block(c, p, row, cb, ox0, ox1, yb + oy * row_bytes, zxl, FB_DW3_EP_BYTE);
           else
             stream_s2_block(c, p, row, cb, ox0, ox1, yb + oy * row_bytes, zxl, FB_DW3_EP_FLOAT);
+          continue;
+        }
+        if (!pairs && c->sw == 2 && c->dw == 1 && c->oc - cb == 32) {
+          if (p->int_bias3)
+            stream_s2_piece32(c, p, row, cb, ox0, ox1, yb + oy * row_bytes, zxl, FB_DW3_EP_INT);
+          else if (p->byte_hi)
+            stream_s2_piece32(c, p, row, cb, ox0, ox1, yb + oy * row_bytes, zxl, FB_DW3_EP_BYTE);
+          else
+            stream_s2_piece32(c, p, row, cb, ox0, ox1, yb + oy * row_bytes, zxl, FB_DW3_EP_FLOAT);
           continue;
         }
         if (second) /* the fourth row only where the lower output row reads it */

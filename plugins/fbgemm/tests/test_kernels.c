@@ -55,6 +55,13 @@ static int dw3_int_bias_cases, dw3_int_bias_stream_cases, dw3_big_bias_cases;
 /* 3x3 whose tail block starts with a piece of 32 channels over rows of 2 columns or more
  * (built two columns at a time), and of them those with exactly 32 channels */
 static int dw3_pair32_cases, dw3_ic32_cases;
+/* ... with a tail of exactly 32 channels at stride 2 without the row buffer (stream_s2_piece32),
+ * and those wide enough for a pair of pixels whose columns are all inside the image. */
+static int dw3_stream32_cases, dw3_stream32_inside_cases;
+/* ... whose tail ends in a piece of up to 16 channels over rows of 4 output pixels or more
+ * (piece16's four pixels per epilogue), and of them those with integral biases in the
+ * accumulators. */
+static int dw3_piece16_cases, dw3_piece16_int_cases;
 
 /* One random case; returns 0 when every path agrees with the twin. */
 static int run_case(int idx, const FbIsa *isas, size_t n_isas) {
@@ -195,6 +202,14 @@ static int run_case(int idx, const FbIsa *isas, size_t n_isas) {
   return bad;
 }
 
+/* A pool that runs every task in order as worker 0: legal (worker < n_workers), and the
+ * case where the 3x3 depthwise path's other home ranges are only ever claimed by steals. */
+static void worker0_pool(void *runner, size_t n, FbTaskFn task, void *user) {
+  (void)runner;
+  for (size_t i = 0; i < n; i++)
+    task(user, i, 0);
+}
+
 /* One random depthwise case; returns 0 when every path agrees with fb_dw_ref. */
 static int run_dw_case(int idx, const FbIsa *isas, size_t n_isas) {
   FbConv c = {0};
@@ -203,14 +218,14 @@ static int run_dw_case(int idx, const FbIsa *isas, size_t n_isas) {
   c.ic = c.oc = rnd() % 2 ? rnd_in(1, 20) : rnd_in(21, 70);
   if (rnd() % 5 == 0) /* and past 64, where the AVX-512 3x3 kernel takes 64 channels at a time */
     c.ic = c.oc = rnd_in(64, 200);
-  else if (rnd() % 8 == 0) /* 32: pairs of pixels are one 64-byte load (dw-avx512vnni-3x3.c, load_pair32) */
-    c.ic = c.oc = 32;
+  else if (rnd() % 8 == 0) /* 32: pairs of pixels are one 64-byte load (dw-avx512vnni-3x3.c, load_pair32); */
+    c.ic = c.oc = rnd() % 2 ? 32 : 96; /* 32 and 96: a tail of exactly 32 (stream_s2_piece32 at stride 2) */
   c.kh = rnd() % 2 ? 3 : rnd_in(1, 5);
   c.kw = rnd() % 2 ? c.kh : rnd_in(1, 5);
   c.sh = rnd_in(1, 3), c.sw = rnd() % 2 ? c.sh : rnd_in(1, 3);
   c.dh = rnd() % 3 == 0 ? rnd_in(2, 3) : 1, c.dw = rnd() % 3 == 0 ? rnd_in(2, 3) : 1;
-  if (c.kh == 3 && c.kw == 3 && c.ic >= 64 && rnd() % 2 == 0) /* mobilenet's stride-2 layers: the 3x3 path's */
-    c.sh = c.sw = 2, c.dh = c.dw = 1;                              /* streamed full blocks, on every seed */
+  if (c.kh == 3 && c.kw == 3 && (c.ic >= 64 || c.ic == 32) && rnd() % 2 == 0) /* mobilenet's stride-2 layers: */
+    c.sh = c.sw = 2, c.dh = c.dw = 1; /* the 3x3 path's streamed full blocks and 32-channel tails, on every seed */
   c.ih = rnd_in(1, 12), c.iw = rnd() % 6 == 0 ? rnd_in(13, 140) : rnd_in(1, 12); /* wide: past a 3x3 chunk */
   int64_t pb = 0, pr = 0;
   if (rnd() % 4) {
@@ -227,6 +242,8 @@ static int run_dw_case(int idx, const FbIsa *isas, size_t n_isas) {
     dw3_stride2_cases += c.sh == 2 && c.dh == 1 && c.oh > 1;
     dw3_pair32_cases += c.ic % 64 >= 32 && c.iw > 1;
     dw3_ic32_cases += c.ic == 32 && c.iw > 1;
+    dw3_stream32_cases += c.sw == 2 && c.dw == 1 && !(c.sh == 1 && c.dh == 1) && c.ic % 64 == 32;
+    dw3_stream32_inside_cases += c.sw == 2 && c.dw == 1 && !(c.sh == 1 && c.dh == 1) && c.ic % 64 == 32 && c.iw >= 6;
   }
   if (c.sh == 1 && c.sw == 1 && c.dh == 1 && c.dw == 1 && c.ic % 64 == 0 && c.kh * c.kw > 1)
     gathered_cases++;
@@ -277,10 +294,20 @@ static int run_dw_case(int idx, const FbIsa *isas, size_t n_isas) {
     dw3_int_bias_stream_cases += pk.int_bias3 && c.sw == 2 && c.dw == 1 && !(c.sh == 1 && c.dh == 1);
     dw3_big_bias_cases += pk.int_bias3 && big;
   }
+  if (c.kh == 3 && c.kw == 3) {
+    int64_t rem = c.ic % 64;
+    int piece16 = ((rem >= 1 && rem <= 16) || (rem >= 33 && rem <= 48)) && c.ow >= 4;
+    dw3_piece16_cases += piece16;
+    dw3_piece16_int_cases += piece16 && pk.int_bias3;
+  }
   int bad = 0;
   for (size_t t = 0; t < n_isas && !bad; t++)
-    for (int threads = 0; threads < 2 && !bad; threads++) {
-      FbPool pool = {.run = reverse_pool, .n_workers = 3};
+    for (int threads = 0; threads < 4 && !bad; threads++) {
+      /* 1: three workers' tasks in reverse on this thread (the 3x3 path's last worker
+       * claims every other home range from its back); 2: two real threads claiming at
+       * once; 3: every task on worker 0, whose claims alone must cover the others' ranges */
+      FbPool pool = {.run = threads == 2 ? two_thread_pool : threads == 3 ? worker0_pool : reverse_pool,
+                     .n_workers = threads == 2 ? 2 : 3};
       memset(out, 0xA5, (size_t)yn + 1);
       size_t wsn = fb_dw_workspace(isas[t], &c, &pk, threads ? pool.n_workers : 1);
       void *ws = wsn ? aligned_alloc(64, wsn) : NULL;
@@ -295,7 +322,12 @@ static int run_dw_case(int idx, const FbIsa *isas, size_t n_isas) {
           fprintf(stderr,
                   "depthwise case %d %s%s: n=%lld ih=%lld iw=%lld c=%lld k=%lldx%lld s=%lld,%lld d=%lld,%lld "
                   "p=%lld,%lld,%lld,%lld zx=%d zo=%d lo=%d hi=%d%s: y[%lld] = %d, twin %d\n",
-                  idx, fb_isa_name(isas[t]), threads ? " (3 workers)" : "", (long long)c.n, (long long)c.ih,
+                  idx, fb_isa_name(isas[t]),
+                  threads == 3   ? " (3 tasks on worker 0)"
+                  : threads == 2 ? " (2 threads)"
+                  : threads      ? " (3 workers)"
+                                 : "",
+                  (long long)c.n, (long long)c.ih,
                   (long long)c.iw, (long long)c.oc, (long long)c.kh, (long long)c.kw, (long long)c.sh,
                   (long long)c.sw, (long long)c.dh, (long long)c.dw, (long long)c.pt, (long long)c.pl,
                   (long long)pb, (long long)pr, rq.zx, rq.zo, rq.lo, rq.hi, ties ? " ties" : "", (long long)i,
@@ -453,6 +485,20 @@ int main(int argc, char **argv) {
   printf("%d of the depthwise cases are 3x3 with full blocks and integral biases in the accumulators, %d of them at "
          "stride 2 without the row buffer, %d with biases near the bound\n",
          dw3_int_bias_cases, dw3_int_bias_stream_cases, dw3_big_bias_cases);
+  printf("%d of the depthwise cases are 3x3 with a tail of 32 channels at stride 2 without the row buffer, %d of them "
+         "6 or more columns wide\n",
+         dw3_stream32_cases, dw3_stream32_inside_cases);
+  printf("%d of the depthwise cases are 3x3 with a last piece of up to 16 channels over 4 pixels or more, %d of them "
+         "with integral biases in the accumulators\n",
+         dw3_piece16_cases, dw3_piece16_int_cases);
+  if ((dw3_piece16_cases == 0 || dw3_piece16_int_cases == 0) && cases >= 100) {
+    fprintf(stderr, "no depthwise case reached the four-pixel epilogue of the last 16 channels\n");
+    return 1;
+  }
+  if ((dw3_stream32_cases == 0 || dw3_stream32_inside_cases == 0) && cases >= 100) {
+    fprintf(stderr, "no depthwise case reached the stride-2 path of 32-channel tails (or its pixels inside)\n");
+    return 1;
+  }
   if ((dw3_int_bias_cases == 0 || dw3_int_bias_stream_cases == 0 || dw3_big_bias_cases == 0) && cases >= 100) {
     fprintf(stderr, "no depthwise case reached the integral-bias epilogue (or its stride-2 or large-bias cases)\n");
     return 1;
