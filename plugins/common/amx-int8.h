@@ -76,6 +76,10 @@ typedef struct {
   int np, l0, l1;
 } QhAmxPrefetch;
 
+/* always_inline, and so is every function down to the step's loop: GCC 12 marks an
+ * out-of-line function whose only effect is __builtin_prefetch as const and deletes its
+ * calls, which is what became of the x86 dynamic GEMM's prefetch before this header (no
+ * prefetcht1 in its binary; bench/README.md, session 14, amxc). */
 static inline __attribute__((always_inline)) void qh_amx_prefetch_chunk(const QhAmxPrefetch *f, size_t pstride,
                                                                        int64_t q) {
   for (int p = 0; p < f->np; p++)
