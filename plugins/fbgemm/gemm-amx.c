@@ -5,7 +5,9 @@
  * 64-byte row), padded to 64 reduction bytes per B tile by fb_pack_for(FB_ISA_AMX); the
  * rows of A are kp bytes, which im2col zero-fills past k. The accumulators go through a
  * small int32 buffer to kernels.h's output rule in AVX-512, the same operations in the
- * same order as the AVX-512 VNNI kernel, so the bytes are the scalar twin's.
+ * same order as the AVX-512 VNNI kernel, so the bytes are the scalar twin's. The tile
+ * configuration and the step are ../common/amx-int8.h's (shared with the x86 plugin's
+ * dynamic Linear GEMM); the gathered rows, the row map and the row tails are this file's.
  *
  * The tile configuration belongs to the thread and other code in the process (oneDNN in
  * the x86 plugin or the host) loads its own, so every call loads ours on entry and
@@ -14,12 +16,12 @@
  * QH_CPU_AMXINT8 and AVX-512 VNNI. */
 #define _DEFAULT_SOURCE 1 /* syscall(): arch_prctl has no libc wrapper */
 #include <immintrin.h>
-#include <string.h>
 #if defined(__linux__)
 #include <sys/syscall.h>
 #include <unistd.h>
 #endif
 
+#include "../common/amx-int8.h"
 #include "kernels.h"
 
 int fb_amx_request_permission(void) {
@@ -29,31 +31,6 @@ int fb_amx_request_permission(void) {
 #else
   return 0;
 #endif
-}
-
-/* LDTILECFG's 64-byte memory operand, palette 1. */
-typedef struct {
-  uint8_t palette, start_row, reserved[14];
-  uint16_t colsb[16];
-  uint8_t rows[16];
-} TileConfig;
-
-/* Tiles 0-3: accumulators C[r][p] = tile 2r + p (row tile r, panel p); 4-5: A row tiles;
- * 6-7: B panels. rows0 and rows1: the rows of the first and second row tile (1..16; rows1
- * may be 0 when the second is unused and then keeps 1, which tiles unused never mind). */
-static void load_config(int rows0, int rows1) {
-  TileConfig cfg;
-  memset(&cfg, 0, sizeof cfg);
-  cfg.palette = 1;
-  int r1 = rows1 > 0 ? rows1 : 1;
-  const int rows[8] = {rows0, rows0, r1, r1, rows0, r1, 16, 16};
-  for (int t = 0; t < 8; t++) {
-    cfg.rows[t] = (uint8_t)rows[t];
-    cfg.colsb[t] = 64;
-  }
-  /* not _tile_loadconfig: GCC 12's names only the first 8 bytes of the operand, so the
-   * compiler drops the stores of the rest as dead (then palette 0: tiles off, SIGILL) */
-  __asm__ volatile("ldtilecfg %0" : : "m"(cfg));
 }
 
 /* Where the output rows of a step go: y + r * ldy, or with a map (the gathered path) the
@@ -109,56 +86,10 @@ static void store_rows(const int32_t *cbuf, int mr, int nv, const FbPacked *pk, 
  * Chunk q (64 reduction bytes) of row r is at a + r * lda + koff[q] (q * 64 without koff). */
 static void step(const uint8_t *a, size_t lda, const int64_t *koff, int mr, const FbPacked *pk, int64_t pan,
                  int nv, uint8_t *y, size_t ldy, const FbRowMap *map, int64_t row0) {
-  const int64_t kc = pk->kp / 64;     /* B tiles per panel */
   const size_t pstride = (size_t)pk->kp * FB_NR;
-  const int8_t *b0 = pk->b + pan * (int64_t)pstride, *b1 = b0 + pstride;
-  const uint8_t *a1 = a + 16 * lda;
+  const QhAmxRows rows = {a, lda, 16 * lda, 64, koff};
   _Alignas(64) int32_t cbuf[32 * 32];
-  _tile_zero(0);
-  _tile_zero(1);
-  _tile_zero(2);
-  _tile_zero(3);
-  if (mr > 16 && nv == 2) {
-    for (int64_t q = 0; q < kc; q++) {
-      _tile_loadd(4, a + (koff ? koff[q] : q * 64), lda);
-      _tile_loadd(6, b0 + q * 1024, 64);
-      _tile_loadd(5, a1 + (koff ? koff[q] : q * 64), lda);
-      _tile_loadd(7, b1 + q * 1024, 64);
-      _tile_dpbusd(0, 4, 6);
-      _tile_dpbusd(1, 4, 7);
-      _tile_dpbusd(2, 5, 6);
-      _tile_dpbusd(3, 5, 7);
-    }
-  } else if (mr > 16) {
-    for (int64_t q = 0; q < kc; q++) {
-      _tile_loadd(4, a + (koff ? koff[q] : q * 64), lda);
-      _tile_loadd(6, b0 + q * 1024, 64);
-      _tile_loadd(5, a1 + (koff ? koff[q] : q * 64), lda);
-      _tile_dpbusd(0, 4, 6);
-      _tile_dpbusd(2, 5, 6);
-    }
-  } else if (nv == 2) {
-    for (int64_t q = 0; q < kc; q++) {
-      _tile_loadd(4, a + (koff ? koff[q] : q * 64), lda);
-      _tile_loadd(6, b0 + q * 1024, 64);
-      _tile_loadd(7, b1 + q * 1024, 64);
-      _tile_dpbusd(0, 4, 6);
-      _tile_dpbusd(1, 4, 7);
-    }
-  } else {
-    for (int64_t q = 0; q < kc; q++) {
-      _tile_loadd(4, a + (koff ? koff[q] : q * 64), lda);
-      _tile_loadd(6, b0 + q * 1024, 64);
-      _tile_dpbusd(0, 4, 6);
-    }
-  }
-  /* rows past a row tile's configured rows are not stored: cbuf rows 16.. only when mr > 16 */
-  _tile_stored(0, cbuf, 128);
-  _tile_stored(1, cbuf + 16, 128);
-  if (mr > 16) {
-    _tile_stored(2, cbuf + 16 * 32, 128);
-    _tile_stored(3, cbuf + 16 * 32 + 16, 128);
-  }
+  qh_amx_step(cbuf, &rows, mr, pk->b + pan * (int64_t)pstride, pstride, pk->kp / 64, nv, NULL);
   store_rows(cbuf, mr, nv, pk, pan, y, ldy, map, row0);
 }
 
@@ -172,19 +103,19 @@ static void block(const uint8_t *a, size_t lda, const int64_t *koff, int64_t m, 
    * pair's weights are still in cache: a separate pass would stream every weight twice,
    * which costs more on layer4's 2.4 MiB (M = 49) than two ldtilecfg per pair. */
   if (full > 0)
-    load_config(16, 16);
+    qh_amx_load_config(16, 16);
   else
-    load_config(rows0, rows1);
+    qh_amx_load_config(rows0, rows1);
   for (int64_t pan = p0; pan < p1; pan += 2) {
     int nv = p1 - pan < 2 ? 1 : 2;
     for (int64_t r0 = 0; r0 < full; r0 += 32)
       step(a + (size_t)r0 * lda, lda, koff, 32, pk, pan, nv, map ? y : y + (size_t)r0 * ldy, ldy, map, row0 + r0);
     if (tail && full > 0) {
-      load_config(rows0, rows1);
+      qh_amx_load_config(rows0, rows1);
       step(a + (size_t)full * lda, lda, koff, tail, pk, pan, nv, map ? y : y + (size_t)full * ldy, ldy, map,
            row0 + full);
       if (pan + 2 < p1)
-        load_config(16, 16);
+        qh_amx_load_config(16, 16);
     } else if (tail) {
       step(a, lda, koff, tail, pk, pan, nv, y, ldy, map, row0);
     }

@@ -1,13 +1,14 @@
 /* The x86 dynamic Linear unit's AMX-INT8 GEMM: tdpbusd (u8 x s8 into int32, exact for any
  * uint8 and any int8, so MatMulInteger's accumulator without its zero point) on tiles of 16
  * rows by 16 columns, 32 rows by 2 panels per step (four accumulator tiles, two A tiles,
- * two B tiles: all eight tile registers). Each step's 32 x 32 int32 result goes through a
- * 4 KiB buffer to the unit's float epilogue while it is in L1, so the int32 matrix never
- * travels through the cache as a whole (oneDNN's s32 output did: 1.5 MiB for BERT's
- * feed-forward, written, then read and rewritten by a separate pass). A is packed per
- * call into 32-row blocks of contiguous 16 x 64-byte tiles, zero-padded in K and M: every
- * tile load reads 1 KiB in a row (rows K bytes apart cost a cache line each, from L2, and
- * the tile loads were the step's stall), and no tail needs a tile configuration.
+ * two B tiles: all eight tile registers; the step and the tile configuration are
+ * ../common/amx-int8.h's, shared with the fbgemm plugin). Each step's 32 x 32 int32 result
+ * goes through a 4 KiB buffer to the unit's float epilogue while it is in L1, so the int32
+ * matrix never travels through the cache as a whole (oneDNN's s32 output did: 1.5 MiB for
+ * BERT's feed-forward, written, then read and rewritten by a separate pass). A is packed
+ * per call into 32-row blocks of contiguous 16 x 64-byte tiles, zero-padded in K and M:
+ * every tile load reads 1 KiB in a row (rows K bytes apart cost a cache line each, from
+ * L2, and the tile loads were the step's stall), and no tail needs a tile configuration.
  *
  * The tile configuration belongs to the thread and oneDNN loads its own on the same
  * threads, so every call loads ours on entry and releases the tiles on return. Built with
@@ -15,32 +16,9 @@
  * the Mul and the Add round separately as the host's nodes do); called only where the host
  * reports QH_CPU_AMXINT8. */
 #include <immintrin.h>
-#include <string.h>
 
+#include "../common/amx-int8.h"
 #include "dynamic-gemm.h"
-
-/* LDTILECFG's 64-byte memory operand, palette 1. */
-typedef struct {
-  uint8_t palette, start_row, reserved[14];
-  uint16_t colsb[16];
-  uint8_t rows[16];
-} TileConfig;
-
-/* Every tile 16 rows of 64 bytes: tiles 0-3 the accumulators (row tile r, panel v: tile
- * 2r + v), 4-5 the A row tiles, 6-7 the B panels. Packed A has whole 32-row blocks (zero
- * rows past m), so no tail needs a configuration of its own. */
-static void load_config(void) {
-  TileConfig cfg;
-  memset(&cfg, 0, sizeof cfg);
-  cfg.palette = 1;
-  for (int t = 0; t < 8; t++) {
-    cfg.rows[t] = 16;
-    cfg.colsb[t] = 64;
-  }
-  /* not _tile_loadconfig: GCC 12's names only the operand's first 8 bytes, so the stores
-   * of the rest may be dropped as dead (palette 0 then: SIGILL) */
-  __asm__ volatile("ldtilecfg %0" : : "m"(cfg));
-}
 
 /* The epilogue of rows [0, mr) of the 32 x 32 buffer, nv panels from pan, into y. */
 static void store_rows(const int32_t *cbuf, int mr, int nv, const DynPacked *pk, int64_t pan,
@@ -61,76 +39,15 @@ static void store_rows(const int32_t *cbuf, int mr, int nv, const DynPacked *pk,
   }
 }
 
-/* Where a step prefetches into L2: lines [l0, l1) of every 1 KiB chunk of np panels from pf
- * (the next panel pair's weights, which otherwise come from memory while the tiles wait). */
-typedef struct {
-  const int8_t *pf;
-  int np, l0, l1;
-} Prefetch;
-
-static inline void prefetch_chunk(const Prefetch *f, size_t pstride, int64_t q) {
-  for (int p = 0; p < f->np; p++)
-    for (int l = f->l0; l < f->l1; l++)
-      _mm_prefetch((const char *)(f->pf + (size_t)p * pstride + (size_t)q * 1024 + (size_t)l * 64), _MM_HINT_T1);
-}
-
 /* One step: the packed row block a (mr of its 32 rows wanted, 1..32) by nv (1 or 2) panels
  * from pan over the whole reduction; a block of 16 rows or fewer computes one row tile. */
 static void step(const uint8_t *a, int mr, const DynPacked *pk, int64_t pan, int nv, const DynEpilogue *e,
-                 float *y, size_t ldy, const Prefetch *f) {
-  const int64_t kc = pk->kp / DYN_KB;
+                 float *y, size_t ldy, const QhAmxPrefetch *f) {
   const size_t pstride = (size_t)pk->kp * DYN_NR;
-  const int8_t *b0 = pk->b + pan * (int64_t)pstride, *b1 = b0 + pstride;
-  const uint8_t *a1 = a + 16 * DYN_KB;
+  /* the block's chunk q: 32 rows of 64 bytes, the second row tile 1 KiB on */
+  const QhAmxRows rows = {a, DYN_KB, 16 * DYN_KB, 32 * DYN_KB, NULL};
   _Alignas(64) int32_t cbuf[32 * 32];
-  _tile_zero(0);
-  _tile_zero(1);
-  _tile_zero(2);
-  _tile_zero(3);
-  if (mr > 16 && nv == 2) {
-    for (int64_t q = 0; q < kc; q++) {
-      prefetch_chunk(f, pstride, q);
-      _tile_loadd(4, a + q * 2048, 64);
-      _tile_loadd(6, b0 + q * 1024, 64);
-      _tile_loadd(5, a1 + q * 2048, 64);
-      _tile_loadd(7, b1 + q * 1024, 64);
-      _tile_dpbusd(0, 4, 6);
-      _tile_dpbusd(1, 4, 7);
-      _tile_dpbusd(2, 5, 6);
-      _tile_dpbusd(3, 5, 7);
-    }
-  } else if (mr > 16) {
-    for (int64_t q = 0; q < kc; q++) {
-      prefetch_chunk(f, pstride, q);
-      _tile_loadd(4, a + q * 2048, 64);
-      _tile_loadd(6, b0 + q * 1024, 64);
-      _tile_loadd(5, a1 + q * 2048, 64);
-      _tile_dpbusd(0, 4, 6);
-      _tile_dpbusd(2, 5, 6);
-    }
-  } else if (nv == 2) {
-    for (int64_t q = 0; q < kc; q++) {
-      prefetch_chunk(f, pstride, q);
-      _tile_loadd(4, a + q * 2048, 64);
-      _tile_loadd(6, b0 + q * 1024, 64);
-      _tile_loadd(7, b1 + q * 1024, 64);
-      _tile_dpbusd(0, 4, 6);
-      _tile_dpbusd(1, 4, 7);
-    }
-  } else {
-    for (int64_t q = 0; q < kc; q++) {
-      prefetch_chunk(f, pstride, q);
-      _tile_loadd(4, a + q * 2048, 64);
-      _tile_loadd(6, b0 + q * 1024, 64);
-      _tile_dpbusd(0, 4, 6);
-    }
-  }
-  _tile_stored(0, cbuf, 128);
-  _tile_stored(1, cbuf + 16, 128);
-  if (mr > 16) {
-    _tile_stored(2, cbuf + 16 * 32, 128);
-    _tile_stored(3, cbuf + 16 * 32 + 16, 128);
-  }
+  qh_amx_step(cbuf, &rows, mr, pk->b + pan * (int64_t)pstride, pstride, pk->kp / DYN_KB, nv, f);
   store_rows(cbuf, mr, nv, pk, pan, e, y, ldy);
 }
 
@@ -140,7 +57,9 @@ void dyn_amx_block(const uint8_t *ap, int64_t m, const DynPacked *pk, int64_t p0
     return;
   const size_t block_bytes = (size_t)pk->kp * DYN_MB, pstride = (size_t)pk->kp * DYN_NR;
   const int64_t blocks = (m + DYN_MB - 1) / DYN_MB;
-  load_config();
+  /* every tile 16 rows: packed A has whole 32-row blocks (zero rows past m), so no tail
+   * needs a configuration of its own */
+  qh_amx_load_config(16, 16);
   /* each panel pair's weights are read once from memory and then from cache for every
    * row block; the row blocks share the prefetch of the next pair's (16 lines a chunk) */
   for (int64_t pan = p0; pan < p1; pan += 2) {
@@ -150,7 +69,7 @@ void dyn_amx_block(const uint8_t *ap, int64_t m, const DynPacked *pk, int64_t p0
     for (int64_t rb = 0; rb < blocks; rb++) {
       int64_t r0 = rb * DYN_MB;
       int mr = m - r0 < DYN_MB ? (int)(m - r0) : DYN_MB;
-      Prefetch f = {pk->b + next * (int64_t)pstride, next_np, (int)(rb * 16 / blocks), (int)((rb + 1) * 16 / blocks)};
+      QhAmxPrefetch f = {pk->b + next * (int64_t)pstride, next_np, (int)(rb * 16 / blocks), (int)((rb + 1) * 16 / blocks)};
       step(ap + (size_t)rb * block_bytes, mr, pk, pan, nv, e, y + (size_t)r0 * ldy, ldy, &f);
     }
   }

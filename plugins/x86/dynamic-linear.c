@@ -12,8 +12,9 @@
  * (vpdpbusd) is oneDNN's s32 accumulator exact: without it, vpmaddubsw's int16 pair sums
  * saturate for full-range x_q (every DynamicQuantizeLinear output is [0, 255]) once two
  * weights of a column exceed 128 in |w| together; such units are declined with that
- * reason. The bias Add is the epilogue's last step, f32(y) + b[n] as the host's Add
- * rounds it (a separate add after the multiply, never a fused multiply-add).
+ * reason where they would run on oneDNN (the own GEMMs below are exact: AMX with VNNI
+ * hidden keeps them). The bias Add is the epilogue's last step, f32(y) + b[n] as the
+ * host's Add rounds it (a separate add after the multiply, never a fused multiply-add).
  *
  * The s32 matrix is written into the float output itself (both are 4 bytes an element)
  * and the epilogue turns each element into its float in place: one [M, N] buffer passes
@@ -90,6 +91,19 @@ __attribute__((target("avx512f"))) static void row_avx512(const int32_t *acc, co
 
 typedef void DynBlockFn(const uint8_t *ap, int64_t m, const DynPacked *pk, int64_t p0, int64_t p1,
                         const DynEpilogue *e, float *y, size_t ldy);
+
+/* The unit's own GEMM for the CPU features the host reports (NULL: oneDNN's) and the
+ * panels its block walks together (*unit). AMX's tdpbusd is exact for any uint8 x int8
+ * and needs no VNNI (its epilogue is AVX-512F, its A and weight packing plain C), so it
+ * runs wherever the host reports AMX-INT8 with AVX-512F/BW/VL, VNNI hidden or not. */
+static DynBlockFn *own_gemm(uint64_t cpu, int64_t *unit) {
+  const uint64_t avx512 = QH_CPU_AVX512F | QH_CPU_AVX512BW | QH_CPU_AVX512VL;
+  if ((cpu & (avx512 | QH_CPU_AMXINT8)) == (avx512 | QH_CPU_AMXINT8))
+    return *unit = 2, dyn_amx_block;
+  if ((cpu & (avx512 | QH_CPU_AVX512VNNI)) == (avx512 | QH_CPU_AVX512VNNI))
+    return *unit = 4, dyn_vnni_block;
+  return *unit = 0, NULL;
+}
 
 typedef struct {
   X86Instance *inst;
@@ -197,7 +211,9 @@ static const char *analyze(const X86Instance *inst, const QhHostApi *host, const
   const char *bp = u->n_nodes == 4 ? bias_problem(host, g, u->inputs[IN_BIAS], *n, b) : NULL;
   if (bp)
     return bp;
-  if (inst && !inst->vnni && pairs_may_saturate(wd, *k, *n))
+  /* only oneDNN's u8 x s8 without VNNI can saturate: both own GEMMs are exact */
+  int64_t unit;
+  if (inst && !inst->vnni && !own_gemm(host->cpu_features(), &unit) && pairs_may_saturate(wd, *k, *n))
     return "without VNNI oneDNN's u8*s8 int16 pair sums may saturate for these weights "
            "(DynamicQuantizeLinear's activations use all of [0, 255])";
   return NULL;
@@ -249,11 +265,7 @@ static QhStatus *create(void *instance, const QhHostApi *host, const QhGraphView
   k->inst = instance, k->k = kd, k->n = nd;
   uint64_t cpu = host->cpu_features();
   k->row = cpu & QH_CPU_AVX512F ? row_avx512 : row_sse2;
-  const uint64_t avx512 = QH_CPU_AVX512F | QH_CPU_AVX512BW | QH_CPU_AVX512VL;
-  if ((cpu & (avx512 | QH_CPU_AMXINT8)) == (avx512 | QH_CPU_AMXINT8))
-    k->own = dyn_amx_block, k->own_unit = 2;
-  else if ((cpu & (avx512 | QH_CPU_AVX512VNNI)) == (avx512 | QH_CPU_AVX512VNNI))
-    k->own = dyn_vnni_block, k->own_unit = 4;
+  k->own = own_gemm(cpu, &k->own_unit);
   k->w = k->own ? NULL : malloc((size_t)(kd * nd));
   k->colsum = calloc((size_t)nd, sizeof *k->colsum);
   k->zc = calloc((size_t)nd, sizeof *k->zc);

@@ -15,6 +15,8 @@ int32 result into the float output and converts it in place: cases with accumula
 rounds), shapes with tails in every dimension (rows not a multiple of 32, K not of 64,
 columns not of 16 or 32) and BERT's feed-forward shape check both paths, and weights that
 cannot saturate, which stay on the plugin with VNNI (and AMX) hidden, the vpmaddubsw path.
+With VNNI hidden but AMX visible, weights that would saturate vpmaddubsw stay on the plugin:
+the AMX GEMM needs no VNNI (its epilogue is AVX-512F).
 """
 import json
 import os
@@ -34,6 +36,21 @@ HIDE_VNNI = "avx512vnni,avxvnni,amxint8"  # AMX's tdpbusd is exact: hide it too
 HIDE_AMX = "amxint8"  # the AVX-512 VNNI GEMM
 HIDE_OWN = "amxint8,avx512vnni"  # oneDNN and the in-place epilogue
 PATHS = (None, HIDE_AMX, HIDE_OWN)
+HIDE_VNNI_ONLY = "avx512vnni,avxvnni"  # AMX's tdpbusd with AVX-512F, no VNNI
+
+
+def sees_amx():
+    """Whether qhost sees AMX-INT8 and AVX-512F/BW/VL here (the AMX GEMM's needs): the
+    kernel's flags (it lists AMX only where it enables the tile state), none hidden by
+    QHOST_CPU_DISABLE."""
+    hidden = os.environ.get("QHOST_CPU_DISABLE", "").replace(" ", "").split(",")
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = f.read().split()
+    except OSError:
+        return False
+    need = ("amx_tile", "amx_int8", "avx512f", "avx512bw", "avx512vl")
+    return all(f in flags for f in need) and not {"amxint8", "avx512f", "avx512bw", "avx512vl"} & set(hidden)
 
 
 def export(tmp, name):
@@ -227,10 +244,28 @@ def case_bert_feed_forward(r, tmp):
     quantize_and_compare(r, tmp, "ffn", fpath, xs, None, False)
 
 
+def case_amx_without_vnni(r, tmp):
+    """VNNI hidden, AMX visible: weights that saturate vpmaddubsw's pair sums (declined when
+    AMX is hidden too) stay on the plugin's AMX GEMM, bit-identical to the host's at 1 and
+    2 threads; the tails shape (69 rows, K = 100, 37 columns)."""
+    if not sees_amx():
+        raise qhtest.Skip("qhost sees no AMX-INT8 with AVX-512F/BW/VL here")
+    rng = np.random.default_rng(7)
+    w = rng.normal(0, 0.3, (37, 100)).astype(np.float32)
+    x = rng.normal(0, 2, (3, 23, 100)).astype(np.float32)
+    fpath, xs = export_linear(tmp, "amx_no_vnni", 100, 37, w, x)
+    dyn = quantize_and_compare(r, tmp, "amx_no_vnni", fpath, xs, HIDE_VNNI_ONLY, False)
+    units = json.loads(run_hidden(r, HIDE_VNNI, "inspect", dyn, "--json", *tl.BACKEND))["coverage"]["units"]
+    mmi = [u for u in units if u["ops"].startswith("MatMulInteger")]
+    print(f"  AMX hidden too: {[(u.get('kernel'), u.get('reason')) for u in mmi]}")
+    assert [u.get("kernel") for u in mmi] == ["host:reference"] and "saturate" in (mmi[0].get("reason") or ""), mmi
+
+
 CASES = {"mlp": case_mlp, "encoder": case_encoder, "encoder_per_channel": case_encoder_per_channel,
          "no_bias": case_no_bias, "sse2_epilogue": case_sse2_epilogue,
          "large_accumulators": case_large_accumulators, "vnni_hidden_on_plugin": case_vnni_hidden_on_plugin,
-         "tails": case_tails, "bert_feed_forward": case_bert_feed_forward}
+         "tails": case_tails, "bert_feed_forward": case_bert_feed_forward,
+         "amx_without_vnni": case_amx_without_vnni}
 
 if __name__ == "__main__":
     sys.exit(qhtest.main(CASES, __doc__.split("\n")[0]))
