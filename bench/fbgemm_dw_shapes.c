@@ -12,7 +12,7 @@
  * hiding avx512f at avx2. Threads: both run on OpenMP with --threads N; the fbgemm pool
  * hands tasks out dynamically, one at a time (the host's parallel_for does the same when,
  * as for the depthwise 3x3 path, there are no more tasks than workers).
- * Usage: qhost-fbgemm-dw [--threads N] [--rounds R] [--claim-order] [NAME-PART]. Output: the CPU name
+ * Usage: qhost-fbgemm-dw [--threads N] [--rounds R] [NAME-PART]. Output: the CPU name
  * and the load average, one line per shape (GOPS of each, fbgemm / oneDNN speed), the
  * totals of each model's layers (each layer once, as a model runs them), and one JSON
  * object. Exit 77 without AVX2. Not installed. */
@@ -78,26 +78,13 @@ static void cap_onednn(FbIsa isa) {
   }
 }
 
-/* Worker numbers: OpenMP's thread numbers (the same thread has the same number from call
- * to call), or with --claim-order the order in which the tasks are claimed, as the host's
- * parallel_for numbers its chunks (framework/hostapi/host-api.c), where which thread gets
- * which number changes from call to call. */
-static int claim_order;
-
+/* Worker numbers: OpenMP's thread numbers, as the host's parallel_for gives them
+ * (framework/hostapi/host-api.c): the same thread has the same number from call to call. */
 static void omp_pool_run(void *runner, size_t n, FbTaskFn task, void *user) {
   (void)runner;
-  unsigned next = 0;
 #pragma omp parallel for schedule(dynamic, 1)
-  for (size_t i = 0; i < n; i++) {
-    unsigned w;
-    if (claim_order) {
-#pragma omp atomic capture
-      w = next++;
-    } else {
-      w = (unsigned)omp_get_thread_num();
-    }
-    task(user, i, (uint32_t)(w % (unsigned)omp_get_num_threads()));
-  }
+  for (size_t i = 0; i < n; i++)
+    task(user, i, (uint32_t)omp_get_thread_num());
 }
 
 typedef struct {
@@ -273,14 +260,12 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
       threads = atoi(argv[++i]);
-    else if (strcmp(argv[i], "--claim-order") == 0)
-      claim_order = 1;
     else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
       rounds = atoi(argv[++i]);
     else if (argv[i][0] != '-')
       only = argv[i];
     else {
-      fprintf(stderr, "usage: %s [--threads N] [--rounds R] [--claim-order] [NAME-PART]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--threads N] [--rounds R] [NAME-PART]\n", argv[0]);
       return 2;
     }
   }
@@ -297,8 +282,8 @@ int main(int argc, char **argv) {
   cap_onednn(isa);
   omp_set_num_threads(threads);
   print_cpu_and_load("before");
-  printf("fbgemm path %s, %d thread%s%s, best of %d interleaved rounds, weights hot\n", fb_isa_name(isa), threads,
-         threads > 1 ? "s" : "", claim_order ? " (workers numbered in claim order)" : "", rounds);
+  printf("fbgemm path %s, %d thread%s, best of %d interleaved rounds, weights hot\n", fb_isa_name(isa), threads,
+         threads > 1 ? "s" : "", rounds);
   double tf[N_SHAPES], td[N_SHAPES];
   int diff[N_SHAPES];
   char impl[N_SHAPES][96];

@@ -25,8 +25,9 @@ void qh_thread_pool_free(QhThreadPool *p) { g_free(p); }
 
 int qh_thread_pool_size(const QhThreadPool *p) { return p->n_threads; }
 
-void qh_thread_pool_parallel_for(QhThreadPool *p, int64_t n, int64_t min_chunk, QhParallelFn fn,
-                                 void *arg) {
+/* Both loops: fn, or wfn with the thread's number in the team. */
+static void parallel_for(QhThreadPool *p, int64_t n, int64_t min_chunk, QhParallelFn fn, QhParallelWorkerFn wfn,
+                         void *arg) {
   if (n <= 0)
     return;
   if (min_chunk < 1)
@@ -35,11 +36,27 @@ void qh_thread_pool_parallel_for(QhThreadPool *p, int64_t n, int64_t min_chunk, 
   const int64_t chunk = MAX(min_chunk, (n + (int64_t)p->n_threads * 4 - 1) / ((int64_t)p->n_threads * 4));
   const int64_t n_chunks = (n + chunk - 1) / chunk;
   if (p->n_threads == 1 || n_chunks == 1 || omp_in_parallel()) {
-    fn(arg, 0, n);
+    if (wfn)
+      wfn(arg, 0, n, 0);
+    else
+      fn(arg, 0, n);
     return;
   }
   const int team = (int)MIN((int64_t)p->n_threads, n_chunks);
 #pragma omp parallel for num_threads(team) schedule(dynamic, 1)
-  for (int64_t c = 0; c < n_chunks; c++)
-    fn(arg, c * chunk, MIN(n, (c + 1) * chunk));
+  for (int64_t c = 0; c < n_chunks; c++) {
+    if (wfn)
+      wfn(arg, c * chunk, MIN(n, (c + 1) * chunk), omp_get_thread_num());
+    else
+      fn(arg, c * chunk, MIN(n, (c + 1) * chunk));
+  }
+}
+
+void qh_thread_pool_parallel_for(QhThreadPool *p, int64_t n, int64_t min_chunk, QhParallelFn fn, void *arg) {
+  parallel_for(p, n, min_chunk, fn, NULL, arg);
+}
+
+void qh_thread_pool_parallel_for_workers(QhThreadPool *p, int64_t n, int64_t min_chunk, QhParallelWorkerFn fn,
+                                         void *arg) {
+  parallel_for(p, n, min_chunk, NULL, fn, arg);
 }

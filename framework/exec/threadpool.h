@@ -31,6 +31,19 @@ int qh_thread_pool_size(const QhThreadPool *pool);
 void qh_thread_pool_parallel_for(QhThreadPool *pool, int64_t n, int64_t min_chunk,
                                  QhParallelFn fn, void *arg);
 
+/* fn as QhParallelFn, also told which of the team's threads runs the chunk: 0 (the
+ * calling thread) to the pool's size - 1, no two chunks under one number at once, and
+ * normally the same thread under the same number on every call (libgomp may hand a
+ * number to another thread when the team's size changes between calls). */
+typedef void (*QhParallelWorkerFn)(void *arg, int64_t begin, int64_t end, int worker);
+
+/* qh_thread_pool_parallel_for with the worker number: a caller that gives a worker the
+ * same share of the work on every call finds that share's data in the same core's cache
+ * (the host's parallel_for, framework/hostapi/host-api.c). Run inline (one chunk, or
+ * inside an OpenMP region), the one call gets worker 0. */
+void qh_thread_pool_parallel_for_workers(QhThreadPool *pool, int64_t n, int64_t min_chunk,
+                                         QhParallelWorkerFn fn, void *arg);
+
 G_END_DECLS
 
 #endif

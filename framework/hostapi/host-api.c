@@ -252,17 +252,15 @@ static uint32_t api_run_thread_count(const QhRunContext *ctx) {
 typedef struct {
   QhParallelTaskFn task;
   void *user_data;
-  int n_workers;
-  gint next_worker;
 } TaskRun;
 
-static void run_chunk(void *arg, int64_t begin, int64_t end) {
+static void run_chunk(void *arg, int64_t begin, int64_t end, int worker) {
   TaskRun *run = arg;
-  /* Chunks are handed out one per worker (min_chunk covers n / workers), so a chunk
-   * counter gives each concurrent chunk a distinct worker index. */
-  uint32_t worker = (uint32_t)g_atomic_int_add(&run->next_worker, 1) % (uint32_t)run->n_workers;
+  /* the team's thread number: the same thread gets the same number on every call, so a
+   * plugin that gives a worker the same share each call (fbgemm's depthwise home ranges)
+   * finds it in that core's cache; a chunk counter moved the numbers from call to call */
   for (int64_t i = begin; i < end; i++)
-    run->task(run->user_data, (size_t)i, worker);
+    run->task(run->user_data, (size_t)i, (uint32_t)worker);
 }
 
 static QhStatus *api_parallel_for(const QhRunContext *ctx, size_t n, QhParallelTaskFn task,
@@ -279,9 +277,9 @@ static QhStatus *api_parallel_for(const QhRunContext *ctx, size_t n, QhParallelT
       task(user_data, i, 0);
     return NULL;
   }
-  TaskRun run = {task, user_data, workers, 0};
+  TaskRun run = {task, user_data};
   int64_t chunk = ((int64_t)n + workers - 1) / workers;
-  qh_thread_pool_parallel_for(ctx->pool, (int64_t)n, chunk, run_chunk, &run);
+  qh_thread_pool_parallel_for_workers(ctx->pool, (int64_t)n, chunk, run_chunk, &run);
   return NULL;
 }
 

@@ -1,6 +1,7 @@
 /* Unit tests of the host table's non-graph parts: no NULL slot, the frozen base,
  * statuses (codes, one-line messages, foreign pointers), buffers and their limit,
- * artefact paths confined to the artefact, parallel_for covering every index once,
+ * artefact paths confined to the artefact, parallel_for covering every index once
+ * under worker numbers that stay with their threads,
  * and the CPU features: every bit the host reports agrees with the flags Linux lists in
  * /proc/cpuinfo (AVX-VNNI included, which the host reads from CPUID itself), and
  * QHOST_CPU_DISABLE clears exactly the bits it names. */
@@ -140,6 +141,48 @@ static void test_parallel_for(void) {
   api->status_free(st);
 }
 
+/* Which thread ran under each worker number, over many calls, and whether two tasks
+ * ever ran under one number at once. */
+typedef struct {
+  gpointer thread[4];
+  gint busy[4];
+  gint clash, moved;
+} Owners;
+
+static void note_owner(void *data, size_t i, uint32_t worker) {
+  (void)i;
+  Owners *o = data;
+  if (g_atomic_int_add(&o->busy[worker], 1) != 0)
+    g_atomic_int_set(&o->clash, 1);
+  gpointer self = g_thread_self();
+  if (!g_atomic_pointer_compare_and_exchange(&o->thread[worker], NULL, self) &&
+      g_atomic_pointer_get(&o->thread[worker]) != self)
+    g_atomic_int_set(&o->moved, 1);
+  for (volatile int spin = 0; spin < 2000; spin++) /* long enough for the tasks to overlap */
+    ;
+  g_atomic_int_add(&o->busy[worker], -1);
+}
+
+/* Never two tasks under one worker number at once; and the number is the pool thread's,
+ * so with two threads (one team size: every call of two tasks or more splits in two)
+ * the same thread has the same number on every call (fbgemm's depthwise kernel keeps a
+ * share of the rows per worker in that core's cache). With three, libgomp may hand the
+ * top number to another thread when the team's size changes between calls. */
+static void test_parallel_for_workers(void) {
+  const QhHostApi *api = qh_host_api_get();
+  for (int threads = 2; threads <= 3; threads++) {
+    QhThreadPool *pool = qh_thread_pool_new(threads);
+    QhRunContext ctx = {QH_RUNCTX_MAGIC, pool};
+    Owners o = {{NULL}, {0}, 0, 0};
+    for (int call = 0; call < 200; call++)
+      g_assert_null(api->parallel_for(&ctx, (size_t)(2 + call % 7), note_owner, &o));
+    g_assert_cmpint(o.clash, ==, 0);
+    if (threads == 2)
+      g_assert_cmpint(o.moved, ==, 0);
+    qh_thread_pool_free(pool);
+  }
+}
+
 /* Each QH_CPU_* bit and the flag Linux lists for it in /proc/cpuinfo. */
 static const struct {
   uint64_t bit;
@@ -234,6 +277,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/host_api/buffer", test_buffer);
   g_test_add_func("/host_api/artifact", test_artifact);
   g_test_add_func("/host_api/parallel_for", test_parallel_for);
+  g_test_add_func("/host_api/parallel_for_workers", test_parallel_for_workers);
   g_test_add_func("/host_api/cpu_detect", test_cpu_detect);
   g_test_add_func("/host_api/cpu_mask", test_cpu_mask);
   return g_test_run();

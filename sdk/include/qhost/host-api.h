@@ -297,8 +297,12 @@ typedef struct QhHostApi {
   /* Number of workers of the host's pool for this run (>= 1). */
   uint32_t (*run_thread_count)(const QhRunContext *ctx);
   /* Call task(user_data, i, worker) for every i in [0, n) on the host's pool and
-   * return when all are done; worker < run_thread_count. Tasks must not call
-   * parallel_for themselves. A plugin that runs its own threads (OpenMP,
+   * return when all are done; worker < run_thread_count, and no two tasks run at
+   * once under one worker number. worker is the number of the pool's thread, which
+   * normally keeps it from call to call (the OpenMP runtime may renumber threads when
+   * the team's size changes): work a plugin gives the same worker every call then stays
+   * in one core's cache (a matter of speed; results must not depend on it). Tasks must
+   * not call parallel_for themselves. A plugin that runs its own threads (OpenMP,
    * pthreadpool) does not use this and sizes its pool from run_thread_count. */
   QhStatus *(*parallel_for)(const QhRunContext *ctx, size_t n, QhParallelTaskFn task,
                             void *user_data);
