@@ -222,11 +222,11 @@ static void dw3_unit(const DwJob *j, int64_t u, uint32_t worker) {
 /* A pool task of the 3x3 path: the units of the calling worker's home range from its
  * front, then the other ranges' from their backs (away from where their owners work)
  * until none is left. The home goes by worker, not by task index: a pool's worker
- * numbers are its threads (OpenMP's thread numbers in the bench), while which thread
- * takes which task index changes from call to call (task 0 ran on the second thread in
- * 10-35% of the calls, dw6). Every unit is claimed once (fb_dw_claim), so the result does
- * not depend on which task runs where or when; a task that finds every range taken
- * returns. */
+ * numbers are its threads (the team's thread numbers, in the host's parallel_for as in
+ * the bench), while which thread takes which task index changes from call to call (task
+ * 0 ran on the second thread in 10-35% of the calls, dw6). Every unit is claimed once
+ * (fb_dw_claim), so the result does not depend on which task runs where or when; a task
+ * that finds every range taken returns. */
 static void dw3_home_task(void *user, size_t i, uint32_t worker) {
   (void)i;
   const DwJob *j = user;
