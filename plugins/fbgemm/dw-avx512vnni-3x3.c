@@ -77,13 +77,29 @@ static inline __attribute__((always_inline)) void tail_column(const uint8_t *s0,
   }
 }
 
+/* 32 bytes at a in the lower half, 32 at b in the upper. */
+static inline __attribute__((always_inline)) __m512i load2x32(const uint8_t *a, const uint8_t *b) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)a)),
+                            _mm256_loadu_si256((const __m256i *)b), 1);
+}
+
 /* 32 channels of one row at two adjacent columns (bytes s and s + st, st = 0 for the zx
  * line) in one vector: one load where they are contiguous (ic 32, or the zx line). */
 static inline __attribute__((always_inline)) __m512i load_pair32(const uint8_t *s, int64_t st, int64_t ic) {
   if (ic == 32 || st == 0)
     return _mm512_loadu_si512((const void *)s);
-  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)s)),
-                            _mm256_loadu_si256((const __m256i *)(s + st)), 1);
+  return load2x32(s, s + st);
+}
+
+/* The dword interleave of 4 rows' bytes r0..r3 (r3 zero for 3 rows), per 128-bit lane:
+ * q[k] holds dword vector k of the lane-ordered layout, each dword one channel's bytes
+ * of the 4 rows. */
+static inline __attribute__((always_inline)) void interleave4(__m512i r0, __m512i r1, __m512i r2, __m512i r3,
+                                                              __m512i q[4]) {
+  __m512i lo01 = _mm512_unpacklo_epi8(r0, r1), hi01 = _mm512_unpackhi_epi8(r0, r1);
+  __m512i lo23 = _mm512_unpacklo_epi8(r2, r3), hi23 = _mm512_unpackhi_epi8(r2, r3);
+  q[0] = _mm512_unpacklo_epi16(lo01, lo23), q[1] = _mm512_unpackhi_epi16(lo01, lo23);
+  q[2] = _mm512_unpacklo_epi16(hi01, hi23), q[3] = _mm512_unpackhi_epi16(hi01, hi23);
 }
 
 /* The first piece of 32 channels of the tail block at two adjacent columns at once
@@ -96,10 +112,8 @@ static inline __attribute__((always_inline)) void tail_pair32(const uint8_t *con
   __m512i r0 = load_pair32(s[0], st[0], ic), r1 = load_pair32(s[1], st[1], ic);
   __m512i r2 = load_pair32(s[2], st[2], ic);
   __m512i r3 = nr == 4 ? load_pair32(s[3], st[3], ic) : _mm512_setzero_si512();
-  __m512i lo01 = _mm512_unpacklo_epi8(r0, r1), hi01 = _mm512_unpackhi_epi8(r0, r1);
-  __m512i lo23 = _mm512_unpacklo_epi8(r2, r3), hi23 = _mm512_unpackhi_epi8(r2, r3);
-  __m512i q[4] = {_mm512_unpacklo_epi16(lo01, lo23), _mm512_unpackhi_epi16(lo01, lo23),
-                  _mm512_unpacklo_epi16(hi01, hi23), _mm512_unpackhi_epi16(hi01, hi23)};
+  __m512i q[4];
+  interleave4(r0, r1, r2, r3, q);
   _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
     _mm256_store_si256((__m256i *)(dst + 8 * k), _mm512_castsi512_si256(q[k]));
     _mm256_store_si256((__m256i *)(dst + 64 + 8 * k), _mm512_extracti64x4_epi64(q[k], 1));
@@ -113,12 +127,9 @@ static inline __attribute__((always_inline)) void full_column(const uint8_t *s0,
   __m512i r0 = _mm512_loadu_si512((const void *)s0), r1 = _mm512_loadu_si512((const void *)s1);
   __m512i r2 = _mm512_loadu_si512((const void *)s2);
   __m512i r3 = nr == 4 ? _mm512_loadu_si512((const void *)s3) : _mm512_setzero_si512();
-  __m512i lo01 = _mm512_unpacklo_epi8(r0, r1), hi01 = _mm512_unpackhi_epi8(r0, r1);
-  __m512i lo23 = _mm512_unpacklo_epi8(r2, r3), hi23 = _mm512_unpackhi_epi8(r2, r3);
-  _mm512_store_si512((void *)dst, _mm512_unpacklo_epi16(lo01, lo23));
-  _mm512_store_si512((void *)(dst + 16), _mm512_unpackhi_epi16(lo01, lo23));
-  _mm512_store_si512((void *)(dst + 32), _mm512_unpacklo_epi16(hi01, hi23));
-  _mm512_store_si512((void *)(dst + 48), _mm512_unpackhi_epi16(hi01, hi23));
+  __m512i q[4];
+  interleave4(r0, r1, r2, r3, q);
+  _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) _mm512_store_si512((void *)(dst + 16 * k), q[k]);
 }
 
 /* build_block for a full block (full 1) or the tail block (0): the padding columns from
@@ -199,15 +210,23 @@ static inline __attribute__((always_inline)) __m512i acc_start(const FbDwPacked 
 }
 
 /* kernels.h's output rule up to vcvtps2dq for one vector of 16 channels. */
-static inline __attribute__((always_inline)) __m512i requant16(__m512i acc, const float *bias, const float *mult,
-                                                               __m512 hi, const int ep) {
+static inline __attribute__((always_inline)) __m512i requant16v(__m512i acc, __m512 bias, __m512 mult, __m512 hi,
+                                                                const int ep) {
   __m512 f;
   if (ep == FB_DW3_EP_INT)
     f = _mm512_sub_ps(_mm512_castsi512_ps(acc), _mm512_set1_ps(FB_DW3_MAGIC_F));
   else
-    f = _mm512_add_ps(_mm512_cvtepi32_ps(acc), _mm512_load_ps(bias));
-  f = _mm512_mul_ps(f, _mm512_load_ps(mult));
+    f = _mm512_add_ps(_mm512_cvtepi32_ps(acc), bias);
+  f = _mm512_mul_ps(f, mult);
   return _mm512_cvtps_epi32(ep == FB_DW3_EP_FLOAT ? _mm512_min_ps(f, hi) : f);
+}
+
+/* requant16v with the bias and multiplier at bias and mult (the bias not read for
+ * FB_DW3_EP_INT). */
+static inline __attribute__((always_inline)) __m512i requant16(__m512i acc, const float *bias, const float *mult,
+                                                               __m512 hi, const int ep) {
+  return requant16v(acc, ep == FB_DW3_EP_INT ? _mm512_setzero_ps() : _mm512_load_ps(bias), _mm512_load_ps(mult), hi,
+                    ep);
 }
 
 /* kernels.h's output rule for one lane-ordered block of 64 channels, as
@@ -444,11 +463,8 @@ static void compute_block(const FbConv *c, const FbDwPacked *p, const int32_t *v
 static inline __attribute__((always_inline)) void interleave3(const uint8_t *s0, const uint8_t *s1,
                                                               const uint8_t *s2, __m512i q[4]) {
   __m512i r0 = _mm512_loadu_si512((const void *)s0), r1 = _mm512_loadu_si512((const void *)s1);
-  __m512i r2 = _mm512_loadu_si512((const void *)s2), z = _mm512_setzero_si512();
-  __m512i lo01 = _mm512_unpacklo_epi8(r0, r1), hi01 = _mm512_unpackhi_epi8(r0, r1);
-  __m512i lo23 = _mm512_unpacklo_epi8(r2, z), hi23 = _mm512_unpackhi_epi8(r2, z);
-  q[0] = _mm512_unpacklo_epi16(lo01, lo23), q[1] = _mm512_unpackhi_epi16(lo01, lo23);
-  q[2] = _mm512_unpacklo_epi16(hi01, hi23), q[3] = _mm512_unpackhi_epi16(hi01, hi23);
+  __m512i r2 = _mm512_loadu_si512((const void *)s2);
+  interleave4(r0, r1, r2, _mm512_setzero_si512(), q);
 }
 
 /* Buffer column j (input column j - pl, the zx line outside the image) of interleave3. */
@@ -527,35 +543,22 @@ static inline __attribute__((always_inline)) void stream_s2_block(const FbConv *
  * row t's bytes at column j (the zx line: st[t] = 0), st[t]: bytes from column to column. */
 static inline __attribute__((always_inline)) void pair32_s2(const uint8_t *const s[3], const int64_t st[3],
                                                             __m512i q[4]) {
-  __m512i r[3];
-  _Pragma("GCC unroll 3") for (int t = 0; t < 3; t++) r[t] =
-      _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)s[t])),
-                         _mm256_loadu_si256((const __m256i *)(s[t] + 2 * st[t])), 1);
-  __m512i z = _mm512_setzero_si512();
-  __m512i lo01 = _mm512_unpacklo_epi8(r[0], r[1]), hi01 = _mm512_unpackhi_epi8(r[0], r[1]);
-  __m512i lo23 = _mm512_unpacklo_epi8(r[2], z), hi23 = _mm512_unpackhi_epi8(r[2], z);
-  q[0] = _mm512_unpacklo_epi16(lo01, lo23), q[1] = _mm512_unpackhi_epi16(lo01, lo23);
-  q[2] = _mm512_unpacklo_epi16(hi01, hi23), q[3] = _mm512_unpackhi_epi16(hi01, hi23);
+  interleave4(load2x32(s[0], s[0] + 2 * st[0]), load2x32(s[1], s[1] + 2 * st[1]),
+              load2x32(s[2], s[2] + 2 * st[2]), _mm512_setzero_si512(), q);
 }
 
 /* pair32_s2 at buffer column j of an image row or the zx line, each column checked. */
 static inline __attribute__((always_inline)) void pair32_s2_edge(const FbConv *c, const uint8_t *const row[4],
                                                                  int64_t ck, int64_t j, const uint8_t *zxl,
                                                                  __m512i q[4]) {
-  const int64_t ic = c->ic;
+  const int64_t ic = c->ic, ia = j - c->pl, ib = j + 2 - c->pl;
   __m512i r[3];
   _Pragma("GCC unroll 3") for (int t = 0; t < 3; t++) {
-    const int64_t ia = j - c->pl, ib = j + 2 - c->pl;
     const uint8_t *a = (row[t] && ia >= 0 && ia < c->iw ? row[t] + ia * ic : zxl) + ck;
     const uint8_t *b = (row[t] && ib >= 0 && ib < c->iw ? row[t] + ib * ic : zxl) + ck;
-    r[t] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)a)),
-                              _mm256_loadu_si256((const __m256i *)b), 1);
+    r[t] = load2x32(a, b);
   }
-  __m512i z = _mm512_setzero_si512();
-  __m512i lo01 = _mm512_unpacklo_epi8(r[0], r[1]), hi01 = _mm512_unpackhi_epi8(r[0], r[1]);
-  __m512i lo23 = _mm512_unpacklo_epi8(r[2], z), hi23 = _mm512_unpackhi_epi8(r[2], z);
-  q[0] = _mm512_unpacklo_epi16(lo01, lo23), q[1] = _mm512_unpackhi_epi16(lo01, lo23);
-  q[2] = _mm512_unpacklo_epi16(hi01, hi23), q[3] = _mm512_unpackhi_epi16(hi01, hi23);
+  interleave4(r[0], r[1], r[2], _mm512_setzero_si512(), q);
 }
 
 /* A 256-bit vector of 8 lane-ordered dwords at v, in both halves. */
@@ -614,10 +617,7 @@ static inline __attribute__((always_inline)) void stream_s2_piece32(const FbConv
       /* tap 0: columns 2ox and 2ox + 2, the upper half of the pair before and the lower of e1 */
       __m512i e0 = _mm512_shuffle_i64x2(prev[k], e1[k], _MM_SHUFFLE(1, 0, 3, 2));
       __m512i acc = dpbusd(dpbusd(dpbusd(nzs[k], e0, wv[k][0]), o[k], wv[k][1]), e1[k], wv[k][2]);
-      __m512 f = ep == FB_DW3_EP_INT ? _mm512_sub_ps(_mm512_castsi512_ps(acc), _mm512_set1_ps(FB_DW3_MAGIC_F))
-                                     : _mm512_add_ps(_mm512_cvtepi32_ps(acc), bias[k]);
-      f = _mm512_mul_ps(f, mult[k]);
-      q[k] = _mm512_cvtps_epi32(ep == FB_DW3_EP_FLOAT ? _mm512_min_ps(f, hi) : f);
+      q[k] = requant16v(acc, bias[k], mult[k], hi, ep);
       prev[k] = e1[k];
     }
     __m512i w01 = _mm512_adds_epi16(_mm512_packs_epi32(q[0], q[1]), zo16);
